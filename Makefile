@@ -1,0 +1,57 @@
+# Myolotrain v4. `make demo` runs the main job on the local stack; `make test` runs the whole suite
+# (a real Kafka broker included). Both set up everything they need on a fresh machine.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+APT_PACKAGES := kcat openjdk-17-jre-headless maven
+
+.PHONY: help venv sysdeps test test-unit test-integration bench demo lint format clean
+
+help:  ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+venv: $(STAMP)  ## Create .venv and install myolotrain with the [train,dev] extras
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[train,dev]"
+	@rm -f $(VENV)/.installed-*; touch $@
+
+sysdeps:  ## Install Java 17, Maven and kcat from Debian's packages when missing (needs root)
+	@missing=""; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn  >/dev/null || missing="$$missing maven"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	fi
+
+test: venv sysdeps  ## Run the whole suite (unit + integration against a real Kafka broker)
+	$(BIN)/pytest -q -p no:cacheprovider
+
+test-unit: venv  ## Only the unit tests (no broker)
+	$(BIN)/pytest -q tests/unit
+
+test-integration: venv sysdeps  ## Only the integration tests
+	$(BIN)/pytest -q tests/integration
+
+bench: venv sysdeps  ## Run the benchmarks; JSON results in tests/benchmarks/results/
+	$(BIN)/python -m tests.benchmarks
+
+demo: venv sysdeps  ## Start the local stack and show events flowing through it
+	$(BIN)/python -m coordinator.demo
+
+lint:  ## ruff check + format check
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format:
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
+
+clean:  ## Stop the local stack and remove build leftovers (keeps .venv and the Kafka jar cache)
+	-$(BIN)/myoloctl local down --clean
+	rm -rf build dist *.egg-info .pytest_cache tests/benchmarks/results

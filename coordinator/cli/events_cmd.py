@@ -1,0 +1,182 @@
+"""`myoloctl events produce|tail|validate`: put events on the bus, watch them, check them offline."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+import typer
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from rich.console import Console
+from rich.table import Table
+
+from coordinator.cli.common import Bootstrap, fail, invalid, kafka_settings
+from events.bus import EventProducer
+from events.codec import decode, decode_data, decode_structured
+from events.deadletter import dead_letter_info
+from events.envelope import Event
+from events.errors import InvalidEvent
+from events.topics import BY_NAME, topic_for_type
+from events.types import PAYLOAD_TYPES
+
+app = typer.Typer(help="Produce, tail and validate CloudEvents on the Myolotrain bus.", no_args_is_help=True)
+_encoder = msgspec.json.Encoder()
+
+
+def _read_data(spec: str) -> bytes:
+    if spec == "-":
+        return sys.stdin.buffer.read()
+    if spec.startswith("@"):
+        path = Path(spec[1:])
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            fail(f"--data: cannot read {str(path)!r}: {exc.strerror}")
+    return spec.encode()
+
+
+@app.command()
+def produce(
+    topic: Annotated[str, typer.Argument(help="Topic to write to (see the topic catalogue in the README).")],
+    type_: Annotated[str, typer.Option("--type", "-t", help=f"CloudEvents type, e.g. {next(iter(PAYLOAD_TYPES))}.")],
+    data: Annotated[str, typer.Option("--data", "-d", help="Payload JSON: @file.json, - for stdin, or inline.")],
+    source: Annotated[str | None, typer.Option(help="CloudEvents source (default: myoloctl/USER@HOST).")] = None,
+    key: Annotated[str | None, typer.Option(help="Partition key (default: the entity the payload names).")] = None,
+    bootstrap: Bootstrap = None,
+) -> None:
+    """Validate a payload against its type, then send it as a CloudEvent (exit 2 and the reason if invalid)."""
+    raw = _read_data(data)
+    try:
+        payload = decode_data(type_, raw)
+    except InvalidEvent as exc:
+        invalid(exc)
+    entry = BY_NAME.get(topic)
+    if entry is not None and entry.types and type_ not in entry.types:
+        fail(f"invalid: type: {type_!r} does not belong on topic {topic!r} (use {topic_for_type(type_)!r})")
+    settings = kafka_settings(bootstrap)
+    src = source or f"myoloctl/{getpass.getuser()}@{socket.gethostname()}"
+
+    async def send() -> Event:
+        async with EventProducer(settings, source=src) as producer:
+            return await producer.send(producer.event(payload, key=key), topic)
+
+    event = asyncio.run(send())
+    Console(highlight=False).print(f"sent {event.type} id={event.id} key={event.key} to {topic}")
+
+
+@app.command()
+def validate(
+    file: Annotated[Path, typer.Argument(help="A CloudEvent in structured JSON mode; - for stdin.")],
+) -> None:
+    """Check a structured CloudEvent offline: exit 0 when valid, 2 with the reason when not."""
+    raw = sys.stdin.buffer.read() if str(file) == "-" else _read_file(file)
+    try:
+        event = decode_structured(raw)
+    except InvalidEvent as exc:
+        invalid(exc)
+    Console(highlight=False).print(f"valid: {event.type} id={event.id} source={event.source}")
+
+
+def _read_file(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {str(file)!r}: {exc.strerror}")
+
+
+@app.command()
+def tail(
+    topic: Annotated[str, typer.Argument(help="Topic to read.")],
+    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the oldest record.")] = False,
+    max_records: Annotated[int | None, typer.Option("--max", "-n", help="Stop after N records.")] = None,
+    output: Annotated[Literal["table", "json"], typer.Option("--output", "-o", help="table or json lines.")] = "table",
+    idle_timeout: Annotated[
+        float | None, typer.Option("--idle-timeout", help="Stop after this many seconds without a record.")
+    ] = None,
+    bootstrap: Bootstrap = None,
+) -> None:
+    """Print the events of a topic as they arrive (invalid records are shown with the reason)."""
+    settings = kafka_settings(bootstrap)
+    console = Console(highlight=False, soft_wrap=True)
+    asyncio.run(_tail(settings, topic, from_beginning, max_records, output, idle_timeout, console))
+
+
+async def _tail(settings, topic, from_beginning, max_records, output, idle_timeout, console) -> None:
+    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
+    await consumer.start()
+    try:
+        parts = consumer.partitions_for_topic(topic) or await _partitions(consumer, topic)
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        consumer.assign(tps)
+        if from_beginning:
+            await consumer.seek_to_beginning(*tps)
+        else:
+            await consumer.seek_to_end(*tps)
+        seen = 0
+        idle = 0.0
+        while max_records is None or seen < max_records:
+            batch = await consumer.getmany(timeout_ms=500, max_records=100)
+            if not batch:
+                idle += 0.5
+                if idle_timeout is not None and idle >= idle_timeout:
+                    break
+                continue
+            idle = 0.0
+            for record in sorted((r for rs in batch.values() for r in rs), key=lambda r: r.timestamp):
+                _show(record, output, console)
+                seen += 1
+                if max_records is not None and seen >= max_records:
+                    break
+    finally:
+        await consumer.stop()
+
+
+async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
+    await consumer._client.force_metadata_update()  # aiokafka has no public metadata refresh
+    parts = consumer.partitions_for_topic(topic)
+    if not parts:
+        fail(f"topic {topic!r} does not exist", code=1)
+    return parts
+
+
+def _show(record, output: str, console: Console) -> None:
+    where = {"topic": record.topic, "partition": record.partition, "offset": record.offset}
+    dlq = dead_letter_info(record.headers)
+    try:
+        event = decode(record.value, record.headers, record.key)
+        doc = {
+            **where,
+            "key": event.key,
+            "id": event.id,
+            "type": event.type,
+            "source": event.source,
+            "time": event.time,
+            "data": event.data,
+        }
+        if event.extensions:
+            doc["extensions"] = event.extensions
+    except InvalidEvent as exc:
+        doc = {**where, "key": (record.key or b"").decode(errors="replace"), "invalid": str(exc)}
+    if dlq:
+        doc["dead_letter"] = dlq
+    if output == "json":
+        sys.stdout.write(_encoder.encode(doc).decode() + "\n")
+        sys.stdout.flush()
+        return
+    table = Table.grid(padding=(0, 1))
+    if "invalid" in doc:
+        reason = dlq.get("error", doc["invalid"]) if dlq else doc["invalid"]
+        table.add_row(f"{record.partition}:{record.offset}", "[red]INVALID[/]", str(doc["key"]), reason)
+    else:
+        summary = _encoder.encode(doc["data"]).decode()
+        if len(summary) > 100:
+            summary = summary[:97] + "..."
+        if dlq:
+            summary = f"[red]dead-lettered[/] {dlq.get('error', '')}"
+        table.add_row(f"{record.partition}:{record.offset}", doc["time"] or "-", doc["type"], str(doc["key"]), summary)
+    console.print(table)

@@ -1,0 +1,23 @@
+"""A real local Apache Kafka (4.x, single-node KRaft) for development, tests and the demo.
+
+from events.broker import LocalBroker
+broker = LocalBroker()          # state in ~/.local/state/myolo/local or $MYOLO_STATE_DIR
+broker.start()                  # fetches jars once, formats storage, waits for metadata
+print(broker.bootstrap)         # "127.0.0.1:PORT"
+broker.stop(); broker.clean()
+"""
+
+from events.broker.broker import BrokerStatus, LocalBroker
+from events.broker.errors import BrokerError
+from events.broker.probe import ClusterMetadata, answers_metadata, fetch_metadata
+from events.broker.state import default_state_dir
+
+__all__ = [
+    "BrokerError",
+    "BrokerStatus",
+    "ClusterMetadata",
+    "LocalBroker",
+    "answers_metadata",
+    "default_state_dir",
+    "fetch_metadata",
+]

@@ -1,0 +1,283 @@
+"""The life of one local Apache Kafka broker: start, wait until it answers, stop, clean.
+
+Used by the test suite (one broker per session), by `myoloctl local up|down|status` and by the demo.
+Everything another process needs to find a running broker is in the stack state file (state.py); the
+broker's own files live in `<state dir>/kafka/`:
+
+    broker.json        ports and cluster id, reused by every restart
+    server.properties  rendered on each start
+    data/              the log dirs (topics survive stop/start; `clean()` removes them)
+    logs/server.log    the broker's log4j output; logs/stdout.log the JVM's own output
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from events.broker import config, jars, ports, process, state
+from events.broker.errors import BrokerError
+from events.broker.java import find_java
+from events.broker.probe import ClusterMetadata, answers_metadata
+
+NAME = "kafka"
+ROLE = "broker"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.yaml")
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    running: bool
+    bootstrap: str | None
+    pid: int | None
+    log: Path
+    detail: str
+    cluster_id: str | None = None
+
+
+class LocalBroker:
+    """One single-node KRaft broker (combined broker+controller) on 127.0.0.1.
+
+    `port`/`controller_port` are only used the first time (afterwards broker.json holds them); `None`
+    picks free ports. `tied_to_parent` makes the broker die with the Python process that started it
+    (tests); the CLI leaves it False so the broker outlives `myoloctl local up`.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path | str | None = None,
+        *,
+        port: int | None = None,
+        controller_port: int | None = None,
+        heap: str = "512m",
+        kafka_version: str | None = None,
+        properties: dict[str, str] | None = None,
+        tied_to_parent: bool = False,
+    ) -> None:
+        if not re.fullmatch(r"[1-9]\d*[mMgG]", heap):
+            raise BrokerError(f"heap size {heap!r} is not like 512m or 1g", hint="pass heap='512m' or '1g'")
+        self.state_dir = Path(state_dir) if state_dir else state.default_state_dir()
+        self.home = self.state_dir / NAME
+        self._port, self._controller_port = port, controller_port
+        self._heap = heap
+        self._version = kafka_version
+        self._properties = dict(properties or {})
+        self._tied = tied_to_parent
+        self._proc: subprocess.Popen | None = None
+
+    # -- paths and identity -------------------------------------------------------------------------
+    @property
+    def log_path(self) -> Path:
+        return self.home / "logs" / "server.log"
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.home / "logs" / "stdout.log"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def identity(self) -> config.BrokerIdentity | None:
+        return config.load_identity(self.home / "broker.json")
+
+    @property
+    def bootstrap(self) -> str:
+        """'127.0.0.1:PORT' of this broker; only known once it has been started (or configured) once."""
+        identity = self.identity
+        if identity is None:
+            raise BrokerError(
+                f"no local broker has been set up in {self.state_dir}", hint="run `myoloctl local up` first"
+            )
+        return identity.bootstrap
+
+    # -- life ---------------------------------------------------------------------------------------
+    def start(self, timeout: float = 120.0) -> bool:
+        """Start the broker and wait until it answers a Metadata request.
+
+        Returns False (and starts nothing) when this state dir's broker already runs and answers.
+        """
+        with state.locked(self.state_dir):
+            stack = state.load(self.state_dir)
+            record = stack.find(NAME)
+            if record and self._alive(record):
+                self._wait_ready(record, timeout)
+                return False
+            if record:
+                stack.drop(NAME)
+                state.save(self.state_dir, stack)
+            java = find_java()
+            lib = jars.ensure_jars(self._version or jars.kafka_version())
+            identity = self._prepare_identity()
+            ports.ensure_free(identity.port, "Kafka client port", "--port")
+            ports.ensure_free(identity.controller_port, "Kafka controller port", "--controller-port")
+            config.save_identity(self.home / "broker.json", identity)  # only ports that were free
+            self._write_properties(identity)
+            self._format_storage(java.executable, lib, identity)
+            record = self._launch(java.executable, lib, identity)
+            stack.put(record)
+            stack.bootstrap = identity.bootstrap
+            state.save(self.state_dir, stack)
+            try:
+                self._wait_ready(record, timeout)
+            except BrokerError:
+                process.terminate(record.pid, record.marker, timeout=10.0)
+                self._reap()
+                stack.drop(NAME)
+                stack.bootstrap = None
+                state.save(self.state_dir, stack)
+                raise
+            return True
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """SIGTERM the broker (SIGKILL after `timeout` s); data is kept. False if it was not running."""
+        with state.locked(self.state_dir):
+            stack = state.load(self.state_dir)
+            record = stack.find(NAME)
+            if record is None:
+                return False
+            outcome = process.terminate(record.pid, record.marker, timeout)
+            self._reap()
+            stack.drop(NAME)
+            stack.bootstrap = None
+            state.save(self.state_dir, stack)
+            return outcome != "not running"
+
+    def clean(self) -> None:
+        """Stop the broker and delete its data, logs and identity."""
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+        with state.locked(self.state_dir):
+            stack = state.load(self.state_dir)
+            if not stack.processes:
+                (self.state_dir / state.STATE_FILE).unlink(missing_ok=True)
+
+    def status(self) -> BrokerStatus:
+        stack = state.load(self.state_dir)
+        record = stack.find(NAME)
+        if record is None:
+            detail = "stopped (data kept)" if self.home.exists() else "not started"
+            return BrokerStatus(False, None, None, self.log_path, detail)
+        bootstrap = f"{ports.HOST}:{record.ports['client']}"
+        if not self._alive(record):
+            return BrokerStatus(False, bootstrap, record.pid, self.log_path, f"pid {record.pid} has exited")
+        meta = answers_metadata(ports.HOST, record.ports["client"])
+        if meta is None:
+            detail = f"pid {record.pid} runs but does not answer on {bootstrap}"
+            return BrokerStatus(False, bootstrap, record.pid, self.log_path, detail)
+        return BrokerStatus(True, bootstrap, record.pid, self.log_path, "running", meta.cluster_id)
+
+    # -- steps --------------------------------------------------------------------------------------
+    def _alive(self, record: state.ProcessRecord) -> bool:
+        if self._proc is not None and self._proc.pid == record.pid:
+            return self._proc.poll() is None
+        return process.alive(record.pid, record.marker)
+
+    def _reap(self) -> None:
+        if self._proc is not None:
+            self._proc.wait(timeout=10)
+            self._proc = None
+
+    def _prepare_identity(self) -> config.BrokerIdentity:
+        path = self.home / "broker.json"
+        identity = config.load_identity(path)
+        if identity is None:
+            shutil.rmtree(self.home / "data", ignore_errors=True)  # no identity: nothing worth keeping
+            picked = ports.free_ports(2)
+            identity = config.BrokerIdentity(
+                port=self._port or picked[0],
+                controller_port=self._controller_port or picked[1],
+                cluster_id=config.new_cluster_id(),
+            )
+        elif self._port and self._port != identity.port:
+            identity = config.BrokerIdentity(self._port, identity.controller_port, identity.cluster_id)
+        return identity
+
+    def _write_properties(self, identity: config.BrokerIdentity) -> None:
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        body = config.render_properties(identity, self.home / "data", self._properties)
+        self.properties_path.write_text(body)
+
+    def _jvm(self, java: Path, lib: Path, heap: str) -> list[str]:
+        return [
+            str(java), f"-Xmx{heap}", "-Xms64m", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+            "-Djava.awt.headless=true", f"-Dkafka.logs.dir={self.home / 'logs'}",
+            # Kafka logs its own shutdown from a JVM hook; log4j's hook would close the file first.
+            "-Dlog4j2.shutdownHookEnabled=false", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+            "-cp", f"{lib}/*",
+        ]  # fmt: skip
+
+    def _format_storage(self, java: Path, lib: Path, identity: config.BrokerIdentity) -> None:
+        if (self.home / "data" / "meta.properties").exists():
+            return
+        cmd = [
+            *self._jvm(java, lib, "256m"), "kafka.tools.StorageTool", "format", "-t", identity.cluster_id,
+            "-c", str(self.properties_path), "--ignore-formatted",
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise BrokerError(
+                f"formatting the broker's storage in {self.home / 'data'} failed (exit {proc.returncode})",
+                hint=f"check the properties in {self.properties_path}; `myoloctl local down --clean` "
+                "starts from scratch",
+                detail=(proc.stdout + proc.stderr).strip()[-3000:],
+            )
+
+    def _launch(self, java: Path, lib: Path, identity: config.BrokerIdentity) -> state.ProcessRecord:
+        cmd = [*self._jvm(java, lib, self._heap), "kafka.Kafka", str(self.properties_path)]
+        self._proc = process.launch(cmd, cwd=self.home, output=self.stdout_path, tied_to_parent=self._tied)
+        return state.ProcessRecord(
+            name=NAME,
+            role=ROLE,
+            pid=self._proc.pid,
+            marker=str(self.properties_path),
+            log=str(self.log_path),
+            ports={"client": identity.port, "controller": identity.controller_port},
+            started_at=time.time(),
+            info={"bootstrap": identity.bootstrap, "cluster_id": identity.cluster_id},
+        )
+
+    def _wait_ready(self, record: state.ProcessRecord, timeout: float) -> ClusterMetadata:
+        deadline = time.monotonic() + timeout
+        while True:
+            meta = answers_metadata(ports.HOST, record.ports["client"], timeout=2.0)
+            if meta is not None:
+                return meta
+            if not self._alive(record):
+                code = self._proc.returncode if self._proc is not None else None
+                raise BrokerError(
+                    f"the Kafka broker exited while starting{'' if code is None else f' (status {code})'}",
+                    hint=f"read the log {self.log_path}; `myoloctl local down --clean` starts from scratch",
+                    detail=self._log_tail(),
+                )
+            if time.monotonic() > deadline:
+                raise BrokerError(
+                    f"the Kafka broker (pid {record.pid}) did not answer on 127.0.0.1:"
+                    f"{record.ports['client']} within {timeout:.0f} s",
+                    hint=f"read the log {self.log_path}; a slow machine may need a longer timeout",
+                    detail=self._log_tail(),
+                )
+            time.sleep(0.2)
+
+    def _log_tail(self) -> str:
+        parts = []
+        server = _from_first_error(process.tail(self.log_path, 300), 30)
+        if server:
+            parts.append(f"last lines of {self.log_path}:\n{server}")
+        jvm = process.tail(self.stdout_path, 15)
+        if jvm:
+            parts.append(f"last lines of {self.stdout_path}:\n{jvm}")
+        return "\n".join(parts) or "(the broker wrote no log)"
+
+
+def _from_first_error(text: str, count: int) -> str:
+    """The log from its first ERROR/FATAL line (the cause; later lines are fallout), else its end."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if " ERROR " in line or " FATAL " in line), None)
+    return "\n".join(lines[first : first + count] if first is not None else lines[-count:])

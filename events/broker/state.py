@@ -1,0 +1,104 @@
+"""The local stack's state file: which of our processes run, where, and how to find their logs.
+
+`myoloctl local up|down|status` run as separate processes, so everything one needs to find what another
+started lives in `<state dir>/stack.json`. The file lists processes generically (name, role, pid, ports,
+log) so coordinators and agents started by `local up --nodes N` join the same list as the broker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from events.broker.errors import BrokerError
+
+STATE_FILE = "stack.json"
+_FORMAT = 1
+
+
+def default_state_dir() -> Path:
+    """MYOLO_STATE_DIR, else $XDG_STATE_HOME/myolo/local, else ~/.local/state/myolo/local."""
+    if os.environ.get("MYOLO_STATE_DIR"):
+        return Path(os.environ["MYOLO_STATE_DIR"]).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "myolo" / "local"
+
+
+@dataclass
+class ProcessRecord:
+    """One process of the stack. `marker` must occur in its command line for the pid to count as ours."""
+
+    name: str
+    role: str
+    pid: int
+    marker: str
+    log: str
+    ports: dict[str, int] = field(default_factory=dict)
+    started_at: float = 0.0
+    info: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StackState:
+    bootstrap: str | None = None
+    processes: list[ProcessRecord] = field(default_factory=list)
+
+    def find(self, name: str) -> ProcessRecord | None:
+        return next((p for p in self.processes if p.name == name), None)
+
+    def put(self, record: ProcessRecord) -> None:
+        self.processes = [p for p in self.processes if p.name != record.name] + [record]
+
+    def drop(self, name: str) -> None:
+        self.processes = [p for p in self.processes if p.name != name]
+
+
+def load(state_dir: Path) -> StackState:
+    path = state_dir / STATE_FILE
+    try:
+        raw = json.loads(path.read_text())
+        procs = [ProcessRecord(**p) for p in raw.get("processes", [])]
+        return StackState(bootstrap=raw.get("bootstrap"), processes=procs)
+    except FileNotFoundError:
+        return StackState()
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise BrokerError(
+            f"state file {path} is not readable: {exc}",
+            hint=f"stop any myolo processes by hand, then delete {path}",
+        ) from exc
+
+
+def save(state_dir: Path, state: StackState) -> None:
+    """Atomic replace, so a reader never sees half a file."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    body = {"format": _FORMAT, "bootstrap": state.bootstrap}
+    body["processes"] = [dataclasses.asdict(p) for p in state.processes]
+    tmp = state_dir / f".{STATE_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(body, indent=2) + "\n")
+    os.replace(tmp, state_dir / STATE_FILE)
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path) -> Iterator[None]:
+    """Serialise up/down/status across processes (two `up` at once must not start two brokers)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def local_bootstrap(state_dir: Path | None = None) -> str | None:
+    """The bootstrap address of the local stack, if one has been started here (else None)."""
+    try:
+        return load(state_dir or default_state_dir()).bootstrap
+    except (OSError, BrokerError, ValueError):
+        return None

@@ -1,0 +1,102 @@
+"""Configuration: a TOML file, then ``MYOLO_*`` environment overrides, validated into a msgspec Struct.
+
+Each leaf key ``section.name`` can be overridden by ``MYOLO_SECTION_NAME`` (``kafka.bootstrap`` ->
+``MYOLO_KAFKA_BOOTSTRAP``). The variable names are derived from the schema, so underscores inside key names
+are not ambiguous. Every error names the key (and the variable or file it came from) and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from events.errors import ConfigError
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+def env_names(schema: type[msgspec.Struct], prefix: str = "MYOLO_") -> dict[str, tuple[str, ...]]:
+    """Map every environment variable the schema understands to the key path it sets."""
+    out: dict[str, tuple[str, ...]] = {}
+
+    def walk(cls: type[msgspec.Struct], path: tuple[str, ...]) -> None:
+        for f in msgspec.structs.fields(cls):
+            sub = _struct_type(f.type)
+            if sub is not None:
+                walk(sub, (*path, f.encode_name))
+            else:
+                out[prefix + "_".join((*path, f.encode_name)).upper()] = (*path, f.encode_name)
+
+    walk(schema, ())
+    return out
+
+
+def load_config(
+    path: str | Path | None,
+    schema: type[T],
+    *,
+    env: Mapping[str, str] | None = None,
+    prefix: str = "MYOLO_",
+) -> T:
+    """Read ``path`` (if given; a missing file is an error) and apply environment overrides."""
+    doc: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        p = Path(path)
+        try:
+            doc = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise ConfigError("(file)", f"config file {str(p)!r} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError("(file)", f"{str(p)!r} is not valid TOML: {exc}") from None
+        source = str(p)
+    env = os.environ if env is None else env
+    origins: dict[tuple[str, ...], str] = {}
+    for var, keypath in env_names(schema, prefix).items():
+        if var in env:
+            _set(doc, keypath, _parse_env(env[var]))
+            origins[keypath] = var
+    try:
+        return msgspec.convert(doc, schema, strict=False)
+    except msgspec.ValidationError as exc:
+        raise _config_error(exc, origins, source) from None
+
+
+def _parse_env(raw: str) -> Any:
+    """Env values are strings; TOML syntax lets lists and numbers through (``[1, 2]``, ``0.5``)."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _set(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        doc = doc.setdefault(part, {})
+    doc[path[-1]] = value
+
+
+def _struct_type(tp: Any) -> type[msgspec.Struct] | None:
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return tp
+    return None
+
+
+def _config_error(exc: msgspec.ValidationError, origins: dict[tuple[str, ...], str], source: str) -> ConfigError:
+    msg = str(exc)
+    key = ""
+    if " - at `$." in msg:
+        msg, _, path = msg.partition(" - at `$.")
+        key = path.rstrip("`")
+    if msg.startswith("Object contains unknown field `"):
+        name = msg.split("`")[1]
+        key = f"{key}.{name}" if key else name
+        msg = "unknown key (check the spelling; see the configuration reference in the README)"
+    keypath = tuple(key.split(".")) if key else ()
+    where = origins.get(keypath, source)
+    return ConfigError(key or "(root)", f"{msg} (from {where})")

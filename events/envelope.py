@@ -1,0 +1,68 @@
+"""The CloudEvents 1.0 envelope as one in-memory value, independent of how it travels on Kafka."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import msgspec
+
+from events.clock import Clock, SystemClock
+from events.payloads import Payload
+from events.types import partition_key, type_name
+
+SPECVERSION = "1.0"
+_SYSTEM_CLOCK = SystemClock()
+
+
+class Event(msgspec.Struct, kw_only=True):
+    """A CloudEvent with a typed payload.
+
+    ``key`` is the Kafka partition key (the entity the event is about). ``extensions`` holds CloudEvents
+    extension attributes we use: ``traceparent``/``tracestate`` (W3C trace context), ``sigkeyid``/``sig``
+    (command signatures). ``raw_data`` is the payload's bytes exactly as received, which signatures cover.
+    """
+
+    id: str
+    source: str
+    type: str
+    time: str | None
+    data: Payload
+    key: str | None = None
+    subject: str | None = None
+    extensions: dict[str, str] = {}
+    raw_data: bytes | None = None
+
+
+def rfc3339(ts: float) -> str:
+    """Seconds since the epoch as an RFC 3339 UTC timestamp with microseconds."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_rfc3339(value: str) -> datetime:
+    """Parse an RFC 3339 timestamp; ``ValueError`` when it is not one (a timezone is required)."""
+    dt = datetime.fromisoformat(value)
+    if dt.tzinfo is None:
+        raise ValueError("timestamp has no timezone offset")
+    return dt
+
+
+def new_event(
+    data: Payload,
+    source: str,
+    *,
+    clock: Clock | None = None,
+    subject: str | None = None,
+    key: str | None = None,
+    event_id: str | None = None,
+) -> Event:
+    """Wrap a payload in an envelope: type and key come from the payload, time from the clock."""
+    return Event(
+        id=event_id or uuid.uuid4().hex,
+        source=source,
+        type=type_name(data),
+        time=rfc3339((clock or _SYSTEM_CLOCK).now()),
+        data=data,
+        key=key if key is not None else partition_key(data),
+        subject=subject,
+    )

@@ -1,0 +1,29 @@
+"""Typed event payloads (msgspec Structs). See ``events.types`` for the CloudEvents type names."""
+
+from events.payloads.commands import Command, CommandAck
+from events.payloads.common import Payload
+from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
+from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
+from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
+from events.payloads.training import TrainingProgress
+
+__all__ = [
+    "BandwidthPoint",
+    "BandwidthReport",
+    "Command",
+    "CommandAck",
+    "DriftSample",
+    "FeatureSummary",
+    "GpuProcess",
+    "GpuReading",
+    "HostReading",
+    "LeakReport",
+    "NcclChannel",
+    "NcclReport",
+    "NodeFault",
+    "NodeSample",
+    "NvLink",
+    "Payload",
+    "ReleasePublished",
+    "TrainingProgress",
+]

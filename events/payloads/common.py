@@ -1,0 +1,22 @@
+"""Shared building blocks of payloads: constrained number types and the base Struct.
+
+Constraints live in the types, so msgspec rejects impossible values (140% utilisation, negative memory)
+while decoding, with an error that names the field. Optional fields default to ``None`` and are omitted
+when encoded: a reading the hardware does not support is *absent*, never zero.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+Percent = Annotated[float, msgspec.Meta(ge=0.0, le=100.0, description="0..100 %")]
+NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+NonNegFloat = Annotated[float, msgspec.Meta(ge=0.0)]
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+Health = Literal["ok", "warn", "fail"]
+
+
+class Payload(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=False):
+    """Base of every event payload. Unknown fields (from a newer minor version) are ignored on decode."""

@@ -1,0 +1,109 @@
+"""What the agent reports about a node: periodic samples and faults."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from events.payloads.common import Health, Id, NonNegFloat, NonNegInt, Payload, Percent
+
+
+class GpuProcess(Payload, kw_only=True):
+    pid: NonNegInt
+    used_bytes: NonNegInt | None = None
+    name: str | None = None
+
+
+class NvLink(Payload, kw_only=True):
+    link: NonNegInt
+    active: bool
+    replay_errors: NonNegInt | None = None
+    recovery_errors: NonNegInt | None = None
+    crc_flit_errors: NonNegInt | None = None
+    crc_data_errors: NonNegInt | None = None
+
+
+class GpuReading(Payload, kw_only=True):
+    """One GPU at one instant. Every field but identity is optional: absent means "not supported"."""
+
+    index: NonNegInt
+    uuid: Id
+    name: str
+    util_gpu: Percent | None = None
+    util_mem: Percent | None = None
+    mem_total_bytes: NonNegInt | None = None
+    mem_used_bytes: NonNegInt | None = None
+    mem_free_bytes: NonNegInt | None = None
+    mem_reserved_bytes: NonNegInt | None = None
+    power_w: NonNegFloat | None = None
+    power_limit_w: NonNegFloat | None = None
+    energy_j: NonNegFloat | None = None
+    temp_gpu_c: float | None = None
+    temp_mem_c: float | None = None
+    clock_sm_mhz: NonNegInt | None = None
+    clock_mem_mhz: NonNegInt | None = None
+    clock_event_reasons: list[str] | None = None
+    violation_power_ns: NonNegInt | None = None
+    violation_thermal_ns: NonNegInt | None = None
+    ecc_corrected_volatile: NonNegInt | None = None
+    ecc_uncorrected_volatile: NonNegInt | None = None
+    ecc_corrected_aggregate: NonNegInt | None = None
+    ecc_uncorrected_aggregate: NonNegInt | None = None
+    retired_pages_sbe: NonNegInt | None = None
+    retired_pages_dbe: NonNegInt | None = None
+    retired_pages_pending: bool | None = None
+    remapped_rows_correctable: NonNegInt | None = None
+    remapped_rows_uncorrectable: NonNegInt | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    pcie_tx_bytes_s: NonNegFloat | None = None
+    pcie_rx_bytes_s: NonNegFloat | None = None
+    pcie_replay_counter: NonNegInt | None = None
+    pcie_link_gen: NonNegInt | None = None
+    pcie_link_width: NonNegInt | None = None
+    nvlink: list[NvLink] | None = None
+    nvlink_tx_bytes: NonNegInt | None = None
+    nvlink_rx_bytes: NonNegInt | None = None
+    processes: list[GpuProcess] | None = None
+    health: Health = "ok"
+    health_reasons: list[str] = []
+
+
+class HostReading(Payload, kw_only=True):
+    cpu_percent: Percent | None = None
+    mem_total_bytes: NonNegInt | None = None
+    mem_used_bytes: NonNegInt | None = None
+    load1: NonNegFloat | None = None
+
+
+class NodeSample(Payload, kw_only=True):
+    """``ai.myolo.node.sample.v1``: one reading of every GPU of a node. ``backend`` is ``nvml`` or ``sim``;
+    simulated hardware is labelled as such in every sample."""
+
+    node_id: Id
+    backend: Literal["nvml", "sim"]
+    gpus: list[GpuReading]
+    seq: NonNegInt = 0
+    interval_s: NonNegFloat = 1.0
+    health: Health = "ok"
+    health_reasons: list[str] = []
+    host: HostReading | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    agent_version: str | None = None
+
+
+FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process"]
+
+
+class NodeFault(Payload, kw_only=True):
+    """``ai.myolo.node.fault.v1``: something went wrong on a node, published the moment it is seen."""
+
+    node_id: Id
+    kind: FaultKind
+    health: Health
+    reasons: list[str] = []
+    gpu_index: NonNegInt | None = None
+    gpu_uuid: str | None = None
+    xid: NonNegInt | None = None
+    message: str | None = None
+    simulated: bool = False

@@ -1,0 +1,225 @@
+"""The topic catalogue: every Kafka topic of Myolotrain, in one place.
+
+Each topic says what it is keyed by (so all events about one entity stay in order on one partition), how
+long it keeps data (or that it is compacted: the coordinator's durable state), and which event types may be
+written to it. ``ensure_topics`` creates them idempotently at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    partitions: int
+    key: str
+    types: tuple[str, ...] = ()
+    retention_ms: int | None = 7 * DAY_MS
+    compacted: bool = False
+    description: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def configs(self) -> dict[str, str]:
+        cfg = {"cleanup.policy": "compact" if self.compacted else "delete"}
+        if self.retention_ms is not None and not self.compacted:
+            cfg["retention.ms"] = str(self.retention_ms)
+        if self.compacted:
+            cfg.update({"min.cleanable.dirty.ratio": "0.1", "segment.ms": str(HOUR_MS)})
+        cfg.update(self.extra)
+        return cfg
+
+
+NODE_SAMPLES = "myolo.node.samples"
+NODE_FAULTS = "myolo.node.faults"
+NODE_REPORTS = "myolo.node.reports"
+TRAINING_PROGRESS = "myolo.training.progress"
+DRIFT_SAMPLES = "myolo.drift.samples"
+RELEASES = "myolo.releases"
+COMMANDS = "myolo.commands"
+COMMAND_ACKS = "myolo.command.acks"
+DEAD_LETTER = "myolo.deadletter"
+STATE_NODES = "myolo.state.nodes"
+STATE_COMMANDS = "myolo.state.commands"
+STATE_JOBS = "myolo.state.jobs"
+STATE_ROLLOUTS = "myolo.state.rollouts"
+STATE_REGISTRY = "myolo.state.registry"
+STATE_DRIFT = "myolo.state.drift"
+LEADER = "myolo.coordinator.leader"
+
+CATALOGUE: tuple[Topic, ...] = (
+    Topic(
+        NODE_SAMPLES,
+        12,
+        "node id",
+        ("ai.myolo.node.sample.v1",),
+        1 * DAY_MS,
+        description="periodic per-node GPU samples from agents",
+    ),
+    Topic(
+        NODE_FAULTS,
+        6,
+        "node id",
+        ("ai.myolo.node.fault.v1",),
+        30 * DAY_MS,
+        description="faults (XID, ECC, health, NCCL, leaks) published the moment they are seen",
+    ),
+    Topic(
+        NODE_REPORTS,
+        6,
+        "node id",
+        ("ai.myolo.nccl.report.v1", "ai.myolo.nccl.bandwidth.v1", "ai.myolo.memory.leak.v1"),
+        7 * DAY_MS,
+        description="NCCL communicator reports, bandwidth probes, memory-leak trends",
+    ),
+    Topic(
+        TRAINING_PROGRESS,
+        12,
+        "job id",
+        ("ai.myolo.training.progress.v1",),
+        3 * DAY_MS,
+        description="per-step training progress republished by agents",
+    ),
+    Topic(
+        DRIFT_SAMPLES,
+        6,
+        "model",
+        ("ai.myolo.drift.sample.v1",),
+        7 * DAY_MS,
+        description="features of production traffic, from serving systems (external)",
+    ),
+    Topic(
+        RELEASES,
+        1,
+        "component",
+        ("ai.myolo.release.published.v1",),
+        90 * DAY_MS,
+        description="releases published by pipelines (external)",
+    ),
+    Topic(
+        COMMANDS,
+        12,
+        "node id",
+        ("ai.myolo.command.v1",),
+        1 * DAY_MS,
+        description="signed commands from the leading coordinator to agents",
+    ),
+    Topic(
+        COMMAND_ACKS,
+        6,
+        "node id",
+        ("ai.myolo.command.ack.v1",),
+        1 * DAY_MS,
+        description="agents' acknowledgements of commands",
+    ),
+    Topic(
+        DEAD_LETTER,
+        3,
+        "original key",
+        (),
+        30 * DAY_MS,
+        description="records no consumer could accept, with the reason and where they came from",
+    ),
+    Topic(
+        STATE_NODES, 6, "node id", compacted=True, retention_ms=None, description="coordinator state: cordons, versions"
+    ),
+    Topic(
+        STATE_COMMANDS,
+        6,
+        "command id",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: command intents and outcomes",
+    ),
+    Topic(
+        STATE_JOBS,
+        6,
+        "job id",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: elastic jobs and their generations",
+    ),
+    Topic(
+        STATE_ROLLOUTS,
+        1,
+        "rollout id",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: rolling upgrades",
+    ),
+    Topic(
+        STATE_REGISTRY,
+        3,
+        "model:version or model@alias",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: model registry",
+    ),
+    Topic(STATE_DRIFT, 3, "model", compacted=True, retention_ms=None, description="coordinator state: drift baselines"),
+    Topic(LEADER, 1, "-", retention_ms=1 * DAY_MS, description="one partition: leadership by group membership"),
+)
+BY_NAME: dict[str, Topic] = {t.name: t for t in CATALOGUE}
+
+
+def topic_for_type(type_: str) -> str:
+    """The topic an event type is written to (the first whose catalogue entry lists it)."""
+    for t in CATALOGUE:
+        if type_ in t.types:
+            return t.name
+    raise KeyError(f"no topic carries event type {type_!r}")
+
+
+async def ensure_topics(
+    admin_kwargs: dict,
+    topics: tuple[Topic, ...] = CATALOGUE,
+    replication_factor: int = 1,
+    timeout_s: float = 30.0,
+) -> list[str]:
+    """Create missing topics and wait until every partition has a leader. Returns the names created.
+
+    Existing topics are left alone, and a concurrent creator is not an error: running this from several
+    processes at start-up is safe.
+    """
+    admin = AIOKafkaAdminClient(**admin_kwargs)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [t for t in topics if t.name not in existing]
+        if missing:
+            new = [NewTopic(t.name, t.partitions, replication_factor, topic_configs=t.configs()) for t in missing]
+            with contextlib.suppress(TopicAlreadyExistsError):
+                response = await admin.create_topics(new)
+                for name, code, *rest in getattr(response, "topic_errors", ()):
+                    if code not in (0, TopicAlreadyExistsError.errno):
+                        msg = rest[0] if rest else ""
+                        raise RuntimeError(f"cannot create topic {name!r}: Kafka error {code} {msg}")
+        await _wait_for_leaders(admin, [t.name for t in topics], timeout_s)
+        return [t.name for t in missing]
+    finally:
+        await admin.close()
+
+
+async def _wait_for_leaders(admin: AIOKafkaAdminClient, names: list[str], timeout_s: float) -> None:
+    """New partitions answer NotLeader for a moment; producers and consumers start cleaner after this."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        described = await admin.describe_topics(names)
+        pending = [
+            d["topic"]
+            for d in described
+            if d.get("error_code") or any(p.get("leader", -1) < 0 for p in d.get("partitions", ()))
+        ]
+        if not pending:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"topics without a leader after {timeout_s:.0f} s: {pending}")
+        await asyncio.sleep(0.1)  # polling the broker for a condition, not waiting for simulated time

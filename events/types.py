@@ -1,0 +1,82 @@
+"""CloudEvents ``type`` names and the payload Struct each one carries.
+
+A type name is ``ai.myolo.<subject>.<verb-or-noun>.v<major>``. Consumers accept the majors listed here; a
+newer minor version of a payload only adds optional fields, which the Structs tolerate. A known type with an
+unknown major is "unsupported version", distinct from an unknown type, so operators can tell a version skew
+from garbage.
+"""
+
+from __future__ import annotations
+
+import re
+
+from events.errors import InvalidEvent
+from events.payloads import (
+    BandwidthReport,
+    Command,
+    CommandAck,
+    DriftSample,
+    LeakReport,
+    NcclReport,
+    NodeFault,
+    NodeSample,
+    Payload,
+    ReleasePublished,
+    TrainingProgress,
+)
+
+PAYLOAD_TYPES: dict[str, type[Payload]] = {
+    "ai.myolo.node.sample.v1": NodeSample,
+    "ai.myolo.node.fault.v1": NodeFault,
+    "ai.myolo.nccl.report.v1": NcclReport,
+    "ai.myolo.nccl.bandwidth.v1": BandwidthReport,
+    "ai.myolo.memory.leak.v1": LeakReport,
+    "ai.myolo.training.progress.v1": TrainingProgress,
+    "ai.myolo.drift.sample.v1": DriftSample,
+    "ai.myolo.release.published.v1": ReleasePublished,
+    "ai.myolo.command.v1": Command,
+    "ai.myolo.command.ack.v1": CommandAck,
+}
+TYPE_NAMES: dict[type[Payload], str] = {cls: name for name, cls in PAYLOAD_TYPES.items()}
+_VERSIONED = re.compile(r"^(?P<base>.+)\.v(?P<major>\d+)$")
+_BASES = {name.rsplit(".v", 1)[0] for name in PAYLOAD_TYPES}
+
+
+KEY_FIELDS: dict[type[Payload], str] = {
+    NodeSample: "node_id",
+    NodeFault: "node_id",
+    NcclReport: "node_id",
+    BandwidthReport: "node_id",
+    LeakReport: "node_id",
+    TrainingProgress: "job_id",
+    DriftSample: "model",
+    ReleasePublished: "component",
+    Command: "node_id",
+    CommandAck: "node_id",
+}
+
+
+def partition_key(payload: Payload) -> str:
+    """The entity an event is about (node, job, model, component): the Kafka key, so its events stay ordered."""
+    return getattr(payload, KEY_FIELDS[type(payload)])
+
+
+def type_name(payload: Payload | type[Payload]) -> str:
+    """The CloudEvents type of a payload (instance or class)."""
+    cls = payload if isinstance(payload, type) else type(payload)
+    try:
+        return TYPE_NAMES[cls]
+    except KeyError:
+        raise InvalidEvent(f"{cls.__name__} is not a registered payload type", "type") from None
+
+
+def payload_class(type_: str) -> type[Payload]:
+    """The Struct for a CloudEvents type, or :class:`InvalidEvent` saying "unknown" or "unsupported version"."""
+    cls = PAYLOAD_TYPES.get(type_)
+    if cls is not None:
+        return cls
+    m = _VERSIONED.match(type_)
+    if m and m.group("base") in _BASES:
+        known = sorted(n for n in PAYLOAD_TYPES if n.startswith(m.group("base") + ".v"))
+        raise InvalidEvent(f"unsupported version of {m.group('base')!r}: {type_!r} (supported: {known})", "type")
+    raise InvalidEvent(f"unknown event type {type_!r}", "type")

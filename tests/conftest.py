@@ -1,0 +1,35 @@
+"""Shared fixtures. `kafka`: ONE real Apache Kafka broker for the whole pytest session.
+
+The broker lives in a private temporary state dir (never the user's `myoloctl local up` stack), dies
+with the pytest process if pytest is killed (PR_SET_PDEATHSIG), and is stopped and deleted at the end.
+Jars come from the shared cache (~/.cache/myolo or MYOLO_CACHE_DIR), fetched on the first run only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from events.broker import BrokerError, LocalBroker
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[LocalBroker]:
+    """A running broker: `.bootstrap` is "127.0.0.1:PORT"; `.stop()`/`.start()` restart it in place
+    (same ports, same data), for tests of clients across a broker restart."""
+    state_dir = Path(tempfile.mkdtemp(prefix="myolo-test-kafka-"))
+    broker = LocalBroker(state_dir, tied_to_parent=True)
+    try:
+        broker.start()
+    except BrokerError as err:
+        shutil.rmtree(state_dir, ignore_errors=True)
+        pytest.fail(f"cannot start the test broker: {err.render()}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.clean()
+        shutil.rmtree(state_dir, ignore_errors=True)

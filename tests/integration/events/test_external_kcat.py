@@ -1,0 +1,102 @@
+"""An external producer that is not ours (kcat, librdkafka) writes good and bad records; the consumer takes
+the good one, dead-letters each bad one with the right reason, and keeps running."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+
+import msgspec
+import pytest
+
+from events.bus import EventConsumer
+from events.codec import encode_structured
+from events.envelope import new_event
+from events.examples import node_sample
+from tests.integration.events.conftest import Running, dead_letters_from, wait_until
+
+KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat not installed (make test installs it)")
+
+
+def kcat(bootstrap: str, topic: str, key: str, value: bytes, headers: dict[str, str] | None = None) -> None:
+    cmd = [KCAT, "-P", "-b", bootstrap, "-t", topic, "-k", key, "-D", "\x1e"]
+    for k, v in (headers or {}).items():
+        cmd += ["-H", f"{k}={v}"]
+    subprocess.run(cmd, input=value, check=True, timeout=30)
+
+
+def structured(**changes) -> bytes:
+    doc = msgspec.json.decode(encode_structured(new_event(node_sample("ext-node", gpus=2), "ext/kcat")))
+    for path, value in changes.items():
+        target = doc
+        *parents, last = path.split("__")
+        for p in parents:
+            target = target[int(p)] if p.isdigit() else target[p]
+        if value is _DROP:
+            del target[last]
+        else:
+            target[last] = value
+    return msgspec.json.encode(doc)
+
+
+_DROP = object()
+BINARY_HEADERS = {
+    "ce_specversion": "1.0",
+    "ce_id": "kcat-bin-1",
+    "ce_source": "ext/kcat",
+    "ce_type": "ai.myolo.node.sample.v1",
+    "content-type": "application/json",
+}
+
+MALFORMED = {
+    "not-json": (b"this is not json {", None, "value", "not valid JSON"),
+    "not-cloudevent": (b'{"temperature": 41}', None, "specversion", "not a CloudEvent"),
+    "unknown-type": (structured(type="com.example.unknown.v1"), None, "type", "unknown event type"),
+    "unsupported-version": (structured(type="ai.myolo.node.sample.v7"), None, "type", "unsupported version"),
+    "missing-field": (structured(data__node_id=_DROP), None, "data.node_id", "missing required field"),
+    "mistyped-field": (structured(data__gpus__0__index="zero"), None, "data.gpus[0].index", "Expected `int`"),
+    "impossible-value": (structured(data__gpus__1__util_gpu=140), None, "data.gpus[1].util_gpu", "<= 100"),
+    "bad-time": (structured(time="last tuesday"), None, "time", "RFC 3339"),
+    "too-big": (structured(data__padding="x" * 20_000), None, "value", "over the 16384-byte limit"),
+    "binary-bad-payload": (b'{"node_id": 5}', BINARY_HEADERS, "data.node_id", "Expected `str`"),
+}
+
+
+async def test_kcat_records_valid_and_malformed(kafka, settings, producer, fresh_topic) -> None:
+    topic = await fresh_topic(1)
+    kcat(kafka.bootstrap, topic, "good-1", structured())
+    for key, (value, headers, _, _) in MALFORMED.items():
+        kcat(kafka.bootstrap, topic, key, value, headers)
+
+    handled: list = []
+
+    async def handler(event, info) -> None:
+        handled.append((info.key, event))
+
+    consumer = EventConsumer(
+        settings, [topic], f"g-{uuid.uuid4().hex}", handler, dead_letters=producer, max_bytes=16384
+    )
+    run = Running(consumer)
+    try:
+        await wait_until(lambda: consumer.stats.consumed >= 1 + len(MALFORMED), what="all kcat records")
+        # the consumer is still alive: a valid record after the bad ones is handled too
+        kcat(kafka.bootstrap, topic, "good-2", structured(id="after-the-bad-ones"))
+        await wait_until(lambda: len(handled) == 2, what="the record after the bad ones")
+        assert not run.task.done()
+    finally:
+        await run.stop()
+    assert [k for k, _ in handled] == [b"good-1", b"good-2"]
+    assert handled[0][1].source == "ext/kcat" and handled[0][1].data.node_id == "ext-node"
+    assert consumer.stats.dead_lettered == len(MALFORMED)
+
+    letters = {k: rest for k, *rest in await dead_letters_from(settings, topic, len(MALFORMED))}
+    assert set(letters) == set(MALFORMED)
+    for key, (value, _, field, reason) in MALFORMED.items():
+        original, headers, info = letters[key]
+        assert original == value, f"{key}: original bytes kept"
+        assert info["field"] == field, key
+        assert reason in info["reason"], (key, info["reason"])
+        assert info["topic"] == topic and info["partition"] == "0" and int(info["offset"]) >= 0
+    assert dict(letters["binary-bad-payload"][1])["ce_id"] == b"kcat-bin-1"  # original headers kept

@@ -1,0 +1,51 @@
+"""Simulated time wakes sleepers in order; the duplicate window forgets the oldest ids first."""
+
+from __future__ import annotations
+
+import asyncio
+
+from events.bus.dedupe import RecentIds
+from events.clock import SimClock
+
+
+async def test_sim_clock_plays_an_hour_of_ticks_instantly() -> None:
+    clock = SimClock()
+    ticks: list[float] = []
+
+    async def loop() -> None:
+        while True:
+            ticks.append(clock.monotonic())
+            await clock.sleep(1.0)
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0)
+    await clock.advance(3600)
+    task.cancel()
+    assert len(ticks) == 3601
+    assert ticks[:3] == [0.0, 1.0, 2.0] and ticks[-1] == 3600.0
+
+
+async def test_sleepers_wake_in_time_order() -> None:
+    clock = SimClock()
+    order: list[str] = []
+
+    async def sleeper(name: str, s: float) -> None:
+        await clock.sleep(s)
+        order.append(name)
+
+    tasks = [asyncio.create_task(sleeper(n, s)) for n, s in (("c", 30), ("a", 10), ("b", 20))]
+    await asyncio.sleep(0)
+    await clock.advance(15)
+    assert order == ["a"]
+    await clock.advance(100)
+    assert order == ["a", "b", "c"]
+    await asyncio.gather(*tasks)
+    assert clock.now() - 1_767_225_600.0 == 115
+
+
+def test_recent_ids_is_bounded() -> None:
+    seen = RecentIds(capacity=3)
+    for i in range(5):
+        seen.add(str(i))
+    assert len(seen) == 3
+    assert "0" not in seen and "1" not in seen and "4" in seen
