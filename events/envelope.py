@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
+import os
+import time
+from datetime import datetime
 
 import msgspec
 
@@ -34,9 +35,23 @@ class Event(msgspec.Struct, kw_only=True):
     raw_data: bytes | None = None
 
 
+_second_cache: tuple[int, str] = (-1, "")
+
+
 def rfc3339(ts: float) -> str:
-    """Seconds since the epoch as an RFC 3339 UTC timestamp with microseconds."""
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """Seconds since the epoch as an RFC 3339 UTC timestamp with microseconds.
+
+    Every event gets one, so the formatted second is cached and only the microseconds are added."""
+    global _second_cache
+    sec = int(ts // 1)
+    if _second_cache[0] != sec:
+        _second_cache = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{_second_cache[1]}.{int((ts - sec) * 1_000_000):06d}Z"
+
+
+def new_id() -> str:
+    """A random 128-bit event id in hex (as unique as a UUID4, cheaper to make)."""
+    return os.urandom(16).hex()
 
 
 def parse_rfc3339(value: str) -> datetime:
@@ -58,7 +73,7 @@ def new_event(
 ) -> Event:
     """Wrap a payload in an envelope: type and key come from the payload, time from the clock."""
     return Event(
-        id=event_id or uuid.uuid4().hex,
+        id=event_id or new_id(),
         source=source,
         type=type_name(data),
         time=rfc3339((clock or _SYSTEM_CLOCK).now()),

@@ -13,7 +13,7 @@ import msgspec
 import typer
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from coordinator.cli.common import Bootstrap, fail, invalid, kafka_settings
 from events.bus import EventProducer
@@ -168,15 +168,13 @@ def _show(record, output: str, console: Console) -> None:
         sys.stdout.write(_encoder.encode(doc).decode() + "\n")
         sys.stdout.flush()
         return
-    table = Table.grid(padding=(0, 1))
+    where_s = f"{record.partition}:{record.offset}"
     if "invalid" in doc:
         reason = dlq.get("error", doc["invalid"]) if dlq else doc["invalid"]
-        table.add_row(f"{record.partition}:{record.offset}", "[red]INVALID[/]", str(doc["key"]), reason)
-    else:
-        summary = _encoder.encode(doc["data"]).decode()
-        if len(summary) > 100:
-            summary = summary[:97] + "..."
-        if dlq:
-            summary = f"[red]dead-lettered[/] {dlq.get('error', '')}"
-        table.add_row(f"{record.partition}:{record.offset}", doc["time"] or "-", doc["type"], str(doc["key"]), summary)
-    console.print(table)
+        console.print(f"{where_s}  [red]INVALID[/]  {doc['key']}  {escape(reason)}")
+        return
+    summary = _encoder.encode(doc["data"]).decode()
+    if len(summary) > 120:
+        summary = summary[:117] + "..."
+    summary = f"[red]dead-lettered[/] {escape(dlq.get('error', ''))}" if dlq else escape(summary)
+    console.print(f"{where_s}  {doc['time'] or '-'}  [bold]{doc['type']}[/]  {doc['key']}  {summary}")

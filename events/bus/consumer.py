@@ -25,7 +25,7 @@ from events.errors import InvalidEvent
 from events.settings import KafkaSettings
 from events.signing import Verifier
 from events.topics import BY_NAME, DEAD_LETTER
-from events.tracing import process_span
+from events.tracing import process_span, tracing_enabled
 
 Handler = Callable[[Event, RecordInfo], Awaitable[None]]
 log = structlog.get_logger("myolo.events.consumer")
@@ -71,6 +71,7 @@ class EventConsumer:
         self._dlq = dead_letters
         self._verifier = verifier
         self._seen = RecentIds(dedupe_window)
+        self._allowed = {t: set(BY_NAME[t].types) for t in topics if t in BY_NAME and BY_NAME[t].types}
         self._max_bytes = max_bytes
         self._attempts = handler_attempts
         self._clock = clock or SystemClock()
@@ -119,35 +120,52 @@ class EventConsumer:
     async def process(self, record: ConsumerRecord) -> None:
         """Decode, check, deduplicate and handle one record; dead-letter it when it cannot be accepted."""
         self.stats.consumed += 1
-        info = RecordInfo(record.topic, record.partition, record.offset, record.timestamp, record.key)
         try:
             event = decode(record.value, record.headers, record.key, max_bytes=self._max_bytes)
-            _check_topic(event, record.topic)
+            allowed = self._allowed.get(record.topic)
+            if allowed and event.type not in allowed:
+                raise InvalidEvent(f"event type {event.type!r} does not belong on topic {record.topic!r}", "type")
             if self._verifier is not None:
                 self._verifier.verify(event)
         except InvalidEvent as exc:
-            await self._dead_letter(record, info, exc)
+            await self._dead_letter(record, exc)
             return
         if event.id in self._seen:
             self.stats.duplicates += 1
             return
-        for attempt in range(1, self._attempts + 1):
-            try:
-                with process_span(event, record.topic):
-                    await self._handler(event, info)
-                break
-            except Exception as exc:  # a handler bug must not kill the consumer
-                if attempt == self._attempts:
-                    err = InvalidEvent(f"handler failed {attempt} times: {type(exc).__name__}: {exc}", "handler")
-                    await self._dead_letter(record, info, err)
-                    return
-                self.stats.handler_retries += 1
-                log.warning("handler failed, retrying", event_id=event.id, attempt=attempt, error=str(exc))
-                await self._clock.sleep(0.05 * 2**attempt)
+        info = RecordInfo(record.topic, record.partition, record.offset, record.timestamp, record.key)
+        try:
+            await self._handle(event, info)
+        except Exception as exc:  # a handler bug must not kill the consumer: retry, then dead-letter
+            if not await self._retry(event, info, exc):
+                await self._dead_letter(record, InvalidEvent(f"handler failed: {type(exc).__name__}: {exc}", "handler"))
+                return
         self._seen.add(event.id)
         self.stats.handled += 1
 
-    async def _dead_letter(self, record: ConsumerRecord, info: RecordInfo, error: InvalidEvent) -> None:
+    async def _handle(self, event: Event, info: RecordInfo) -> None:
+        if tracing_enabled():
+            with process_span(event, info.topic):
+                await self._handler(event, info)
+        else:
+            await self._handler(event, info)
+
+    async def _retry(self, event: Event, info: RecordInfo, first: Exception) -> bool:
+        """Retry a failed handler with backoff; True once it succeeded, False after the last attempt."""
+        error: Exception = first
+        for attempt in range(1, self._attempts):
+            self.stats.handler_retries += 1
+            log.warning("handler failed, retrying", event_id=event.id, attempt=attempt, error=str(error))
+            await self._clock.sleep(0.05 * 2**attempt)
+            try:
+                await self._handle(event, info)
+                return True
+            except Exception as exc:
+                error = exc
+        return False
+
+    async def _dead_letter(self, record: ConsumerRecord, error: InvalidEvent) -> None:
+        info = RecordInfo(record.topic, record.partition, record.offset, record.timestamp, record.key)
         headers = dead_letter_headers(record.headers, info, error, self.group_id, rfc3339(self._clock.now()))
         await self._dlq.send_raw(DEAD_LETTER, record.value, record.key, headers)
         self.stats.dead_lettered += 1
@@ -160,9 +178,3 @@ class EventConsumer:
             field=error.field,
             reason=error.reason,
         )
-
-
-def _check_topic(event: Event, topic: str) -> None:
-    entry = BY_NAME.get(topic)
-    if entry is not None and entry.types and event.type not in entry.types:
-        raise InvalidEvent(f"event type {event.type!r} does not belong on topic {topic!r}", "type")

@@ -21,7 +21,7 @@ from events.payloads import Payload
 from events.settings import KafkaSettings
 from events.signing import SigningKey, sign
 from events.topics import topic_for_type
-from events.tracing import publish_span
+from events.tracing import inject_current, publish_span, tracing_enabled
 
 DEFAULT_PRODUCER_OPTIONS: dict[str, Any] = {
     "enable_idempotence": True,
@@ -87,10 +87,17 @@ class EventProducer:
         if self._key is not None:
             event = sign(event, self._key)
         topic = topic or topic_for_type(event.type)
-        with publish_span(event, topic) as ext:
-            key, value, headers = encode(msgspec.structs.replace(event, extensions=ext))
-            fut = await self._producer.send(topic, value=value, key=key, headers=headers)
-        return event, fut
+        if tracing_enabled():
+            with publish_span(event, topic) as ext:
+                return event, await self._send(topic, msgspec.structs.replace(event, extensions=ext))
+        ext = inject_current(event.extensions)
+        return event, await self._send(
+            topic, event if ext is event.extensions else msgspec.structs.replace(event, extensions=ext)
+        )
+
+    async def _send(self, topic: str, event: Event) -> asyncio.Future[RecordMetadata]:
+        key, value, headers = encode(event)
+        return await self._producer.send(topic, value=value, key=key, headers=headers)  # type: ignore[union-attr]
 
     async def send_raw(
         self, topic: str, value: bytes | None, key: bytes | None, headers: list[tuple[str, bytes]]
