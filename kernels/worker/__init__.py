@@ -1,0 +1,29 @@
+"""The worker's link to its node agent: environment parsing, progress/heartbeat push, control requests.
+
+``WorkerEnv`` is torch-free; ``AgentLink`` and ``ControlRequest`` import torch (rank agreement), so they are
+loaded on first use and tooling can import ``kernels.worker.env`` alone cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernels.worker.env import WorkerEnv, WorkerEnvError
+
+if TYPE_CHECKING:
+    from kernels.worker.control import ControlRequest
+    from kernels.worker.link import AgentLink
+
+__all__ = ["AgentLink", "ControlRequest", "WorkerEnv", "WorkerEnvError"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AgentLink":
+        from kernels.worker.link import AgentLink
+
+        return AgentLink
+    if name == "ControlRequest":
+        from kernels.worker.control import ControlRequest
+
+        return ControlRequest
+    raise AttributeError(f"module 'kernels.worker' has no attribute {name!r}")
