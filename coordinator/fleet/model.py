@@ -1,0 +1,74 @@
+"""The fleet view's data: per node, its GPUs, health, liveness, NCCL facts, leak status, cordon state.
+
+These Structs are the coordinator's in-memory state, the HTTP API's JSON (``GET /v1/nodes``), and what
+``myoloctl get/describe`` renders. Durable decisions (cordons) live in the state topics as ``CordonRecord``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault
+
+Liveness = Literal["Ready", "Suspect", "Lost"]
+Health = Literal["ok", "warn", "fail"]
+
+
+class FaultEntry(msgspec.Struct, kw_only=True):
+    """A fault as the coordinator recorded it (recent faults of a node, newest last, bounded)."""
+
+    time: float
+    kind: str
+    health: Health
+    reasons: list[str] = []
+    gpu_index: int | None = None
+    xid: int | None = None
+    message: str | None = None
+
+    @classmethod
+    def from_event(cls, fault: NodeFault, time: float) -> FaultEntry:
+        return cls(time=time, kind=fault.kind, health=fault.health, reasons=list(fault.reasons),
+                   gpu_index=fault.gpu_index, xid=fault.xid, message=fault.message)  # fmt: skip
+
+
+class CordonRecord(msgspec.Struct, kw_only=True):
+    """Why a node gets no new work. Written to ``myolo.state.nodes`` (keyed by node id) before acting."""
+
+    node_id: str
+    cordoned: bool
+    reason: str
+    by: str  # "auto:fault", "auto:lost", "operator:<name>"
+    time: float
+    epoch: int = 0
+
+
+class NodeState(msgspec.Struct, kw_only=True):
+    """Everything the coordinator knows about one node."""
+
+    node_id: str
+    liveness: Liveness = "Ready"
+    health: Health = "ok"
+    health_reasons: list[str] = []
+    backend: str | None = None  # "nvml" | "sim"
+    gpus: list[GpuReading] = []
+    last_seen: float | None = None  # clock time of the last sample
+    last_seq: int | None = None
+    sample_interval_s: float = 1.0
+    agent_version: str | None = None
+    driver_version: str | None = None
+    cordon: CordonRecord | None = None
+    recent_faults: list[FaultEntry] = []
+    nccl: list[NcclReport] = []  # latest report per communicator (bounded)
+    leaks: list[LeakReport] = []  # latest report per tracked series (bounded)
+    samples_seen: int = 0
+
+    @property
+    def cordoned(self) -> bool:
+        return self.cordon is not None and self.cordon.cordoned
+
+    @property
+    def schedulable(self) -> bool:
+        """May this node get new work? (the elastic scheduler of a later issue asks this)"""
+        return self.liveness == "Ready" and self.health != "fail" and not self.cordoned
