@@ -5,13 +5,14 @@ from events.payloads.common import Payload
 from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
 from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
 from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
-from events.payloads.training import TrainingProgress
+from events.payloads.training import ControlMessage, TrainingProgress, WorkerHeartbeat
 
 __all__ = [
     "BandwidthPoint",
     "BandwidthReport",
     "Command",
     "CommandAck",
+    "ControlMessage",
     "DriftSample",
     "FeatureSummary",
     "GpuProcess",
@@ -26,4 +27,5 @@ __all__ = [
     "Payload",
     "ReleasePublished",
     "TrainingProgress",
+    "WorkerHeartbeat",
 ]

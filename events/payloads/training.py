@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+import msgspec
+
 from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
 
 
@@ -29,3 +33,28 @@ class TrainingProgress(Payload, kw_only=True):
     host_rss_bytes: NonNegInt | None = None
     backends: dict[str, str] = {}
     node_id: str | None = None
+
+
+class WorkerHeartbeat(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Worker -> agent over ZeroMQ, from every rank, so the agent can tell which rank hung or died.
+
+    ``step`` is the last finished optimizer step (-1 before the first); ``sent_at`` wall-clock seconds."""
+
+    job_id: str
+    generation: int
+    rank: int
+    world_size: int
+    step: int
+    pid: int
+    sent_at: float
+
+
+class ControlMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Agent -> worker over ZeroMQ: ``checkpoint`` now, or ``stop`` after the current step.
+
+    ``job_id``/``generation`` fence it: a worker of another generation (left over from before a resize)
+    ignores it instead of stopping or saving the wrong run."""
+
+    kind: Literal["checkpoint", "stop"]
+    job_id: str
+    generation: int
