@@ -1,0 +1,106 @@
+"""The leak verdict on simulated time: synthetic series with noise, plateaus, checkpoints, fragmentation.
+
+The sample here is reduced (the benchmark, tests/benchmarks/bench_leak.py, measures the figures on a larger
+one) but seeded and meaningful: 20 leaking trainers and 16 leak-free trainer-days at the agent's 1 Hz.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.leak.series import LeakConfig, LeakSeries
+from agent.leak.synthetic import synthetic_series
+
+CAP = 141e9  # an H200
+
+
+def _detect_minutes(seed: int, rate: float = 0.5, duration_s: float = 5400.0) -> float:
+    t, v = synthetic_series(np.random.default_rng(seed), duration_s, 1.0, leak_pct_per_h=rate)
+    series = LeakSeries(CAP)
+    for verdict in series.add_many(t, v):
+        if verdict.alert:
+            return verdict.at / 60.0
+    return float("inf")
+
+
+def test_half_percent_per_hour_leak_is_found_within_30_minutes() -> None:
+    minutes = np.array([_detect_minutes(100 + i) for i in range(20)])
+    assert np.all(np.isfinite(minutes)), minutes
+    assert np.mean(minutes <= 30.0) >= 0.8, minutes
+    assert np.median(minutes) <= 25.0, minutes
+
+
+def test_no_false_alarm_on_leak_free_days() -> None:
+    episodes = 0
+    for seed in range(500, 516):
+        t, v = synthetic_series(np.random.default_rng(seed), 86400.0, 1.0)
+        series = LeakSeries(CAP)
+        for verdict in series.add_many(t, v):
+            episodes += verdict.changed and verdict.alert
+    assert episodes == 0
+
+
+def test_slope_estimate_tracks_the_true_rate() -> None:
+    for rate in (0.5, 2.0):
+        t, v = synthetic_series(np.random.default_rng(9), 3 * 3600.0, 1.0, leak_pct_per_h=rate)
+        series = LeakSeries(CAP)
+        series.add_many(t, v)
+        assert series.last is not None
+        assert series.last.slope == pytest.approx(rate, rel=0.25)
+        assert series.last.lower <= rate * 1.1 and series.last.alert
+
+
+def test_pure_step_is_a_plateau_not_a_leak() -> None:
+    t = np.arange(0.0, 3 * 3600.0)
+    rng = np.random.default_rng(2)
+    pct = 60.0 + 0.02 * rng.standard_normal(len(t)) + np.where(t > 5400, 0.8, 0.0)
+    series = LeakSeries(CAP)
+    verdicts = series.add_many(t, pct * CAP / 100)
+    assert verdicts and not any(v.alert for v in verdicts)
+
+
+def test_checkpoint_spikes_and_sawtooth_are_ignored() -> None:
+    t = np.arange(0.0, 4 * 3600.0)
+    saw = 0.4 * ((t % 300) / 300)  # 5-minute fragmentation cycle released each time
+    spikes = np.where((t % 1800) < 120, 4.0, 0.0)  # 2-minute checkpoint every 30 minutes
+    pct = 70.0 + saw + spikes
+    series = LeakSeries(CAP)
+    verdicts = series.add_many(t, pct * CAP / 100)
+    assert verdicts and not any(v.alert for v in verdicts)
+    assert abs(verdicts[-1].slope) < 0.02
+
+
+def test_nothing_before_warmup_and_floor_horizon() -> None:
+    cfg = LeakConfig()
+    t = np.arange(0.0, cfg.warmup_s + cfg.floor_horizon_s)
+    series = LeakSeries(CAP, cfg)
+    assert series.add_many(t, 1e9 + 1e6 * t) == []  # steep growth, but still warm-up + first horizon
+
+
+def test_alert_clears_when_growth_stops() -> None:
+    t = np.arange(0.0, 8 * 3600.0)
+    pct = 50.0 + np.minimum(t, 3 * 3600.0) / 3600.0 * 1.0  # 1 %/h for three hours, then flat
+    series = LeakSeries(CAP)
+    verdicts = series.add_many(t, pct * CAP / 100)
+    flips = [(round(v.at / 3600, 1), v.alert) for v in verdicts if v.changed]
+    assert flips[0][1] is True and flips[0][0] < 0.5
+    assert flips[-1][1] is False and flips[-1][0] > 3.0
+
+
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"threshold_pct_per_h": 0}, "threshold_pct_per_h"),
+        ({"window_s": 60}, "window_s"),
+        ({"confidence": 0.5}, "confidence"),
+    ],
+)
+def test_bad_config_is_named(kw: dict[str, float], name: str) -> None:
+    with pytest.raises(ValueError, match=f"leak.{name}"):
+        LeakSeries(CAP, LeakConfig(**kw))  # type: ignore[arg-type]
+
+
+def test_bad_capacity_is_named() -> None:
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        LeakSeries(0)
