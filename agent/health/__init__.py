@@ -1,0 +1,24 @@
+"""GPU and node health: ok / warn / fail with reasons, by DCGM's XID classes and error-counter rules."""
+
+from agent.health.faults import fault_from_event
+from agent.health.model import Finding, Level, summarise, worst
+from agent.health.rules import gpu_findings, pcie_replay_limit_per_min
+from agent.health.state import HealthState, NodeHealth, classify_event
+from agent.health.xid import FAIL_XIDS, WARN_XIDS, classify_xid, xid_level
+
+__all__ = [
+    "FAIL_XIDS",
+    "WARN_XIDS",
+    "Finding",
+    "HealthState",
+    "Level",
+    "NodeHealth",
+    "classify_event",
+    "classify_xid",
+    "fault_from_event",
+    "gpu_findings",
+    "pcie_replay_limit_per_min",
+    "summarise",
+    "worst",
+    "xid_level",
+]
