@@ -1,0 +1,25 @@
+"""Agent side of coordinator commands: verify, fence epochs, execute each command id once, acknowledge."""
+
+from agent.commands.args import ArgsError
+from agent.commands.config import CommandsConfig, commands_state_dir, load_verifier
+from agent.commands.consumer import AckingVerifier, SpooledAcks, build_command_consumer, command_group_id
+from agent.commands.executor import ActionFn, CommandExecutor, ExecutorStats
+from agent.commands.ledger import Ledger, LedgerError
+from agent.commands.probe import nccl_probe_action
+
+__all__ = [
+    "AckingVerifier",
+    "ActionFn",
+    "ArgsError",
+    "CommandExecutor",
+    "CommandsConfig",
+    "ExecutorStats",
+    "Ledger",
+    "LedgerError",
+    "SpooledAcks",
+    "build_command_consumer",
+    "command_group_id",
+    "commands_state_dir",
+    "load_verifier",
+    "nccl_probe_action",
+]

@@ -1,0 +1,45 @@
+"""The ``nccl_probe`` action: run the bandwidth sweep (``agent.nccl.probe``) and publish its report.
+
+The full :class:`BandwidthReport` goes on the reports topic (tagged with the command id, so the coordinator
+can join it to the command); the ack carries a summary, small enough to keep in the ledger.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agent.nccl.probe import ProbeSpec, run_probe
+from events.payloads import BandwidthReport, Payload
+
+
+def nccl_probe_action(
+    node_id: str,
+    publish: Callable[[Payload], object],
+    *,
+    python: Sequence[str] = (sys.executable,),
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Callable[..., Any]:
+    """The action callable for the executor's table. ``publish`` is e.g. the daemon's ``publisher.publish``."""
+
+    async def nccl_probe(spec: ProbeSpec, timeout_s: float, command_id: str) -> dict[str, Any]:
+        report = await run_probe(
+            node_id, spec, timeout_s=timeout_s, python=python, cwd=cwd, env=env, command_id=command_id
+        )
+        publish(report)
+        return summary(report)
+
+    return nccl_probe
+
+
+def summary(report: BandwidthReport) -> dict[str, Any]:
+    peak = max(report.points, key=lambda p: p.busbw_gbps)
+    return {
+        "backend": report.backend,
+        "world_size": report.world_size,
+        "points": len(report.points),
+        "peak_busbw_gbps": round(peak.busbw_gbps, 3),
+        "peak_size_bytes": peak.size_bytes,
+    }
