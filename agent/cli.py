@@ -1,0 +1,194 @@
+"""``myolo-agent``: the node agent's command line (run the daemon, read the GPUs once, inject faults).
+
+Nothing here imports torch, directly or not (a test proves it): the agent must start in milliseconds and stay
+small on a node whose GPUs belong to the trainers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import typer
+
+from agent.config import AgentConfig, load_agent_config
+from events.errors import ConfigError
+
+DEFAULT_CONFIG = Path("/etc/myolo/agent.toml")
+FALLBACK_SOCKET = Path("/run/myolo/agent.sock")
+
+app = typer.Typer(
+    name="myolo-agent",
+    help="Myolotrain node agent: GPU, NCCL and memory-leak telemetry published to Kafka.\n\n"
+    "`run` is what systemd starts; `sample` reads the GPUs once to check a node; `inject` puts faults into a "
+    "running agent's simulated GPUs for tests and demos.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+CONFIG_HELP = (
+    "Agent config file (TOML). Default: /etc/myolo/agent.toml when it exists, else built-in defaults. "
+    "MYOLO_* environment variables override it (kafka.bootstrap -> MYOLO_KAFKA_BOOTSTRAP)."
+)
+SIM_HELP = "Use N simulated GPUs instead of NVML (labelled 'sim' in every event). Overrides simulate_gpus."
+
+
+def _config(path: Path | None, simulate_gpus: int | None) -> AgentConfig:
+    if path is None and DEFAULT_CONFIG.exists():
+        path = DEFAULT_CONFIG
+    try:
+        return load_agent_config(path, simulate_gpus=simulate_gpus)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    config: Path | None = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+    simulate_gpus: int | None = typer.Option(None, "--simulate-gpus", min=0, max=64, help=SIM_HELP),
+    log_json: bool | None = typer.Option(
+        None, "--log-json/--log-text", help="Log format. Default: JSON unless stderr is a terminal."
+    ),
+) -> None:
+    """Run the agent daemon: sample every GPU each interval, publish samples, faults, NCCL and leak reports to
+    Kafka (spooling to disk while Kafka is away), serve /healthz, and speak systemd's notify protocol.
+
+    SIGTERM flushes and exits; SIGHUP reloads the config file."""
+    from agent.daemon.main import serve
+    from agent.daemon.runtime import build_runtime
+    from events.clock import SystemClock
+    from events.logs import configure_logging
+
+    cfg = _config(config, simulate_gpus)
+    configure_logging(cfg.log_level, json=log_json)
+    try:
+        rt = build_runtime(
+            cfg,
+            SystemClock(),
+            config_path=str(config or DEFAULT_CONFIG) if (config or DEFAULT_CONFIG.exists()) else None,
+        )
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        typer.echo(f"error: cannot open the spool in {cfg.spool.dir}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(asyncio.run(serve(rt)))
+
+
+@app.command()
+def sample(
+    as_json: bool = typer.Option(False, "--json", help="Print the sample as its event's JSON payload."),
+    simulate_gpus: int | None = typer.Option(None, "--simulate-gpus", min=0, max=64, help=SIM_HELP),
+    config: Path | None = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+) -> None:
+    """Read every GPU once and print the sample (a table, or JSON with --json). Needs no Kafka: use it to
+    check a node. Exit code 0 when the node is healthy, 1 when any GPU warns or fails, 2 on errors."""
+    from agent.gpu import GpuBackendError, make_backend
+    from agent.gpu.render import print_sample
+    from agent.gpu.sample import build_sample
+    from agent.health import HealthState
+    from events.clock import SystemClock
+
+    cfg = _config(config, simulate_gpus)
+    clock = SystemClock()
+    backend = make_backend(cfg.simulate_gpus or None, clock, node_tag=cfg.node_id)
+    try:
+        backend.open()
+    except GpuBackendError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        import agent
+
+        node = build_sample(backend, cfg.node_id, HealthState(clock), agent_version=agent.__version__)
+    finally:
+        backend.close()
+    print_sample(node, as_json=as_json)
+    raise typer.Exit(0 if node.health == "ok" else 1)
+
+
+@app.command()
+def inject(
+    gpu: int | None = typer.Option(
+        None, "--gpu", min=0, help="GPU index. Required for --xid and --ecc-dbe; the others default to all GPUs."
+    ),
+    xid: int | None = typer.Option(None, "--xid", min=1, max=999, help="Raise XID N now (79: fallen off the bus)."),
+    ecc_dbe: bool = typer.Option(False, "--ecc-dbe", help="A double-bit ECC error (with XID 48)."),
+    leak_rate: str | None = typer.Option(
+        None, "--leak-rate", help="Leak GPU memory at this rate, e.g. '0.5%/h' (of the GPU's memory; 0 stops it)."
+    ),
+    throttle: str | None = typer.Option(None, "--throttle", help="Clock throttling: thermal, power or none."),
+    util: float | None = typer.Option(None, "--util", min=0, max=100, help="Hold utilisation at this percent."),
+    clear: bool = typer.Option(False, "--clear", help="Clear injected faults (as after a GPU reset)."),
+    socket_path: Path | None = typer.Option(
+        None, "--socket", help="The agent's control socket. Default: control_socket from the config."
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+) -> None:
+    """Inject a fault into a RUNNING agent's simulated GPUs through its local control socket.
+
+    Give exactly one of --xid, --ecc-dbe, --leak-rate, --throttle, --util, --clear. The agent publishes the
+    resulting fault event at once. Only agents started with --simulate-gpus accept faults.
+
+    Examples: myolo-agent inject --gpu 3 --xid 79 ; myolo-agent inject --gpu 0 --leak-rate 0.5%/h"""
+    from agent.control import ControlError, InjectRequest, call
+
+    req = InjectRequest(
+        gpu=gpu, xid=xid, ecc_dbe=ecc_dbe, leak_rate=leak_rate, throttle=throttle, util=util, clear=clear
+    )
+    actions = req.actions()
+    if len(actions) != 1:
+        given = ", ".join("--" + a.replace("_", "-") for a in actions) or "none"
+        typer.echo(
+            f"error: give exactly one of --xid, --ecc-dbe, --leak-rate, --throttle, --util, --clear (got {given})",
+            err=True,
+        )
+        raise typer.Exit(2)
+    if actions[0] in ("xid", "ecc_dbe") and gpu is None:
+        typer.echo(f"error: --{actions[0].replace('_', '-')} needs --gpu I", err=True)
+        raise typer.Exit(2)
+    path = socket_path or _socket_from_config(config)
+    try:
+        reply = call(path, req)
+    except ControlError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if not reply.ok:
+        typer.echo(f"error: {reply.error}", err=True)
+        raise typer.Exit(1)
+    typer.echo(reply.message)
+
+
+@app.command()
+def status(
+    socket_path: Path | None = typer.Option(None, "--socket", help="The agent's control socket."),
+    config: Path | None = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+) -> None:
+    """One line about a running agent (GPUs, Kafka, spool), through its control socket."""
+    from agent.control import ControlError, StatusRequest, call
+
+    try:
+        reply = call(socket_path or _socket_from_config(config), StatusRequest())
+    except ControlError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{reply.data.get('status')}: {reply.message}")
+
+
+def _socket_from_config(config: Path | None) -> Path:
+    path = Path(_config(config, None).control_socket)
+    if not path.exists() and FALLBACK_SOCKET.exists():
+        return FALLBACK_SOCKET  # the systemd unit's RuntimeDirectory, seen from an operator's shell
+    return path
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The agent daemon: runtime assembly, loops, lifecycle (signals, reload), health report."""

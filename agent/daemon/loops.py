@@ -1,0 +1,183 @@
+"""The agent's periodic and event-driven loops, all on one asyncio loop and one clock.
+
+- ``sample_loop``: read every GPU each interval, judge health, publish the sample, and publish a ``health``
+  fault when a GPU's level changes. Ticks are scheduled on absolute times, so a slow read does not drift
+  the cadence; ticks missed while the process was stopped are skipped, not replayed.
+- ``fault_loop``: driver events (XID, ECC) from the backend's hook, published the moment they arrive.
+- ``watchdog_loop``: ``WATCHDOG=1`` only while the sample loop keeps ticking, so a stuck loop gets the
+  unit restarted; also ``STATUS=`` lines for ``systemctl status``.
+- ``ready``: ``READY=1`` once the first sample is in Kafka (or safely spooled after ``ready_timeout_s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+
+import psutil
+
+from agent.daemon.runtime import Runtime
+from agent.health import fault_from_event
+from events.payloads import HostReading, NodeFault, NodeSample
+
+log = logging.getLogger(__name__)
+Observer = Callable[[NodeSample], None]
+
+
+async def read_sample(rt: Runtime) -> NodeSample:
+    """One sample. NVML calls can block for milliseconds, so they run in a worker thread; the simulator is
+    pure computation on the agent's clock and runs inline (deterministic under a simulated clock)."""
+    if rt.backend.name == "nvml":
+        readings = await asyncio.to_thread(rt.backend.read_all)
+    else:
+        readings = rt.backend.read_all()
+    rt.seq += 1
+    sample = NodeSample(
+        node_id=rt.cfg.node_id,
+        backend=rt.backend.name,
+        gpus=readings,
+        seq=rt.seq,
+        interval_s=rt.cfg.sample_interval_s,
+        host=host_reading(),
+        driver_version=rt.backend.driver_version(),
+        cuda_version=rt.backend.cuda_version(),
+        agent_version=rt.version,
+    )
+    return rt.health.evaluate_sample(sample)
+
+
+def host_reading() -> HostReading:
+    """The node's own CPU and memory: cheap (/proc reads), and context for a GPU reading."""
+    vm = psutil.virtual_memory()
+    return HostReading(
+        cpu_percent=min(100.0, psutil.cpu_percent(interval=None)),
+        mem_total_bytes=vm.total,
+        mem_used_bytes=vm.total - vm.available,
+        load1=os.getloadavg()[0],
+    )
+
+
+async def sample_loop(rt: Runtime, observers: list[Observer]) -> None:
+    """Publish one sample per ``sample_interval_s`` until cancelled. One failed read is logged and counted
+    against the NVML check; the loop carries on."""
+    clock = rt.clock
+    next_at = clock.monotonic()
+    while True:
+        try:
+            sample = await read_sample(rt)
+        except Exception as exc:
+            rt.backend_error = f"reading the GPUs failed: {exc!r}"
+            log.exception("sample failed")
+        else:
+            rt.backend_error = None
+            rt.last_sample = sample
+            rt.last_read_monotonic = clock.monotonic()
+            rt.publisher.publish(sample)
+            publish_health_changes(rt, sample)
+            for observe in observers:
+                try:
+                    observe(sample)
+                except Exception:
+                    log.exception("sample observer %r failed", observe)
+        rt.ticks += 1
+        interval = rt.cfg.sample_interval_s  # read each tick: SIGHUP may change it
+        next_at += interval
+        now = clock.monotonic()
+        if next_at < now:  # fell behind (a long read, a suspended process): skip, don't burst
+            next_at = now + interval - ((now - next_at) % interval)
+        await clock.sleep(next_at - now)
+
+
+def publish_health_changes(rt: Runtime, sample: NodeSample) -> None:
+    """A GPU whose health level changed (either way) gets a ``health`` fault, so consumers need not diff
+    samples to learn that a GPU failed or recovered."""
+    for gpu in sample.gpus:
+        before = rt.gpu_levels.get(gpu.index, "ok")
+        rt.gpu_levels[gpu.index] = gpu.health
+        if gpu.health == before:
+            continue
+        fault = NodeFault(
+            node_id=rt.cfg.node_id,
+            kind="health",
+            health=gpu.health,
+            reasons=gpu.health_reasons or [f"gpu {gpu.index} recovered ({before} -> ok)"],
+            gpu_index=gpu.index,
+            gpu_uuid=gpu.uuid,
+            message=f"gpu {gpu.index} health {before} -> {gpu.health}",
+            simulated=sample.backend == "sim",
+        )
+        publish_fault(rt, fault)
+
+
+def publish_fault(rt: Runtime, fault: NodeFault) -> None:
+    rt.publisher.publish(fault, urgent=True)
+    rt.faults_published += 1
+    log.warning("fault published: %s %s gpu=%s %s", fault.kind, fault.health, fault.gpu_index, "; ".join(fault.reasons))
+
+
+async def fault_loop(rt: Runtime) -> None:
+    """Driver events, published at once (not at the next tick), and remembered by the health state."""
+    queue = rt.backend.start_events()
+    while True:
+        event = await queue.get()
+        finding = rt.health.on_event(event)
+        publish_fault(rt, fault_from_event(event, rt.cfg.node_id, finding))
+
+
+async def ready(rt: Runtime) -> None:
+    """READY=1 after the first sample is acknowledged by Kafka, or after ``ready_timeout_s`` with it spooled:
+    a node whose broker is down must still start (and spool), not fail its start-up."""
+    acked = asyncio.ensure_future(rt.publisher.wait_first_sample())
+    timer = asyncio.ensure_future(rt.clock.sleep(rt.cfg.publish.ready_timeout_s))
+    try:
+        await asyncio.wait([acked, timer], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        acked.cancel()
+        timer.cancel()
+    while rt.last_sample is None:  # READY means sampling works; wait for it whatever Kafka does
+        await rt.clock.sleep(rt.cfg.sample_interval_s / 4)
+    rt.notifier.ready(status_line(rt))
+    log.info("ready: %s", status_line(rt))
+
+
+async def watchdog_loop(rt: Runtime, status_every_s: float = 10.0) -> None:
+    """Pet the watchdog at a third of its timeout while the sample loop is alive; STATUS= every 10 s."""
+    usec = rt.notifier.watchdog_usec
+    period = min(status_every_s, usec / 3e6) if usec else status_every_s
+    last_ticks, last_progress = rt.ticks, rt.clock.monotonic()
+    last_status, last_status_at = "", 0.0
+    while True:
+        await rt.clock.sleep(period)
+        now = rt.clock.monotonic()
+        if rt.ticks != last_ticks:
+            last_ticks, last_progress = rt.ticks, now
+        stalled = now - last_progress > max(3 * rt.cfg.sample_interval_s, period * 2)
+        if usec and not stalled:
+            rt.notifier.watchdog()
+        elif stalled:
+            log.error("sample loop has not ticked for %.1fs: not petting the watchdog", now - last_progress)
+        line = status_line(rt)
+        changed = line.rsplit("; seq", 1)[0] != last_status.rsplit("; seq", 1)[0]
+        if changed or now - last_status_at >= 60.0:
+            rt.notifier.status(line)
+            last_status, last_status_at = line, now
+
+
+def status_line(rt: Runtime) -> str:
+    """What ``systemctl status myolo-agent`` shows."""
+    s = rt.last_sample
+    gpus = f"{len(s.gpus)} GPUs ({s.backend}) {s.health}" if s is not None else "no sample yet"
+    st = rt.publisher.status
+    spool = rt.publisher.spool
+    return f"{gpus}; kafka {st.kafka}; spool {spool.pending} pending, {spool.dropped} dropped; seq {rt.seq}"
+
+
+async def cancel_all(tasks: list[asyncio.Task]) -> None:
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task

@@ -1,0 +1,141 @@
+"""The daemon's life: open the GPUs, start every loop and server, run until SIGTERM, then stop cleanly.
+
+Stopping (SIGTERM or SIGINT): ``STOPPING=1``, the loops stop producing, the publisher flushes what Kafka
+takes within ``flush_timeout_s`` (the rest stays in the spool for the next start), then the process exits 0.
+SIGHUP re-reads the configuration file and applies what can change while running (see ``reload.py``).
+A loop that dies of a bug stops the agent with exit code 1 so systemd restarts it (``Restart=on-failure``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from agent.control import ControlServer
+from agent.control.inject import apply as apply_injection
+from agent.control.protocol import InjectRequest, Reply, Request
+from agent.daemon import loops, status
+from agent.daemon.reload import reload_config
+from agent.daemon.runtime import Runtime
+from agent.daemon.wiring import leak_observer, nccl_task
+from agent.gpu import GpuBackendError
+from agent.healthz import HealthServer
+
+log = logging.getLogger(__name__)
+EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2
+
+
+async def serve(rt: Runtime, *, install_signals: bool = True, flush_timeout_s: float = 5.0) -> int:
+    """Run the agent until ``rt.stop_event`` is set (by a signal or a test). Returns the exit code."""
+    try:
+        rt.backend.open()
+    except GpuBackendError as exc:
+        log.error("cannot open the GPUs: %s", exc)
+        rt.notifier.status(f"failed: {exc}")
+        rt.publisher.spool.close()
+        return EXIT_START
+    servers: list[ControlServer | HealthServer] = []
+    try:
+        servers.append(ControlServer(rt.cfg.control_socket, lambda req: handle_control(rt, req)))
+        if rt.cfg.health.enabled:
+            servers.append(
+                HealthServer(
+                    lambda: status.current_report(rt),
+                    lambda: status.active_report(rt),
+                    host=rt.cfg.health.host,
+                    port=rt.cfg.health.port,
+                )
+            )
+        for server in servers:
+            await server.start()
+    except OSError as exc:
+        log.error("%s", exc)
+        rt.notifier.status(f"failed: {exc}")
+        for server in servers:
+            await server.stop()
+        rt.backend.close()
+        rt.publisher.spool.close()
+        return EXIT_START
+    rt.extras["servers"] = servers
+    leak = leak_observer(rt)
+    essential = [
+        asyncio.create_task(rt.publisher.run(), name="publisher"),
+        asyncio.create_task(rt.publisher.sync_loop(), name="spool-fsync"),
+        asyncio.create_task(loops.sample_loop(rt, [leak] if leak else []), name="samples"),
+        asyncio.create_task(loops.fault_loop(rt), name="faults"),
+        asyncio.create_task(loops.watchdog_loop(rt), name="watchdog"),
+        asyncio.create_task(nccl_task(rt), name="nccl"),
+    ]
+    helpers = [asyncio.create_task(loops.ready(rt), name="ready")]
+    if install_signals:
+        _install_signals(rt)
+    code = await _wait(rt, essential)
+    rt.notifier.stopping(f"stopping: flushing {rt.publisher.spool.pending} events")
+    log.info("stopping: flushing %d spooled events", rt.publisher.spool.pending)
+    if install_signals:
+        _remove_signals()
+    producing = [t for t in essential if t.get_name() != "publisher"]
+    await loops.cancel_all(helpers + producing)
+    for server in servers:
+        await server.stop()
+    rt.backend.close()
+    await rt.publisher.close(flush_timeout_s)
+    await loops.cancel_all(essential)
+    left = rt.publisher.spool.pending
+    log.info("stopped; %d events left in the spool for the next start", left)
+    rt.notifier.close()
+    return code
+
+
+async def _wait(rt: Runtime, essential: list[asyncio.Task]) -> int:
+    """Until stop is asked (0) or an essential loop ends, which is a bug (1). SIGHUP reloads meanwhile."""
+    stop = asyncio.ensure_future(rt.stop_event.wait())
+    try:
+        while True:
+            reload = asyncio.ensure_future(rt.reload_requested.wait())
+            done, _ = await asyncio.wait([stop, reload, *essential], return_when=asyncio.FIRST_COMPLETED)
+            if reload in done:
+                rt.reload_requested.clear()
+                reload_config(rt)
+                continue
+            reload.cancel()
+            if stop in done:
+                return EXIT_OK
+            for task in done:
+                exc = task.exception() if not task.cancelled() else None
+                log.error("agent loop %r ended unexpectedly: %r", task.get_name(), exc, exc_info=exc)
+            return EXIT_CRASH
+    finally:
+        stop.cancel()
+
+
+def handle_control(rt: Runtime, req: Request) -> Reply:
+    """The control socket's requests: fault injection (simulated GPUs only) and a status summary."""
+    if isinstance(req, InjectRequest):
+        reply = apply_injection(rt.backend, req)
+        if req.clear:
+            rt.health.clear(req.gpu)  # the operator's word: forget the sticky fault verdicts too
+        log.warning("control: %s", reply.message)
+        return reply
+    rep = status.current_report(rt)
+    return Reply(
+        ok=True,
+        message=loops.status_line(rt),
+        data={"status": rep.status, "node_id": rt.cfg.node_id, "backend": rt.backend.name, "seq": rt.seq},
+    )
+
+
+def _install_signals(rt: Runtime) -> None:
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, rt.stop_event.set)
+    loop.add_signal_handler(signal.SIGINT, rt.stop_event.set)
+    loop.add_signal_handler(signal.SIGHUP, rt.reload_requested.set)
+
+
+def _remove_signals() -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(Exception):
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,55 @@
+"""SIGHUP: read the configuration again and apply what can change without a restart.
+
+Live: the sample interval, log level, publish batching and back-off, leak threshold and report interval, NCCL
+log globs, the spool's "degraded" share. Identity, paths, the GPU backend, Kafka settings and the health
+listener need a restart; a change to them is logged (and ignored) so an operator knows. A file that does not
+load keeps the running configuration and logs why.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+from agent.config import AgentConfig, load_agent_config
+from agent.daemon.runtime import Runtime
+from events.errors import ConfigError
+
+log = logging.getLogger(__name__)
+RESTART_ONLY = ("node_id", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka")
+
+
+def reload_config(rt: Runtime) -> bool:
+    """Returns True when a new configuration was applied."""
+    old = rt.cfg
+    try:
+        new = load_agent_config(rt.config_path, simulate_gpus=old.simulate_gpus or None)
+    except ConfigError as exc:
+        log.error("SIGHUP: configuration not reloaded, keeping the running one: %s", exc)
+        return False
+    kept = [name for name in RESTART_ONLY if getattr(new, name) != getattr(old, name)]
+    if (
+        new.health.host != old.health.host
+        or new.health.port != old.health.port
+        or new.health.enabled != old.health.enabled
+    ):
+        kept.append("health.host/port/enabled")
+    if kept:
+        log.warning("SIGHUP: %s changed but take effect only after a restart", ", ".join(kept))
+    merged = msgspec.structs.replace(
+        new,
+        **{name: getattr(old, name) for name in RESTART_ONLY},
+        health=msgspec.structs.replace(
+            new.health, host=old.health.host, port=old.health.port, enabled=old.health.enabled
+        ),
+    )
+    apply(rt, merged)
+    log.info("SIGHUP: configuration reloaded from %s", rt.config_path or "defaults and environment")
+    return True
+
+
+def apply(rt: Runtime, cfg: AgentConfig) -> None:
+    rt.cfg = cfg
+    rt.publisher.cfg = cfg.publish
+    logging.getLogger().setLevel(cfg.log_level.upper())

@@ -1,0 +1,46 @@
+"""The agent's health report, from its runtime state (``GET /healthz``) or after a fresh read of the GPUs
+(``POST /healthcheck``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent.daemon.runtime import Runtime
+from agent.healthz.checks import HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
+
+
+def current_report(rt: Runtime) -> HealthReport:
+    now = rt.clock.monotonic()
+    st = rt.publisher.status
+    spool = rt.publisher.spool
+    age = None if rt.last_read_monotonic is None else now - rt.last_read_monotonic
+    ack_age = None if st.last_ack_monotonic is None else now - st.last_ack_monotonic
+    sample = rt.last_sample
+    checks = {
+        "nvml": check_nvml(rt.backend.name, rt.backend.device_count(), rt.backend_error, age, rt.cfg.sample_interval_s),
+        "kafka": check_kafka(st.kafka, st.last_error, ack_age, spool.pending),
+        "spool": check_spool(spool.stats(), st.spool_error, rt.cfg.health.spool_degraded_fraction),
+        "gpus": check_gpus(
+            sample.health if sample else None,
+            sample.health_reasons if sample else [],
+            {g.index: g.health for g in sample.gpus} if sample else {},
+        ),
+    }
+    return report(rt.cfg.node_id, rt.backend.name, rt.version, checks)
+
+
+async def active_report(rt: Runtime) -> HealthReport:
+    """Read every GPU now (without disturbing the health rules' baseline) to prove the driver answers."""
+    try:
+        if rt.backend.name == "nvml":
+            readings = await asyncio.wait_for(asyncio.to_thread(rt.backend.read_all), 10.0)
+        else:
+            readings = rt.backend.read_all()
+    except Exception as exc:
+        rt.backend_error = f"active check: reading the GPUs failed: {exc!r}"
+    else:
+        # a GPU that does not answer shows in the gpus check (from the sample's health rules), not here
+        del readings
+        rt.backend_error = None
+        rt.last_read_monotonic = rt.clock.monotonic()
+    return current_report(rt)

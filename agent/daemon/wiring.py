@@ -1,0 +1,113 @@
+"""Wiring of the NCCL log watch and the leak detector into the running agent.
+
+Leaks: the detector is a sample observer; it reports on its own cadence (``leak.report_interval_s``) and at
+once when an alert starts or ends, so it needs no task of its own.
+
+NCCL: every ``nccl.poll_interval_s`` the configured globs are expanded; each new file gets a follower and a
+tracker of its own (a trainer process per file, as ``NCCL_DEBUG_FILE=...%p`` writes them), and every report
+or fault is published the moment its line is read. Files are capped (``MAX_FOLLOWED``) so a glob that
+matches thousands of stale logs cannot grow the agent; a file that disappears stops being followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.config import LeakConfig
+from agent.daemon.loops import publish_fault
+from agent.daemon.runtime import Runtime
+from agent.leak.detector import LeakDetector
+from agent.leak.rss import host_total_bytes, read_rss
+from agent.leak.series import LeakConfig as LeakSettings
+from agent.nccl.follow import FileFollower
+from agent.nccl.tracker import NcclTracker
+from agent.nccl.watch import watch_lines
+from events.payloads import NcclReport, NodeFault, NodeSample
+
+log = logging.getLogger(__name__)
+MAX_FOLLOWED = 256
+
+
+def emit_nccl(rt: Runtime, payload: NcclReport | NodeFault) -> None:
+    if isinstance(payload, NodeFault):
+        publish_fault(rt, payload)
+    else:
+        rt.publisher.publish(payload)
+        rt.extras["nccl_reports"] = int(rt.extras.get("nccl_reports", 0)) + 1  # type: ignore[arg-type]
+
+
+async def nccl_task(rt: Runtime) -> None:
+    """Discover and follow NCCL logs until cancelled (idles when no globs are configured)."""
+    followed: dict[Path, asyncio.Task] = {}
+    rt.extras["nccl_files"] = followed
+    try:
+        while True:
+            for path in _matches(rt.cfg.nccl.log_globs):
+                if path in followed or len(followed) >= MAX_FOLLOWED:
+                    continue
+                followed[path] = asyncio.create_task(_follow(rt, path), name=f"nccl:{path}")
+                log.info("following NCCL log %s", path)
+            for path in [p for p, t in followed.items() if t.done() or not p.exists()]:
+                followed.pop(path).cancel()
+            await rt.clock.sleep(rt.cfg.nccl.poll_interval_s)
+    finally:
+        for task in followed.values():
+            task.cancel()
+        for task in followed.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _matches(globs: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for pattern in globs:
+        out.extend(Path(p) for p in sorted(glob.glob(pattern)))
+    return out
+
+
+async def _follow(rt: Runtime, path: Path) -> None:
+    follower = FileFollower(path, rt.clock, poll_s=rt.cfg.nccl.poll_interval_s, from_start=True)
+    tracker = NcclTracker(rt.cfg.node_id)
+    try:
+        await watch_lines(follower.lines(), tracker, lambda p: emit_nccl(rt, p), rt.clock)
+    except Exception:
+        log.exception("NCCL log %s: follower stopped", path)
+    finally:
+        follower.close()
+
+
+def leak_observer(rt: Runtime) -> Callable[[NodeSample], None] | None:
+    """Feed every sample (and, on real GPUs, the trainers' host RSS) to the leak detector; publish its reports
+    and faults at once. None when leak detection is disabled."""
+    if not rt.cfg.leak.enabled:
+        return None
+    detector = LeakDetector(rt.cfg.node_id, leak_settings(rt.cfg.leak))
+    rt.extras["leak"] = detector
+
+    def observe(sample: NodeSample) -> None:
+        now = rt.clock.now()
+        wanted = leak_settings(rt.cfg.leak)  # SIGHUP may have changed the threshold or the cadence
+        if wanted != detector.config:
+            detector.config = wanted
+        out = detector.observe(sample, now)
+        if sample.backend == "nvml":  # simulated pids are not real processes of this host
+            pids = {p.pid for g in sample.gpus for p in g.processes or []}
+            if pids:
+                out += detector.observe_rss(read_rss(pids), host_total_bytes(), now)
+        for payload in out:
+            if isinstance(payload, NodeFault):
+                publish_fault(rt, payload)
+            else:
+                rt.publisher.publish(payload)
+                rt.extras["leak_reports"] = int(rt.extras.get("leak_reports", 0)) + 1  # type: ignore[arg-type]
+
+    return observe
+
+
+def leak_settings(cfg: LeakConfig) -> LeakSettings:
+    return LeakSettings(threshold_pct_per_h=cfg.threshold_pct_per_h, report_every_s=cfg.report_interval_s)

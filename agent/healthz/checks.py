@@ -1,0 +1,103 @@
+"""The checks behind ``/healthz``: NVML, Kafka, spool and GPUs, each ok / degraded / failed with a reason.
+
+Kept as plain functions of the agent's state so the rules are tested without HTTP. The overall status is the
+worst check: Kafka being away is only *degraded* because the spool keeps every event; a spool that cannot be
+written, a GPU backend that cannot be read or a GPU in ``fail`` health is *failed*.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from agent.spool import SpoolStats
+from events.payloads.common import Health
+
+Status = Literal["ok", "degraded", "failed"]
+_RANK: dict[str, int] = {"ok": 0, "degraded": 1, "failed": 2}
+
+
+class Check(msgspec.Struct, kw_only=True, omit_defaults=True):
+    status: Status
+    detail: str
+    data: dict[str, object] = {}
+
+
+class HealthReport(msgspec.Struct, kw_only=True):
+    status: Status
+    checks: dict[str, Check]
+    node_id: str
+    backend: str
+    agent_version: str
+
+
+def worst(statuses: list[Status]) -> Status:
+    return max(statuses, key=_RANK.__getitem__, default="ok")
+
+
+def report(node_id: str, backend: str, version: str, checks: dict[str, Check]) -> HealthReport:
+    return HealthReport(
+        status=worst([c.status for c in checks.values()]),
+        checks=checks,
+        node_id=node_id,
+        backend=backend,
+        agent_version=version,
+    )
+
+
+def check_nvml(backend: str, gpu_count: int, error: str | None, read_age_s: float | None, interval_s: float) -> Check:
+    """The GPU backend opened and its reads keep coming (a read older than 5 intervals means a stuck driver)."""
+    what = "simulated GPUs (sim backend)" if backend == "sim" else "NVML"
+    if error is not None:
+        return Check(status="failed", detail=f"{what}: {error}")
+    if read_age_s is None:
+        return Check(status="degraded", detail=f"{what}: no reading yet", data={"gpus": gpu_count})
+    if read_age_s > 5 * interval_s:
+        return Check(
+            status="failed",
+            detail=f"{what}: last reading {read_age_s:.0f}s ago (interval {interval_s:g}s)",
+            data={"gpus": gpu_count},
+        )
+    return Check(status="ok", detail=f"{what}: {gpu_count} GPUs", data={"gpus": gpu_count})
+
+
+def check_kafka(state: str, last_error: str | None, ack_age_s: float | None, pending: int) -> Check:
+    data: dict[str, object] = {"pending": pending}
+    if ack_age_s is not None:
+        data["last_ack_age_s"] = round(ack_age_s, 3)
+    if state == "ok":
+        return Check(status="ok", detail="connected, events acknowledged", data=data)
+    if state == "connecting":
+        return Check(status="degraded", detail="not connected yet; events are spooled", data=data)
+    return Check(status="degraded", detail=f"unreachable, events are spooled: {last_error}", data=data)
+
+
+def check_spool(stats: SpoolStats, error: str | None, degraded_fraction: float) -> Check:
+    data: dict[str, object] = {
+        "pending": stats.pending_records,
+        "bytes": stats.bytes,
+        "max_bytes": stats.max_bytes,
+        "dropped": stats.dropped,
+    }
+    if error is not None:
+        return Check(status="failed", detail=error, data=data)
+    if stats.dropped:
+        return Check(
+            status="degraded",
+            detail=f"{stats.dropped} events dropped since start: the spool reached its cap",
+            data=data,
+        )
+    if stats.bytes > degraded_fraction * stats.max_bytes:
+        share = 100 * stats.bytes / stats.max_bytes
+        return Check(status="degraded", detail=f"spool {share:.0f}% full", data=data)
+    return Check(status="ok", detail=f"{stats.pending_records} events waiting", data=data)
+
+
+def check_gpus(health: Health | None, reasons: list[str], per_gpu: dict[int, Health]) -> Check:
+    data: dict[str, object] = {"per_gpu": {str(k): v for k, v in sorted(per_gpu.items())}}
+    if health is None:
+        return Check(status="degraded", detail="no sample yet", data=data)
+    status: Status = {"ok": "ok", "warn": "degraded", "fail": "failed"}[health]
+    detail = "; ".join(reasons) if reasons else "all GPUs healthy"
+    return Check(status=status, detail=detail, data=data)

@@ -1,0 +1,79 @@
+"""The health endpoint: ``GET /healthz`` (cheap, the last known state) and ``POST /healthcheck`` (reads the
+GPUs afresh first), both answering ``{"status": "ok"|"degraded"|"failed", "checks": {...}}``.
+
+``curl -X POST http://localhost:8080/healthcheck | jq .status`` is the operator's one-liner. The HTTP code is
+200 for ok and degraded and 503 for failed, so a load balancer or a probe that only reads codes still acts
+on a failed node.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import msgspec
+from aiohttp import web
+
+from agent.healthz.checks import HealthReport
+
+log = logging.getLogger(__name__)
+_ENC = msgspec.json.Encoder()
+
+
+class HealthServer:
+    """aiohttp on ``host:port``; ``port=0`` picks a free port (tests), readable from :attr:`port`."""
+
+    def __init__(
+        self,
+        current: Callable[[], HealthReport],
+        active: Callable[[], Awaitable[HealthReport]],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+    ) -> None:
+        self._current = current
+        self._active = active
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._get)
+        app.router.add_post("/healthcheck", self._post)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            raise OSError(
+                exc.errno,
+                f"health endpoint cannot listen on {self.host}:{self.port}: {exc.strerror}; "
+                "set health.port (or MYOLO_HEALTH_PORT) to a free port, or health.enabled = false",
+            ) from None
+        server = site._server  # the bound socket tells the real port when 0 was asked for
+        if server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        log.info("health endpoint on http://%s:%d/healthz", self.host, self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _get(self, _request: web.Request) -> web.Response:
+        return _respond(self._current())
+
+    async def _post(self, _request: web.Request) -> web.Response:
+        return _respond(await self._active())
+
+
+def _respond(rep: HealthReport) -> web.Response:
+    return web.Response(
+        body=_ENC.encode(rep),
+        status=503 if rep.status == "failed" else 200,
+        content_type="application/json",
+    )

@@ -1,0 +1,267 @@
+"""Publish without loss and without blocking: spool first, then send in order, commit on the broker's ack.
+
+``publish`` is synchronous and cheap (encode + one ``write`` to the spool), so the sample loop and the fault
+path never wait for Kafka. A single sender task reads the spool in order, hands a batch to the
+:class:`~events.bus.EventProducer` and commits it once every record is acknowledged. When the broker is away
+the batch shrinks to one record (a probe), the sender backs off, and new events simply accumulate on disk,
+bounded by the spool's cap: memory holds at most one batch whatever the outage's length. A failed batch is
+retried only after aiokafka has settled every future of the previous attempt, so retries never stack copies in
+the producer's buffer. Delivery is at least once (a batch partly acknowledged before a failure is resent);
+consumers de-duplicate by event id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agent.config import PublishConfig
+from agent.spool import Spool, SpoolEntry, SpoolRecord
+from events.clock import Clock
+from events.codec import decode, encode
+from events.envelope import Event, new_event
+from events.errors import InvalidEvent
+from events.payloads import Payload
+from events.topics import NODE_SAMPLES, topic_for_type
+
+log = logging.getLogger(__name__)
+KafkaState = Literal["connecting", "ok", "away"]
+HANDOVER_TIMEOUT_S = 1.0
+
+
+class Producer(Protocol):
+    """What the publisher needs of :class:`events.bus.EventProducer` (tests may pass a fake broker)."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def enqueue(self, payload: Event, topic: str | None = None) -> tuple[Event, asyncio.Future]: ...
+    async def send_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: list) -> object: ...
+
+
+@dataclass
+class PublisherStatus:
+    kafka: KafkaState = "connecting"
+    last_error: str | None = None
+    last_ack_monotonic: float | None = None
+    sent: int = 0
+    failed_batches: int = 0
+    spool_error: str | None = None
+
+
+class Publisher:
+    """Owns the spool and the producer. Call :meth:`run` as a task; :meth:`close` flushes and stops."""
+
+    def __init__(
+        self,
+        spool: Spool,
+        producer_factory: Callable[[], Producer],
+        *,
+        source: str,
+        clock: Clock,
+        config: PublishConfig | None = None,
+    ) -> None:
+        self.spool = spool
+        self.source = source
+        self.cfg = config or PublishConfig()
+        self.status = PublisherStatus()
+        self._factory = producer_factory
+        self._clock = clock
+        self._producer: Producer | None = None
+        self._wake = asyncio.Event()
+        self._committed = asyncio.Event()
+        self._first_sample = asyncio.Event()
+        self._stopping = False
+        self._backoff = 0.1
+
+    # -- the producing side (sample loop, fault hook) -----------------------------------------------------
+    def publish(self, payload: Payload, *, urgent: bool = False) -> Event:
+        """Durably record ``payload`` as an event and wake the sender. Never waits for Kafka.
+
+        ``urgent`` (faults) fsyncs the spool at once. A spool that cannot be written (disk full, I/O error) is
+        logged and reported by the health endpoint; the event is then lost, which is counted.
+        """
+        event = new_event(payload, self.source, clock=self._clock)
+        key, value, headers = encode(event)
+        record = SpoolRecord(topic_for_type(event.type), key, value, headers)
+        try:
+            self.spool.append(record, sync=urgent)
+            self.status.spool_error = None
+        except OSError as exc:
+            self.status.spool_error = f"cannot write the spool in {self.spool.dir}: {exc.strerror or exc}"
+            log.error("event %s lost: %s", event.type, self.status.spool_error)
+        self._wake.set()
+        return event
+
+    async def wait_first_sample(self) -> None:
+        """Return once a node sample has been acknowledged by Kafka (used for READY=1)."""
+        await self._first_sample.wait()
+
+    # -- the sending side ---------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Send spooled records forever (until :meth:`close`)."""
+        batch = 1
+        while not self._stopping:
+            if self._producer is None and not await self._connect():
+                await self._pause()
+                continue
+            entries = self.spool.peek(batch)
+            if not entries:
+                self._wake.clear()
+                if self.spool.pending == 0:
+                    await self._wake.wait()
+                continue
+            if await self._send(entries):
+                batch = self.cfg.batch_records
+                self._backoff = 0.1
+            else:
+                batch = 1
+                await self._pause()
+
+    async def sync_loop(self) -> None:
+        """The ``interval`` fsync policy: fsync in a worker thread, so a slow disk never stalls the loop."""
+        while True:
+            await self._clock.sleep(self.spool.fsync_interval_s)
+            if self.spool.sync_due():
+                try:
+                    await asyncio.to_thread(self.spool.sync)
+                except OSError as exc:
+                    self.status.spool_error = f"fsync failed: {exc.strerror or exc}"
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Wait until the spool is empty (everything acknowledged) or ``timeout_s`` of wall time passed.
+
+        Uses the event loop's own timer on purpose: a shutdown deadline is real time even under a SimClock.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.spool.pending > 0 and self.status.kafka != "away":
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            self._committed.clear()
+            self._wake.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._committed.wait(), left)
+        return self.spool.pending == 0
+
+    async def close(self, flush_timeout_s: float = 5.0) -> None:
+        """Flush what Kafka will take within the timeout; the rest stays in the spool for the next start."""
+        await self.drain(flush_timeout_s)
+        self._stopping = True
+        self._wake.set()
+        if self._producer is not None:
+            try:
+                await asyncio.wait_for(self._producer.stop(), flush_timeout_s)
+            except (TimeoutError, Exception) as exc:
+                log.warning("kafka producer did not stop cleanly: %r", exc)
+            self._producer = None
+        self.spool.close()
+
+    # -- internals ----------------------------------------------------------------------------------------
+    async def _connect(self) -> bool:
+        producer = self._factory()
+        try:
+            await asyncio.wait_for(producer.start(), self.cfg.send_timeout_s)
+        except Exception as exc:
+            self._away(f"cannot connect: {exc!r}")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.stop(), 1.0)
+            return False
+        self._producer = producer
+        return True
+
+    async def _send(self, entries: list[SpoolEntry]) -> bool:
+        """Send a batch in order; commit the acknowledged prefix. True when all of it was acknowledged."""
+        assert self._producer is not None
+        futures: list[asyncio.Future] = []
+        error: str | None = None
+        try:
+            # Handing a batch over is instant while the broker is up (the producer knows the topic's leaders from
+            # start-up); when it is not, aiokafka retries metadata in a tight loop, so give up quickly.
+            async with asyncio.timeout(min(self.cfg.send_timeout_s, HANDOVER_TIMEOUT_S)):
+                for entry in entries:
+                    futures.append(await self._enqueue(entry.record))
+        except Exception as exc:
+            error = f"send failed: {exc!r}"
+        if futures and not all(f.done() for f in futures):
+            # aiokafka expires every future within its request timeout; the outer bound is a safety net
+            await asyncio.wait(futures, timeout=self.cfg.send_timeout_s * 2 + 1)
+        acked = 0
+        for fut in futures:
+            if not fut.done() or fut.cancelled() or fut.exception() is not None:
+                if error is None:
+                    error = "no acknowledgement" if not fut.done() else f"send failed: {fut.exception()!r}"
+                break
+            acked += 1
+        if acked:
+            self._commit(entries[:acked])
+        if error is not None:
+            self._away(error)
+            # A fresh producer after any failure: an idempotent producer whose batches expired while the broker
+            # was away has sequence numbers the broker will reject for ever (OutOfOrderSequenceNumber), and a
+            # producer that cannot reach its broker spins on metadata. A new one gets a new producer id.
+            await self._drop_producer()
+            return False
+        return True
+
+    async def _drop_producer(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                await asyncio.wait_for(producer.stop(), 2.0)
+            except Exception as exc:
+                log.debug("discarded kafka producer did not stop cleanly: %r", exc)
+
+    async def _enqueue(self, record: SpoolRecord) -> asyncio.Future:
+        try:
+            event = decode(record.value, record.headers, record.key)
+        except InvalidEvent:
+            # written by another version of the agent: send the bytes exactly as they were spooled
+            fut = asyncio.get_running_loop().create_future()
+            try:
+                fut.set_result(await self._producer.send_raw(record.topic, record.value, record.key, record.headers))
+            except Exception as exc:
+                fut.set_exception(exc)
+            return fut
+        _, fut = await self._producer.enqueue(event, record.topic)  # type: ignore[union-attr]
+        return fut
+
+    def _commit(self, entries: list[SpoolEntry]) -> None:
+        self.spool.commit(entries[-1])
+        self.status.sent += len(entries)
+        self.status.last_ack_monotonic = self._clock.monotonic()
+        if self.status.kafka != "ok":
+            log.info("kafka reachable: sending %d spooled events", self.spool.pending)
+        self.status.kafka = "ok"
+        self.status.last_error = None
+        if not self._first_sample.is_set() and any(e.record.topic == NODE_SAMPLES for e in entries):
+            self._first_sample.set()
+        self._committed.set()
+
+    def _away(self, reason: str) -> None:
+        if self.status.kafka != "away":
+            log.warning("kafka unreachable, spooling events to %s: %s", self.spool.dir, reason)
+        self.status.kafka = "away"
+        self.status.last_error = reason
+        self.status.failed_batches += 1
+        self._committed.set()
+
+    async def _pause(self) -> None:
+        """Back off (doubling up to ``retry_max_s``), waking early when asked to stop."""
+        delay, self._backoff = self._backoff, min(self._backoff * 2, self.cfg.retry_max_s)
+        sleeper = asyncio.ensure_future(self._clock.sleep(delay))
+        stopper = asyncio.ensure_future(self._wait_stop())
+        try:
+            await asyncio.wait([sleeper, stopper], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, stopper):
+                task.cancel()
+
+    async def _wait_stop(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            await self._wake.wait()

@@ -1,0 +1,6 @@
+"""The durable on-disk spool: every event waits here until Kafka has acknowledged it."""
+
+from agent.spool.record import SpoolRecord
+from agent.spool.spool import Spool, SpoolEntry, SpoolStats
+
+__all__ = ["Spool", "SpoolEntry", "SpoolRecord", "SpoolStats"]

@@ -1,0 +1,155 @@
+"""A real `myolo-agent run` process for integration tests: its own config, a real sd_notify socket, a free
+health port, and helpers to read what it published from the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import uuid
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from events.codec import decode
+from events.envelope import Event
+from events.settings import KafkaSettings
+from tests.integration.events.conftest import wait_until
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AgentProc:
+    """`python -m agent run` with simulated GPUs against ``bootstrap``; notifications collected as they come."""
+
+    def __init__(self, bootstrap: str, *, gpus: int = 2, interval_s: float = 0.25, extra_toml: str = "") -> None:
+        self.node_id = f"it-{uuid.uuid4().hex[:8]}"
+        self.dir = Path(tempfile.mkdtemp(prefix="mi-", dir="/tmp"))  # short: AF_UNIX paths
+        self.port = free_port()
+        self.socket = self.dir / "agent.sock"
+        self.spool_dir = self.dir / "spool"
+        self.config = self.dir / "agent.toml"
+        self.config.write_text(
+            f"node_id = '{self.node_id}'\nsample_interval_s = {interval_s}\nsimulate_gpus = {gpus}\n"
+            f"data_dir = '{self.dir}'\ncontrol_socket = '{self.socket}'\nlog_level = 'info'\n"
+            f"[spool]\nmax_bytes = 67108864\nsegment_bytes = 1048576\n"
+            f"[publish]\nsend_timeout_s = 3.0\nretry_max_s = 1.0\nready_timeout_s = 30.0\n"
+            f"[health]\nport = {self.port}\n[kafka]\nbootstrap = '{bootstrap}'\nclient_id = 'myolo-agent-it'\n"
+            + extra_toml
+        )
+        self.notify_path = self.dir / "notify.sock"
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(str(self.notify_path))
+        self.notify.setblocking(False)
+        self.messages: list[dict[str, str]] = []
+        self.proc: subprocess.Popen | None = None
+        self._reader: asyncio.Task | None = None
+
+    async def start(self, watchdog_usec: int = 2_000_000) -> None:
+        env = {
+            **os.environ,
+            "NOTIFY_SOCKET": str(self.notify_path),
+            "WATCHDOG_USEC": str(watchdog_usec),
+            "PYTHONPATH": str(ROOT),
+        }
+        env.pop("WATCHDOG_PID", None)
+        self.log = open(self.dir / "agent.log", "wb")  # noqa: SIM115 - closed in cleanup
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agent", "run", "--config", str(self.config), "--log-text"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self._reader = asyncio.create_task(self._read_notify())
+
+    async def _read_notify(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            data = (await loop.sock_recv(self.notify, 4096)).decode()
+            self.messages.append(dict(line.split("=", 1) for line in data.split("\n") if "=" in line))
+
+    def kinds(self) -> list[str]:
+        return [k for m in self.messages for k in m if k != "STATUS"]
+
+    def health(self, method: str = "GET") -> tuple[int, dict]:
+        path = "/healthz" if method == "GET" else "/healthcheck"
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", method=method, data=b"" if method == "POST" else None
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agent", *args, "--socket", str(self.socket)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def rss(self) -> int:
+        import psutil
+
+        assert self.proc is not None
+        return psutil.Process(self.proc.pid).memory_info().rss
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def log_text(self) -> str:
+        return (self.dir / "agent.log").read_text(errors="replace")
+
+    async def cleanup(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self._reader is not None:
+            self._reader.cancel()
+        self.notify.close()
+        if hasattr(self, "log"):
+            self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+async def read_topic(settings: KafkaSettings, topic: str, key: str) -> list[Event]:
+    """Every event on ``topic`` keyed ``key``, in partition order (one key lives on one partition)."""
+    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
+    await consumer.start()
+    out: list[Event] = []
+    try:
+        consumer.subscribe([topic])  # asks the client for the topic's metadata, so every partition is known
+        await wait_until(lambda: consumer.partitions_for_topic(topic), timeout=30, what=f"metadata of {topic}")
+        consumer.unsubscribe()
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        assert parts, f"topic {topic} has no partitions"
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        end = await consumer.end_offsets(parts)
+        while [tp for tp in parts if await consumer.position(tp) < end[tp]]:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                for r in records:
+                    if r.key == key.encode():
+                        out.append(decode(r.value, r.headers, r.key))
+    finally:
+        await consumer.stop()
+    return out

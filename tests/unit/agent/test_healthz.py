@@ -1,0 +1,115 @@
+"""The health checks' rules, and the HTTP endpoint answering GET /healthz and POST /healthcheck."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+from agent.healthz import HealthServer
+from agent.healthz.checks import check_gpus, check_kafka, check_nvml, check_spool, report
+from agent.spool import SpoolStats
+
+
+def stats(**kw) -> SpoolStats:
+    base = dict(
+        pending_records=0,
+        bytes=0,
+        max_bytes=1000,
+        segments=1,
+        appended=0,
+        committed=0,
+        dropped=0,
+        last_seq=0,
+        acked_seq=0,
+    )
+    return SpoolStats(**{**base, **kw})
+
+
+def test_worst_check_wins_and_kafka_away_is_only_degraded():
+    ok = {
+        "nvml": check_nvml("sim", 8, None, 0.5, 1.0),
+        "kafka": check_kafka("ok", None, 0.2, 0),
+        "spool": check_spool(stats(), None, 0.8),
+        "gpus": check_gpus("ok", [], {0: "ok"}),
+    }
+    assert report("n", "sim", "v", ok).status == "ok"
+    away = {**ok, "kafka": check_kafka("away", "connection refused", 60.0, 120)}
+    assert report("n", "sim", "v", away).status == "degraded"
+    assert "connection refused" in away["kafka"].detail
+    failed = {**away, "gpus": check_gpus("fail", ["gpu 3: xid 79 (fallen off the bus)"], {3: "fail"})}
+    rep = report("n", "sim", "v", failed)
+    assert rep.status == "failed" and "xid 79" in rep.checks["gpus"].detail
+
+
+def test_spool_rules():
+    assert check_spool(stats(bytes=900), None, 0.8).status == "degraded"
+    assert "dropped" in check_spool(stats(dropped=3), None, 0.8).detail
+    assert check_spool(stats(), "cannot write the spool: No space left on device", 0.8).status == "failed"
+
+
+def test_nvml_rules():
+    assert check_nvml("nvml", 8, "NVMLError_DriverNotLoaded", None, 1.0).status == "failed"
+    assert check_nvml("nvml", 8, None, None, 1.0).status == "degraded"  # no reading yet
+    assert check_nvml("nvml", 8, None, 30.0, 1.0).status == "failed"  # reads stopped: a stuck driver
+
+
+async def test_http_endpoint_get_and_post():
+    state = {"gpus": "ok"}
+    posts = []
+
+    def current():
+        checks = {
+            "nvml": check_nvml("sim", 2, None, 0.1, 1.0),
+            "kafka": check_kafka("ok", None, 0.1, 0),
+            "spool": check_spool(stats(), None, 0.8),
+            "gpus": check_gpus(state["gpus"], [] if state["gpus"] == "ok" else ["gpu 0: bad"], {0: state["gpus"]}),
+        }
+        return report("node-a", "sim", "4.0", checks)
+
+    async def active():
+        posts.append(1)
+        return current()
+
+    server = HealthServer(current, active, host="127.0.0.1", port=0)
+    await server.start()
+
+    def fetch(method: str):
+        path = "/healthz" if method == "GET" else "/healthcheck"
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{server.port}{path}", method=method, data=b"" if method == "POST" else None
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    try:
+        code, body = await asyncio.to_thread(fetch, "GET")
+        assert code == 200 and body["status"] == "ok" and body["node_id"] == "node-a"
+        assert set(body["checks"]) == {"nvml", "kafka", "spool", "gpus"}
+        code, body = await asyncio.to_thread(fetch, "POST")
+        assert code == 200 and posts == [1]
+        state["gpus"] = "fail"
+        code, body = await asyncio.to_thread(fetch, "POST")
+        assert code == 503 and body["status"] == "failed" and body["checks"]["gpus"]["detail"] == "gpu 0: bad"
+    finally:
+        await server.stop()
+
+
+async def test_a_busy_port_is_a_clear_error():
+    first = HealthServer(lambda: None, None, host="127.0.0.1", port=0)  # type: ignore[arg-type]
+    await first.start()
+    second = HealthServer(lambda: None, None, host="127.0.0.1", port=first.port)  # type: ignore[arg-type]
+    try:
+        try:
+            await second.start()
+        except OSError as exc:
+            assert "health.port" in str(exc)
+        else:
+            raise AssertionError("a second server bound the same port")
+    finally:
+        await first.stop()
+        await second.stop()
