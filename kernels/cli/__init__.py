@@ -1,0 +1,1 @@
+"""``myolo-train`` (standalone launcher) and the worker entry point (``python -m kernels.cli.worker``)."""

@@ -1,0 +1,195 @@
+"""The job description and its validation: every bad combination fails before any process starts.
+
+A job fixes the *global* batch; the data-parallel degree only changes how many microbatches each
+replica accumulates, so the optimisation is identical at any dp (what makes elastic resizing safe).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernels.model.config import ModelConfig, preset
+from kernels.parallel.mesh import Layout
+
+SCHEDULES = ("1f1b", "interleaved1f1b")
+
+
+class ConfigError(ValueError):
+    """A job option is invalid; the message names it and says what to change."""
+
+
+@dataclass
+class JobConfig:
+    model: str = "tiny"
+    model_args: dict[str, Any] = field(default_factory=dict)  # overrides of any ModelConfig knob
+    nproc: int = 1
+    pp: int = 1
+    dp: int = 0  # 0: whatever nproc / (pp * tp) leaves
+    tp: int = 1
+    steps: int = 20
+    seed: int = 0
+    global_batch: int = 8  # sequences per optimizer step, over all replicas
+    micro_batch: int = 0  # sequences per microbatch per replica; 0: one microbatch per pipeline stage
+    seq_len: int = 64
+    lr: float = 3e-4
+    warmup_steps: int = 0
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0  # 0 disables clipping
+    schedule: str = "1f1b"
+    stages_per_rank: int = 1
+    sync_every: int = 1  # 1: synchronous (FSDP); H > 1: local SGD, parameters averaged every H steps
+    compile: bool = False
+    device: str = "auto"  # auto | cpu | cuda
+    data_path: str | None = None
+    data_dtype: str = "uint16"
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 0
+    snapshot_every: int = 0
+    resume: bool = False
+    ops_prefer: dict[str, list[str]] = field(default_factory=dict)
+    job_id: str = "standalone"
+
+    # ---- derived -------------------------------------------------------------------------------
+    def model_config(self) -> ModelConfig:
+        try:
+            cfg = preset(self.model, **self.model_args)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"model: {exc}") from exc
+        return cfg
+
+    def layout(self) -> Layout:
+        dp = self.dp or max(1, self.nproc // max(1, self.pp * self.tp))
+        return Layout(pp=self.pp, dp=dp, tp=self.tp)
+
+    def rows_per_replica(self) -> int:
+        return self.global_batch // self.layout().dp
+
+    def micro_rows(self) -> int:
+        if self.micro_batch:
+            return self.micro_batch
+        per = self.rows_per_replica()
+        want = self.pp * self.stages_per_rank if self.pp > 1 else 1
+        return max(1, per // want)
+
+    def n_microbatches(self) -> int:
+        """Microbatches each replica runs per step: pipeline microbatches or accumulation steps."""
+        return self.rows_per_replica() // self.micro_rows()
+
+    # ---- validation ----------------------------------------------------------------------------
+    def validate(self, world_size: int | None = None) -> JobConfig:
+        """Raise ConfigError for the first problem found; returns self for chaining."""
+        world = world_size if world_size is not None else self.nproc
+        for name in ("nproc", "pp", "tp", "steps", "global_batch", "seq_len", "stages_per_rank", "sync_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        for name in ("dp", "micro_batch", "warmup_steps", "checkpoint_every", "snapshot_every"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise ConfigError(f"--lr must be > 0, got {self.lr}")
+        if self.pp * self.tp > world or world % (self.pp * self.tp):
+            raise ConfigError(
+                f"layout pp={self.pp} x tp={self.tp} does not divide the world size {world}: "
+                f"choose --nproc as a multiple of pp*tp={self.pp * self.tp} or change --pp/--tp"
+            )
+        lay = self.layout()
+        if lay.world != world:
+            raise ConfigError(
+                f"layout {lay} needs {lay.world} processes but the world size is {world}: "
+                f"set --dp {world // (self.pp * self.tp)} or --nproc {lay.world}"
+            )
+        cfg = self.model_config()
+        if cfg.n_heads % self.tp or cfg.kv_heads % self.tp:
+            raise ConfigError(
+                f"model {self.model!r} has {cfg.n_heads} heads ({cfg.kv_heads} KV heads), not divisible "
+                f"by tp={self.tp}: choose --tp dividing {cfg.kv_heads} or set model_args.n_heads"
+            )
+        if cfg.vocab_size % self.tp or cfg.hidden % self.tp:
+            raise ConfigError(
+                f"vocab_size {cfg.vocab_size} and MLP hidden {cfg.hidden} must be divisible by tp={self.tp}: "
+                "pad model_args.vocab_size to a multiple of tp or change --tp"
+            )
+        if self.seq_len % self.tp:
+            raise ConfigError(
+                f"--seq-len {self.seq_len} must be divisible by tp={self.tp} (sequence parallelism shards it)"
+            )
+        if self.seq_len > cfg.max_seq_len:
+            raise ConfigError(f"--seq-len {self.seq_len} exceeds model max_seq_len {cfg.max_seq_len}")
+        if self.global_batch % lay.dp:
+            raise ConfigError(
+                f"--global-batch {self.global_batch} is not divisible by dp={lay.dp}: use a multiple of {lay.dp}"
+            )
+        per = self.rows_per_replica()
+        if per % self.micro_rows():
+            raise ConfigError(
+                f"per-replica batch {per} (global {self.global_batch} / dp {lay.dp}) is not divisible by "
+                f"--micro-batch {self.micro_rows()}: choose a micro batch dividing {per}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"--schedule {self.schedule!r} is unknown; choose one of {SCHEDULES}")
+        if self.pp > 1:
+            n_stages = self.pp * self.stages_per_rank
+            if self.schedule == "1f1b" and self.stages_per_rank != 1:
+                raise ConfigError("--schedule 1f1b runs one stage per rank: set --stages-per-rank 1")
+            if self.schedule == "interleaved1f1b" and self.stages_per_rank < 2:
+                raise ConfigError("--schedule interleaved1f1b needs --stages-per-rank >= 2")
+            if n_stages > cfg.n_layers:
+                raise ConfigError(f"{n_stages} pipeline stages exceed the model's {cfg.n_layers} layers: lower --pp")
+            n_mb = self.n_microbatches()
+            if n_mb < self.pp:
+                raise ConfigError(
+                    f"{n_mb} microbatches per step is fewer than the {self.pp} pipeline stages (the "
+                    f"pipeline would hang): lower --micro-batch or raise --global-batch to at least "
+                    f"{self.pp * lay.dp * self.micro_rows()}"
+                )
+            if self.schedule == "interleaved1f1b" and n_mb % self.pp:
+                raise ConfigError(f"interleaved 1F1B needs microbatches ({n_mb}) to be a multiple of pp={self.pp}")
+        if self.compile and self.tp > 1:
+            # Found on torch 2.13 (CPU, gloo): a compiled block under the TP plan gets a plain-tensor
+            # gradient where its compiled backward expects a DTensor ("no attribute '_local_tensor'"),
+            # even as one full graph. Eager TP and compiled pp/dp are fine.
+            raise ConfigError(
+                "--compile with tp > 1 is not supported yet (compiled tensor-parallel blocks fail in "
+                "backward on this torch): drop --compile, or use --tp 1"
+            )
+        if self.sync_every > 1 and lay.dp == 1:
+            raise ConfigError("--sync-every > 1 (local SGD) needs dp > 1 replicas to average")
+        if self.resume and not self.checkpoint_dir:
+            raise ConfigError("--resume needs --checkpoint-dir")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        return self
+
+    # ---- (de)serialisation ---------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown job option(s) {unknown}; valid options: {sorted(known)}")
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> JobConfig:
+        """A TOML or JSON job file (flat keys, plus a [model_args] table), then explicit overrides."""
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"--config {str(p)!r} does not exist")
+        text = p.read_text()
+        try:
+            data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"--config {p}: {exc}") from exc
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(data)
