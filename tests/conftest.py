@@ -7,6 +7,7 @@ Jars come from the shared cache (~/.cache/myolo or MYOLO_CACHE_DIR), fetched on 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -15,6 +16,14 @@ from pathlib import Path
 import pytest
 
 from events.broker import BrokerError, LocalBroker
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_autotune_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests (and the workers they spawn) tune attention into a cache of their own, not the user's."""
+    os.environ["MYOLO_AUTOTUNE_CACHE"] = str(tmp_path_factory.mktemp("autotune") / "attention_autotune.json")
+    yield
+    os.environ.pop("MYOLO_AUTOTUNE_CACHE", None)
 
 
 @pytest.fixture(scope="session")

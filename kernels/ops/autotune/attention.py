@@ -35,6 +35,10 @@ _log = get_logger("kernels.ops.autotune")
 
 
 def default_cache_path() -> Path:
+    """MYOLO_AUTOTUNE_CACHE (a file), else attention_autotune.json in MYOLO_CACHE_DIR or ~/.cache/myolo."""
+    explicit = os.environ.get("MYOLO_AUTOTUNE_CACHE")
+    if explicit:
+        return Path(explicit)
     root = os.environ.get("MYOLO_CACHE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "myolo"
     return base / "attention_autotune.json"

@@ -88,6 +88,9 @@ def test_autotune_can_be_switched_off(tmp_path, monkeypatch):
 
 
 def test_default_cache_path_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("MYOLO_AUTOTUNE_CACHE", str(tmp_path / "x.json"))
+    assert autotune.default_cache_path() == tmp_path / "x.json"
+    monkeypatch.delenv("MYOLO_AUTOTUNE_CACHE")
     monkeypatch.setenv("MYOLO_CACHE_DIR", str(tmp_path / "c"))
     assert autotune.default_cache_path() == tmp_path / "c" / "attention_autotune.json"
     monkeypatch.delenv("MYOLO_CACHE_DIR")
@@ -109,6 +112,7 @@ print(json.dumps({"measurements": attention_autotuner().measurements, "choices":
 
 def test_second_process_reuses_the_cache_without_measuring(tmp_path):
     env = {**os.environ, "MYOLO_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("MYOLO_AUTOTUNE_CACHE", None)
 
     def child() -> dict:
         proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
