@@ -15,7 +15,7 @@ ROOT = Path(__file__).parents[3]
 
 
 def _run(args: list[str], tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MYOLO_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT), **extra_env}
+    env = {**os.environ, "MYOLO_AUTOTUNE_CACHE": str(tmp_path / "autotune.json"), "PYTHONPATH": str(ROOT), **extra_env}
     return subprocess.run([sys.executable, "-m", "kernels.ops.gpu_check", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=240)  # fmt: skip
 
