@@ -1,22 +1,25 @@
-"""`myoloctl local up|down|status`: the local stack on this machine (for now: one Apache Kafka broker).
+"""`myoloctl local up|down|status`: the local stack on this machine: Kafka, coordinators, simulated agents.
 
-A thin shell over events.broker.LocalBroker; the state dir (MYOLO_STATE_DIR) is how `up`, `status`
-and `down`, run as separate commands, find the same broker.
+A thin shell over events.broker.LocalBroker and coordinator.localstack; the state dir (MYOLO_STATE_DIR) is
+how `up`, `status` and `down`, run as separate commands, find the same processes.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from coordinator.cli import render
+from coordinator.localstack import stack
 from events.broker import BrokerError, LocalBroker, jars
 from events.broker.state import default_state_dir
 
 app = typer.Typer(
-    help="Run the local stack (a real single-node Apache Kafka) on this machine.",
+    help="Run the local stack on this machine: a real Apache Kafka, coordinators and agents with simulated GPUs.",
     no_args_is_help=True,
 )
 
@@ -53,10 +56,28 @@ def up(
     controller_port: Annotated[
         int | None, typer.Option("--controller-port", help="KRaft controller port (first start; default: free)")
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the broker to answer.")] = 120.0,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each stage to answer.")] = 120.0,
+    nodes: Annotated[int, typer.Option("--nodes", "-n", min=0, max=64, help="Agents to run (node-1..N).")] = 0,
+    gpus: Annotated[int, typer.Option("--gpus", "-g", min=1, max=64, help="Simulated GPUs per agent.")] = 4,
+    coordinators: Annotated[
+        int | None,
+        typer.Option(
+            "--coordinators",
+            "-c",
+            min=0,
+            max=9,
+            help="Coordinators to run (one leads). Default: 1 when --nodes is given, else 0.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Start the local Kafka broker (or find the one already running) and print its address."""
+    """Start the local Kafka broker (or find the one already running), then C coordinators and N agents with
+    simulated GPUs, each a real process. Running ones are kept; what is missing is started."""
     out = _out()
+    if coordinators is None:
+        coordinators = 1 if nodes else 0
+    if nodes and not coordinators:
+        out.print("[yellow]note:[/] agents without a coordinator only publish; nobody watches them")
     broker = LocalBroker(state_dir or default_state_dir(), port=port, controller_port=controller_port)
     try:
         if not jars.cached():
@@ -71,25 +92,63 @@ def up(
     out.print(f"logs:  {status.log}")
     out.print(f"state: {broker.state_dir}")
     out.print(f"use it: export MYOLO_KAFKA_BOOTSTRAP={status.bootstrap}")
+    if coordinators or nodes:
+        _up_members(out, broker.state_dir, coordinators, nodes, gpus, timeout)
+
+
+def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gpus: int, timeout: float) -> None:
+    try:
+        with out.status(f"Starting {coordinators} coordinator(s) and {nodes} agent(s)..."):
+            members = stack.start_members(
+                state_dir, coordinators=coordinators, nodes=nodes, gpus=gpus, timeout=timeout, progress=out.print
+            )
+        for record, fresh in members:
+            if not fresh:
+                out.print(f"{record.role} {record.name} already running (pid {record.pid})")
+        urls = [r.info["api_url"] for r, _ in members if r.role == stack.COORDINATOR]
+        node_ids = [r.name for r, _ in members if r.role == stack.AGENT]
+        if urls:
+            with out.status("Waiting for a leader and for every node to be Ready..."):
+                stack.wait_fleet(urls, node_ids, timeout)
+    except BrokerError as err:
+        raise _fail(err) from err
+    out.print(f"[green]stack ready[/]: {coordinators} coordinator(s), {nodes} node(s)")
+    if urls:
+        out.print(f"coordinator API: {', '.join(urls)}")
+    out.print(f"signing key: {state_dir / 'signing.key'}")
+    out.print("next: myoloctl get nodes ; myoloctl local status ; myoloctl local down")
 
 
 @app.command()
 def status(state_dir: StateDir = None) -> None:
-    """Say whether the local broker runs (exit status 0) or not (exit status 1)."""
+    """List the stack's processes (Kafka, coordinators, agents) with pid and health. Exit status 0 when all of
+    them run, 1 otherwise."""
     out = _out()
     try:
         st = LocalBroker(state_dir or default_state_dir()).status()
+        members = stack.view_members(state_dir or default_state_dir())
     except BrokerError as err:
         raise _fail(err) from err
     if st.running:
         out.print(f"[green]Kafka running[/] at [bold]{st.bootstrap}[/] (pid {st.pid}, cluster {st.cluster_id})")
         out.print(f"logs:  {st.log}")
-        return
-    out.print(f"[red]Kafka not running[/]: {st.detail}")
-    if st.log.exists():
-        out.print(f"logs:  {st.log}")
-    out.print("start it with: myoloctl local up")
-    raise typer.Exit(1)
+    else:
+        out.print(f"[red]Kafka not running[/]: {st.detail}")
+        if st.log.exists():
+            out.print(f"logs:  {st.log}")
+        out.print("start it with: myoloctl local up")
+    if members:
+        out.print()
+        render.table(out, ("NAME", "ROLE", "PID", "STATE", "HEALTH", "ENDPOINT", "LOG"), [
+            [m.name, m.role, str(m.pid), render.styled("running", "green") if m.running else render.styled("exited", "bold red"),
+             render.styled(m.health, _HEALTH_STYLE.get(m.health, "yellow")), m.endpoint, m.log]
+            for m in members
+        ])  # fmt: skip
+    if not st.running or not all(m.running for m in members):
+        raise typer.Exit(1)
+
+
+_HEALTH_STYLE = {"leader": "bold green", "standby": "green", "ok": "green", "degraded": "yellow", "failed": "bold red"}
 
 
 @app.command()
@@ -97,10 +156,11 @@ def down(
     state_dir: StateDir = None,
     clean: Annotated[bool, typer.Option("--clean", help="Also delete topics, data and logs.")] = False,
 ) -> None:
-    """Stop the local broker (SIGTERM, then SIGKILL after 30 s). Data is kept unless --clean."""
+    """Stop the agents, then the coordinators, then Kafka (SIGTERM, then SIGKILL). Data is kept unless --clean."""
     out = _out()
     broker = LocalBroker(state_dir or default_state_dir())
     try:
+        stack.stop_members(broker.state_dir, progress=out.print)
         pid = broker.status().pid
         stopped = broker.stop()
         if clean:
@@ -112,6 +172,9 @@ def down(
     else:
         out.print("Kafka was not running")
     if clean:
+        for folder in ("coordinators", "agents"):
+            shutil.rmtree(broker.state_dir / folder, ignore_errors=True)
+        (broker.state_dir / "signing.key").unlink(missing_ok=True)
         out.print(f"removed data and logs in {broker.home}")
     elif broker.home.exists():
         out.print(f"data kept in {broker.home} (`myoloctl local down --clean` removes it)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from coordinator.cli import events_cmd, local
+from coordinator.cli import cordon, describe, events_cmd, get, local
 
 app = typer.Typer(
     name="myoloctl",
@@ -14,6 +14,10 @@ app = typer.Typer(
 )
 app.add_typer(local.app, name="local")
 app.add_typer(events_cmd.app, name="events")
+app.add_typer(get.app, name="get")
+app.add_typer(describe.app, name="describe")
+app.command()(cordon.cordon)
+app.command()(cordon.uncordon)
 
 
 if __name__ == "__main__":

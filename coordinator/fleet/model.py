@@ -63,6 +63,7 @@ class NodeState(msgspec.Struct, kw_only=True):
     nccl: list[NcclReport] = []  # latest report per communicator (bounded)
     leaks: list[LeakReport] = []  # latest report per tracked series (bounded)
     samples_seen: int = 0
+    flags: list[str] = []  # recent records rejected as implausible, with the reason (bounded, newest last)
 
     @property
     def cordoned(self) -> bool:

@@ -1,0 +1,150 @@
+"""A small synchronous client of the coordinator API for ``myoloctl`` (stdlib HTTP, no event loop).
+
+It is given every coordinator it may ask, in order: a read falls through to the next one when a
+coordinator does not answer, and a write follows ``307`` redirects to the leader, so the CLI keeps working
+while a leader dies and a standby takes over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from events.broker import process, state
+from events.broker.state import default_state_dir
+
+MAX_REDIRECTS = 3
+
+ApiOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api",
+        envvar="MYOLO_API",
+        help="Coordinator API URL, e.g. http://10.0.0.5:8480 (default: the coordinators of `myoloctl local up`). "
+        "Several may be given, comma-separated; each is tried in turn.",
+        show_default=False,
+    ),
+]
+
+
+class ApiError(Exception):
+    """The API answered with an error (``status``), or no coordinator answered at all (``status`` 0)."""
+
+    def __init__(self, status: int, error: str, field: str | None = None, hint: str | None = None) -> None:
+        super().__init__(error)
+        self.status, self.error, self.field, self.hint = status, error, field, hint
+
+    def render(self) -> str:
+        where = f" ({self.field})" if self.field else ""
+        return f"{self.error}{where}" + (f"\nhint: {self.hint}" if self.hint else "")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        return None  # we follow 307 ourselves, keeping the method and the body
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def local_api_urls(state_dir: Path | None = None) -> list[str]:
+    """API URLs of the local stack's running coordinators, in the order they were started."""
+    try:
+        stack = state.load(state_dir or default_state_dir())
+    except Exception:  # an unreadable state file means: no local stack to talk to
+        return []
+    return [
+        p.info["api_url"]
+        for p in stack.processes
+        if p.role == "coordinator" and "api_url" in p.info and process.alive(p.pid, p.marker)
+    ]
+
+
+def resolve_urls(api: str | None, state_dir: Path | None = None) -> list[str]:
+    """--api / MYOLO_API (comma-separated), else the local stack; ApiError with a hint when there is none."""
+    if api:
+        urls = [u.strip().rstrip("/") for u in api.split(",") if u.strip()]
+        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+        if bad or not urls:
+            raise ApiError(
+                2, f"--api {api!r} is not an http(s) URL", field="--api", hint="e.g. --api http://127.0.0.1:8480"
+            )
+        return urls
+    urls = local_api_urls(state_dir)
+    if not urls:
+        raise ApiError(
+            0,
+            "no coordinator API given and no local stack coordinator is running",
+            hint="pass --api URL (or set MYOLO_API), or start one with `myoloctl local up --nodes 2`",
+        )
+    return urls
+
+
+class ApiClient:
+    def __init__(self, urls: list[str], timeout: float = 5.0) -> None:
+        self.urls = urls
+        self.timeout = timeout
+        self.last_url: str | None = None  # base URL of the coordinator that answered last
+
+    @classmethod
+    def from_option(cls, api: str | None) -> ApiClient:
+        return cls(
+            resolve_urls(api, Path(os.environ["MYOLO_STATE_DIR"]) if os.environ.get("MYOLO_STATE_DIR") else None)
+        )
+
+    def get(self, path: str) -> dict[str, Any]:
+        return self._any("GET", path, None)
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._any("POST", path, body)
+
+    def _any(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        reasons = []
+        for base in self.urls:
+            try:
+                return self._follow(method, base + path, body)
+            except OSError as exc:  # refused, reset, timed out: try the next coordinator
+                reasons.append(f"{base}: {getattr(exc, 'reason', exc)}")
+        raise ApiError(
+            0,
+            "no coordinator API answered: " + "; ".join(reasons),
+            hint="is the coordinator running? `myoloctl local status` lists the local stack",
+        )
+
+    def _follow(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        for _ in range(MAX_REDIRECTS + 1):
+            request = urllib.request.Request(url, data=data, method=method)
+            request.add_header("Accept", "application/json")
+            if data is not None:
+                request.add_header("Content-Type", "application/json")
+            try:
+                with _opener.open(request, timeout=self.timeout) as resp:
+                    parts = urllib.parse.urlsplit(url)
+                    self.last_url = f"{parts.scheme}://{parts.netloc}"
+                    return json.loads(resp.read() or b"{}")
+            except urllib.error.HTTPError as exc:
+                if exc.code in (307, 308) and exc.headers.get("Location"):
+                    url = exc.headers["Location"]
+                    continue
+                raise _api_error(exc) from None
+        raise ApiError(
+            508, f"more than {MAX_REDIRECTS} redirects from {url}", hint="the coordinators disagree on who leads; retry"
+        )
+
+
+def _api_error(exc: urllib.error.HTTPError) -> ApiError:
+    try:
+        body = json.loads(exc.read() or b"{}")
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict) or "error" not in body:
+        return ApiError(exc.code, f"HTTP {exc.code} {exc.reason} from {exc.url}")
+    return ApiError(exc.code, body["error"], body.get("field"), body.get("hint"))

@@ -1,0 +1,59 @@
+"""``myoloctl cordon|uncordon NODE [--reason TEXT]``: take a node out of (or back into) scheduling.
+
+The request may reach any coordinator; a standby redirects it to the leader, which records the decision in
+its state topic before acting. The answer says who recorded it, under which leadership epoch.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import socket
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.common import fail
+
+NodeArg = Annotated[str, typer.Argument(help="Node id, as `myoloctl get nodes` lists it.")]
+ReasonOption = Annotated[
+    str | None, typer.Option("--reason", "-r", help="Why (recorded with the cordon; max 500 chars).")
+]
+
+
+def _operator() -> str:
+    """user@host, reduced to the characters the API accepts in ``by``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return re.sub(r"[^\w.@:+-]", "_", f"{user}@{socket.gethostname().split('.')[0]}")[:128]
+
+
+def _write(node: str, reason: str | None, *, cordoned: bool, api: str | None) -> None:
+    verb = "cordon" if cordoned else "uncordon"
+    body = {"by": _operator()}
+    if reason is not None:
+        body["reason"] = reason
+    try:
+        client = ApiClient.from_option(api)
+        answer = client.post(f"/v1/nodes/{node}/{verb}", body)
+    except ApiError as exc:
+        fail(exc.render(), code=2 if exc.status in (2, 400, 404) else 1)
+    record = answer["cordon"]
+    out = Console(soft_wrap=True, highlight=False)
+    state = "cordoned" if record["cordoned"] else "uncordoned"
+    out.print(f"node/{answer['node_id']} [bold]{state}[/]: {record['reason']}")
+    out.print(f"recorded by {record['by']} (epoch {record.get('epoch', 0)}) via {client.last_url}", style="dim")
+
+
+def cordon(node: NodeArg, reason: ReasonOption = None, api: ApiOption = None) -> None:
+    """Cordon NODE: it keeps running what it runs but gets no new work."""
+    _write(node, reason, cordoned=True, api=api)
+
+
+def uncordon(node: NodeArg, reason: ReasonOption = None, api: ApiOption = None) -> None:
+    """Uncordon NODE: it may get new work again (if it is Ready and healthy)."""
+    _write(node, reason, cordoned=False, api=api)

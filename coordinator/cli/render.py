@@ -1,0 +1,151 @@
+"""Tables and detail views for ``myoloctl``: coloured rich tables on a terminal, plain columns when piped.
+
+Piped output is plain text in aligned columns (no colour, no box lines, never wrapped), so ``grep``, ``awk``
+and ``watch`` read it like ``kubectl get``. On a terminal the same rows become a rich table with health and
+liveness coloured, so a failed or lost node stands out at a glance.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+STYLES = {
+    "ok": "green", "warn": "yellow", "fail": "bold red",
+    "Ready": "green", "Suspect": "yellow", "Lost": "bold red", "Cordoned": "magenta",
+    "yes": "magenta", "no": "",
+}  # fmt: skip
+
+Cell = str | Text
+GIB = 1 << 30
+
+
+def styled(value: str, style: str | None = None) -> Text:
+    """A cell coloured by its own word (ok/warn/fail, Ready/Suspect/Lost) unless a style is given."""
+    return Text(value, style=style if style is not None else STYLES.get(value, ""))
+
+
+def table(console: Console, columns: Sequence[str], rows: Sequence[Sequence[Cell]], *, indent: int = 0) -> None:
+    """Print rows under a header: rich on a terminal, plain aligned columns otherwise."""
+    if console.is_terminal:
+        grid = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="bold")
+        for i, name in enumerate(columns):  # names and states stay whole; the rest wraps on a narrow terminal
+            grid.add_column(name, overflow="fold", no_wrap=i < 3)
+        for row in rows:
+            grid.add_row(*row)
+        console.print(grid if not indent else _indented(grid, indent))
+        return
+    for line in plain_lines(columns, rows):
+        console.out(" " * indent + line, highlight=False)
+
+
+def _indented(grid: Table, indent: int) -> Table:
+    from rich.padding import Padding
+
+    return Padding(grid, (0, 0, 0, indent))  # type: ignore[return-value]
+
+
+def plain_lines(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) -> list[str]:
+    """kubectl-style columns: upper-case header, widths from the widest cell, three spaces between."""
+    cells = [[str(c) for c in columns]] + [[c.plain if isinstance(c, Text) else c for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["   ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+
+
+# -- value formatting ---------------------------------------------------------------------------------------
+def age(seconds: float | None) -> str:
+    """0.4s, 12s, 3m10s, 2h5m, 3d: precise when fresh, short when old."""
+    if seconds is None:
+        return "never"
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60}s" if s < 600 else f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60}m"
+    return f"{s // 86400}d"
+
+
+def num(value: float | None, unit: str = "", digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def memory(used: int | None, total: int | None) -> str:
+    if used is None or total is None:
+        return "-"
+    return f"{used / GIB:.1f}/{total / GIB:.0f}GiB"
+
+
+def reasons(items: Sequence[str], limit: int = 60) -> str:
+    text = "; ".join(items)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- views --------------------------------------------------------------------------------------------------
+def node_status(node: dict[str, Any]) -> Text:
+    """Ready / Suspect / Lost, with ``,Cordoned`` appended (like kubectl's SchedulingDisabled)."""
+    text = Text()
+    text.append(node["liveness"], style=STYLES.get(node["liveness"], ""))
+    if node.get("cordoned"):
+        text.append(",")
+        text.append("Cordoned", style=STYLES["Cordoned"])
+    return text
+
+
+NODE_COLUMNS = ("NAME", "STATUS", "HEALTH", "GPUS", "LAST SEEN", "BACKEND", "AGENT", "REASONS")
+
+
+def nodes_rows(items: list[dict[str, Any]]) -> list[list[Cell]]:
+    rows: list[list[Cell]] = []
+    for n in items:
+        bad = sum(1 for g in n.get("gpus", []) if g.get("health") != "ok")
+        gpus = f"{n.get('gpu_count', len(n.get('gpus', [])))}" + (f" ({bad} bad)" if bad else "")
+        why = list(n.get("health_reasons", []))
+        if n.get("cordoned") and n.get("cordon"):
+            why.append(f"cordoned: {n['cordon']['reason']}")
+        rows.append([
+            n["node_id"], node_status(n), styled(n["health"]), gpus, age(n.get("last_seen_age_s")),
+            n.get("backend") or "-", n.get("agent_version") or "-", reasons(why),
+        ])  # fmt: skip
+    return rows
+
+
+GPU_COLUMNS = ("NODE", "GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "HEALTH", "REASONS")
+
+
+def gpus_rows(items: list[dict[str, Any]]) -> list[list[Cell]]:
+    return [
+        [
+            g["node_id"], str(g["index"]), g.get("name", "-"), num(g.get("util_gpu"), "%"),
+            memory(g.get("mem_used_bytes"), g.get("mem_total_bytes")), num(g.get("temp_gpu_c"), "C"),
+            num(g.get("power_w"), "W"), styled(g.get("health", "ok")), reasons(g.get("health_reasons", [])),
+        ]
+        for g in items
+    ]  # fmt: skip
+
+
+def print_nodes(console: Console, body: dict[str, Any]) -> None:
+    if not body["items"]:
+        console.print("No nodes yet (agents publish a sample every second once they run).")
+        return
+    table(console, NODE_COLUMNS, nodes_rows(body["items"]))
+
+
+def print_gpus(console: Console, body: dict[str, Any]) -> None:
+    if not body["items"]:
+        console.print("No GPUs yet.")
+        return
+    table(console, GPU_COLUMNS, gpus_rows(body["items"]))
+
+
+def since(now: float | None, then: float | None) -> str:
+    return age(None if then is None else max(0.0, (now if now is not None else time.time()) - then))

@@ -1,0 +1,79 @@
+"""``myolo-coordinator``: the control-plane daemon (``run`` is what systemd starts)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import typer
+
+from coordinator.config import CoordinatorConfig, load_coordinator_config
+from events.errors import ConfigError
+
+DEFAULT_CONFIG = Path("/etc/myolo/coordinator.toml")
+
+app = typer.Typer(
+    name="myolo-coordinator",
+    help="Myolotrain coordinator: fleet view, fault reactions, commands to agents, leader election, HTTP API.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _main() -> None:
+    """(keeps `run` a sub-command, so more can follow)"""
+
+
+def _config(path: Path | None, api_port: int | None) -> CoordinatorConfig:
+    if path is None and DEFAULT_CONFIG.exists():
+        path = DEFAULT_CONFIG
+    try:
+        return load_coordinator_config(path, api_port=api_port)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        help="Config file (TOML). Default: /etc/myolo/coordinator.toml when it exists. "
+        "MYOLO_* environment variables override it (lost_after_s -> MYOLO_LOST_AFTER_S).",
+    ),
+    api_port: int | None = typer.Option(None, "--api-port", help="Port of the HTTP API (overrides api.port)."),
+    log_json: bool | None = typer.Option(None, "--log-json/--log-text", help="Default: JSON unless a terminal."),
+) -> None:
+    """Run a coordinator. Several may run: one leads (Kafka group membership), the others stand by and serve
+    reads. SIGTERM or SIGINT stops it gracefully (a standby takes over at once)."""
+    from events.logs import configure_logging
+    from events.topics import ensure_topics
+
+    cfg = _config(config, api_port)
+    configure_logging(cfg.log_level, json=log_json)
+
+    async def main() -> int:
+        from coordinator.service import CoordinatorService
+
+        try:
+            await ensure_topics(cfg.kafka.client_kwargs())
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            return 2
+        service = CoordinatorService(cfg)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, service.request_stop)
+        await service.run()
+        return 0
+
+    raise typer.Exit(asyncio.run(main()))
+
+
+if __name__ == "__main__":
+    app()

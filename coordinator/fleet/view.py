@@ -1,0 +1,177 @@
+"""The fleet view: every node's latest state, built by applying the agents' events in order.
+
+``apply`` is the ingest hot path (thousands of samples a second): it does no I/O and never raises on
+well-formed input. What it cannot accept (implausible values, events about nodes it has never heard of) is
+flagged with a reason, on the node when there is one and in ``rejections`` always, and the caller goes on.
+Time comes from the caller, taken from the coordinator's clock, so liveness can be replayed in simulation.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import msgspec
+
+from coordinator.fleet import plausibility
+from coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
+from events.envelope import Event, parse_rfc3339
+from events.payloads import BandwidthReport, CommandAck, LeakReport, NcclReport, NodeFault, NodeSample
+
+MAX_FAULTS = 50
+MAX_NCCL = 32
+MAX_LEAKS = 32
+MAX_FLAGS = 20
+_RANK = {"ok": 0, "warn": 1, "fail": 2}
+
+
+@dataclass(frozen=True)
+class Rejection:
+    time: float
+    node_id: str
+    type: str
+    reason: str
+
+
+@dataclass
+class Applied:
+    """What ``apply`` did: the node it touched (if any), or why the event was not applied."""
+
+    node: NodeState | None = None
+    rejected: str | None = None
+
+
+@dataclass
+class FleetView:
+    """Nodes by id. ``accept_unknown_nodes`` lets faults and reports introduce a node (default: only a
+    sample, or the durable state, does; a fault for a node nobody knows is more likely garbage)."""
+
+    stale_after_s: float = 10.0
+    accept_unknown_nodes: bool = False
+    nodes_by_id: dict[str, NodeState] = field(default_factory=dict)
+    since: dict[str, float] = field(default_factory=dict)  # when each node entered the view
+    rejections: deque[Rejection] = field(default_factory=lambda: deque(maxlen=200))
+    rejected_total: int = 0
+
+    # ---- reads -------------------------------------------------------------------------------------------
+    def nodes(self) -> list[NodeState]:
+        return [self.nodes_by_id[k] for k in sorted(self.nodes_by_id)]
+
+    def node(self, node_id: str) -> NodeState | None:
+        return self.nodes_by_id.get(node_id)
+
+    def gpus(self) -> list[dict]:
+        """One row per GPU of every node, with the node's id, liveness and cordon state beside it."""
+        rows = []
+        for n in self.nodes():
+            for g in n.gpus:
+                row = msgspec.to_builtins(g)
+                row.update(node_id=n.node_id, node_liveness=n.liveness, node_cordoned=n.cordoned)
+                rows.append(row)
+        return rows
+
+    # ---- writes ------------------------------------------------------------------------------------------
+    def apply(self, event: Event, now: float) -> Applied:
+        data = event.data
+        if isinstance(data, NodeSample):
+            return self._sample(data, event, now)
+        if isinstance(data, NodeFault):
+            return self._fault(data, event, now)
+        if isinstance(data, NcclReport):
+            return self._report(data, event, now, plausibility.check_nccl(data), "nccl")
+        if isinstance(data, LeakReport):
+            return self._report(data, event, now, plausibility.check_leak(data), "leaks")
+        if isinstance(data, (BandwidthReport, CommandAck)):
+            return Applied(node=self.nodes_by_id.get(data.node_id))
+        return Applied(rejected=f"type: {event.type} is not something the fleet view keeps")
+
+    def set_cordon(self, record: CordonRecord, now: float) -> NodeState:
+        """A cordon decision from the state topics (or just written there by this leader)."""
+        node = self._get_or_add(record.node_id, now)
+        node.cordon = record
+        return node
+
+    def flag(self, node_id: str, type_: str, reason: str, now: float) -> None:
+        self.rejected_total += 1
+        self.rejections.append(Rejection(now, node_id, type_, reason))
+        node = self.nodes_by_id.get(node_id)
+        if node is not None:
+            node.flags = [*node.flags[-(MAX_FLAGS - 1) :], f"{type_}: {reason}"]
+
+    # ---- internals ---------------------------------------------------------------------------------------
+    def _get_or_add(self, node_id: str, now: float) -> NodeState:
+        node = self.nodes_by_id.get(node_id)
+        if node is None:
+            node = self.nodes_by_id[node_id] = NodeState(node_id=node_id)
+            self.since[node_id] = now
+        return node
+
+    def _reject(self, node_id: str, event: Event, reason: str, now: float) -> Applied:
+        self.flag(node_id, event.type, reason, now)
+        return Applied(node=self.nodes_by_id.get(node_id), rejected=reason)
+
+    def _sample(self, s: NodeSample, event: Event, now: float) -> Applied:
+        bad = plausibility.check_sample(s)
+        if bad is not None:
+            return self._reject(s.node_id, event, bad, now)
+        node = self._get_or_add(s.node_id, now)
+        node.gpus = s.gpus
+        node.health = s.health
+        node.health_reasons = s.health_reasons
+        node.backend = s.backend
+        node.last_seq = s.seq
+        node.sample_interval_s = s.interval_s
+        node.driver_version = s.driver_version or node.driver_version
+        node.agent_version = s.agent_version or node.agent_version
+        node.samples_seen += 1
+        if not self._stale(event, now):  # a replayed backlog says nothing about the node being alive now
+            node.last_seen = now
+        return Applied(node=node)
+
+    def _fault(self, f: NodeFault, event: Event, now: float) -> Applied:
+        node = self.nodes_by_id.get(f.node_id)
+        if node is None and not self.accept_unknown_nodes:
+            return self._reject(f.node_id, event, "node_id: no sample or state names this node", now)
+        bad = plausibility.check_fault(f, len(node.gpus) if node is not None and node.gpus else None)
+        if bad is not None:
+            return self._reject(f.node_id, event, bad, now)
+        node = self._get_or_add(f.node_id, now)
+        node.recent_faults = [
+            *node.recent_faults[-(MAX_FAULTS - 1) :],
+            FaultEntry.from_event(f, _event_time(event, now)),
+        ]
+        if _RANK[f.health] > _RANK[node.health]:  # raised at once; the next sample says what holds now
+            node.health = f.health
+        for r in f.reasons or [f.kind]:
+            if r not in node.health_reasons:
+                node.health_reasons = [*node.health_reasons, r]
+        return Applied(node=node)
+
+    def _report(self, r: NcclReport | LeakReport, event: Event, now: float, bad: str | None, attr: str) -> Applied:
+        node = self.nodes_by_id.get(r.node_id)
+        if node is None and not self.accept_unknown_nodes:
+            return self._reject(r.node_id, event, "node_id: no sample or state names this node", now)
+        if bad is not None:
+            return self._reject(r.node_id, event, bad, now)
+        node = self._get_or_add(r.node_id, now)
+        if attr == "nccl":
+            ident = (r.pid, r.comm_id, r.rank)
+            kept = [x for x in node.nccl if (x.pid, x.comm_id, x.rank) != ident]
+            node.nccl = [*kept[-(MAX_NCCL - 1) :], r]
+        else:
+            ident = (r.subject, r.gpu_index, r.pid)
+            kept = [x for x in node.leaks if (x.subject, x.gpu_index, x.pid) != ident]
+            node.leaks = [*kept[-(MAX_LEAKS - 1) :], r]
+        return Applied(node=node)
+
+    def _stale(self, event: Event, now: float) -> bool:
+        return _event_time(event, now) < now - self.stale_after_s
+
+
+def _event_time(event: Event, default: float) -> float:
+    if event.time is None:
+        return default
+    try:
+        return parse_rfc3339(event.time).timestamp()
+    except ValueError:
+        return default

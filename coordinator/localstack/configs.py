@@ -1,0 +1,80 @@
+"""Config files for the local stack's processes, and the one signing key they share.
+
+Each coordinator and agent gets its own directory under the stack state dir with a TOML config, its log and
+(for agents) its spool, ledger and control socket, so a stack is inspectable and removable as one folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+KEY_FILE = "signing.key"
+
+
+def signing_key(state_dir: Path) -> Path:
+    """The stack's command-signing key (32 random bytes, hex, mode 0600), created on first use."""
+    path = state_dir / KEY_FILE
+    if not path.exists():
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+    return path
+
+
+def toml(doc: dict[str, Any]) -> str:
+    """The small TOML subset our configs need: scalars and lists of strings, one level of sections."""
+    lines: list[str] = []
+    tables = {k: v for k, v in doc.items() if isinstance(v, dict)}
+    for key, value in doc.items():
+        if not isinstance(value, dict):
+            lines.append(f"{key} = {_value(value)}")
+    for name, table in tables.items():
+        lines += ["", f"[{name}]"] + [f"{k} = {_value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string uses the same escapes
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def coordinator_config(name: str, workdir: Path, *, bootstrap: str, api_port: int, key_file: Path) -> dict[str, Any]:
+    return {
+        "instance_id": name,
+        "status_file": str(workdir / "status.json"),
+        "api": {"host": "127.0.0.1", "port": api_port},
+        "signing": {"key_file": str(key_file)},
+        "kafka": {"bootstrap": bootstrap, "client_id": name},
+    }
+
+
+def agent_env(key_file: Path) -> dict[str, str]:
+    """The agent obeys signed commands from the stack's coordinators. Given as MYOLO_* overrides (not in the
+    file) so an agent build without a ``[commands]`` section still starts: unknown variables are ignored."""
+    return {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": json.dumps([str(key_file)])}
+
+
+def agent_config(
+    node_id: str, workdir: Path, *, bootstrap: str, gpus: int, health_port: int, key_file: Path
+) -> dict[str, Any]:
+    return {
+        "node_id": node_id,
+        "simulate_gpus": gpus,
+        "data_dir": str(workdir),
+        "control_socket": str(workdir / "agent.sock"),
+        "health": {"host": "127.0.0.1", "port": health_port},
+        "leak": {"report_interval_s": 10.0},  # a leak trend within seconds, for the demo
+        "kafka": {"bootstrap": bootstrap, "client_id": node_id},
+    }

@@ -1,0 +1,42 @@
+"""Ask a local process's HTTP health endpoint how it is (coordinator API or agent health server)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+def get_json(url: str, timeout: float = 1.0) -> tuple[int, Any] | None:
+    """(status, parsed body) of a GET, the body of an error status included; None if nothing answered."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.loads(exc.read() or b"null")
+        except ValueError:
+            return exc.code, None
+    except (OSError, ValueError):
+        return None
+
+
+def coordinator_health(api_url: str) -> str:
+    """'leader', 'standby', 'starting' or 'no answer'."""
+    answer = get_json(f"{api_url}/healthz")
+    if answer is None:
+        return "no answer"
+    status, body = answer
+    if not isinstance(body, dict):
+        return f"HTTP {status}"
+    return body.get("role", "?") if body.get("status") == "ok" else str(body.get("status", f"HTTP {status}"))
+
+
+def agent_health(health_url: str) -> str:
+    """The agent's own verdict: 'ok', 'degraded', 'failed' (or 'no answer')."""
+    answer = get_json(f"{health_url}/healthz")
+    if answer is None:
+        return "no answer"
+    status, body = answer
+    return str(body.get("status", f"HTTP {status}")) if isinstance(body, dict) else f"HTTP {status}"

@@ -1,0 +1,242 @@
+"""Start, stop and list the stack's coordinators and agents: real detached processes, one folder each.
+
+Every process is recorded in ``<state dir>/stack.json`` (under the state lock) the moment it is launched,
+with its config path as the marker that must appear in ``/proc/<pid>/cmdline``; so ``down`` from another
+shell finds it, and a recycled pid is never signalled. Stopping goes agents first, then coordinators, so
+no agent publishes into a stack whose coordinators are gone, and the broker (stopped by the caller) last.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from coordinator.localstack import configs, health
+from events.broker import process, state
+from events.broker.errors import BrokerError
+from events.broker.ports import HOST, free_ports
+
+COORDINATOR, AGENT = "coordinator", "agent"
+STOP_ORDER = (AGENT, COORDINATOR)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class StackError(BrokerError):
+    """A stack process that would not start or answer; the hint says what to do, detail shows its log."""
+
+
+@dataclass(frozen=True)
+class ProcessView:
+    name: str
+    role: str
+    pid: int
+    running: bool
+    health: str
+    endpoint: str
+    log: str
+
+
+Progress = Callable[[str], None]
+
+
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    """Our environment without MYOLO_* overrides (they would point a stack process at another cluster)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYOLO_")} | extra
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _launch(
+    state_dir: Path,
+    name: str,
+    role: str,
+    module: str,
+    doc: dict,
+    ports: dict[str, int],
+    info: dict,
+    extra_env: dict[str, str] | None = None,
+) -> state.ProcessRecord:
+    workdir = state_dir / f"{role}s" / name
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / f"{role}.toml"
+    config.write_text(configs.toml(doc))
+    log = workdir / f"{role}.log"
+    cmd = [sys.executable, "-m", module, "run", "--config", str(config), "--log-json"]
+    with open(log, "ab") as sink:
+        sink.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(cmd)}\n".encode())
+        sink.flush()
+        proc = subprocess.Popen(cmd, cwd=workdir, env=_child_env(extra_env or {}), stdin=subprocess.DEVNULL, stdout=sink,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    return state.ProcessRecord(
+        name=name, role=role, pid=proc.pid, marker=str(config), log=str(log), ports=ports,
+        started_at=time.time(), info={**info, "config": str(config)},
+    )  # fmt: skip
+
+
+def start_members(
+    state_dir: Path, *, coordinators: int, nodes: int, gpus: int, timeout: float, progress: Progress
+) -> list[tuple[state.ProcessRecord, bool]]:
+    """Start what is missing of coordinator-1..C and node-1..N (running ones are kept), wait until they answer.
+
+    Returns every wanted record with True for the ones started now. On a failure the processes started by
+    this call are stopped again and StackError carries the log of the one that failed.
+    """
+    stack = state.load(state_dir)
+    if not stack.bootstrap:
+        raise StackError(
+            "the local Kafka broker is not running", hint="run `myoloctl local up` (it starts Kafka first)"
+        )
+    key = configs.signing_key(state_dir)
+    wanted = [(f"coordinator-{i}", COORDINATOR) for i in range(1, coordinators + 1)]
+    wanted += [(f"node-{i}", AGENT) for i in range(1, nodes + 1)]
+    result: list[tuple[state.ProcessRecord, bool]] = []
+    started: list[state.ProcessRecord] = []
+    with state.locked(state_dir):
+        stack = state.load(state_dir)
+        for name, role in wanted:
+            record = stack.find(name)
+            if record is not None and process.alive(record.pid, record.marker):
+                result.append((record, False))
+                continue
+            record = _start_one(state_dir, name, role, stack.bootstrap or "", gpus, key)
+            stack.put(record)
+            state.save(state_dir, stack)
+            started.append(record)
+            result.append((record, True))
+            progress(f"started {role} {name} (pid {record.pid})")
+    try:
+        _wait_answering([r for r, _ in result], timeout)
+    except StackError:
+        stop_records(started)
+        with state.locked(state_dir):
+            stack = state.load(state_dir)
+            for record in started:
+                stack.drop(record.name)
+            state.save(state_dir, stack)
+        raise
+    return result
+
+
+def _start_one(state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path) -> state.ProcessRecord:
+    (port,) = free_ports(1)
+    workdir = state_dir / f"{role}s" / name
+    if role == COORDINATOR:
+        doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=port, key_file=key)
+        url = f"http://{HOST}:{port}"
+        return _launch(state_dir, name, role, "coordinator.cli_daemon", doc, {"api": port}, {"api_url": url})
+    doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=port, key_file=key)
+    info = {"health_url": f"http://{HOST}:{port}", "socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
+    return _launch(state_dir, name, role, "agent", doc, {"health": port}, info, configs.agent_env(key))
+
+
+def _endpoint(record: state.ProcessRecord) -> str:
+    return record.info.get("api_url") or record.info.get("health_url") or ""
+
+
+def _wait_answering(records: list[state.ProcessRecord], timeout: float) -> None:
+    """Until every coordinator's API and every agent's health endpoint answers (or one process dies)."""
+    deadline = time.monotonic() + timeout
+    pending = list(records)
+    while pending:
+        for record in list(pending):
+            if not process.alive(record.pid, record.marker):
+                raise StackError(
+                    f"{record.role} {record.name} (pid {record.pid}) exited while starting",
+                    hint=f"read its log {record.log}",
+                    detail=process.tail(Path(record.log), 25),
+                )
+            if health.get_json(f"{_endpoint(record)}/healthz", timeout=0.5) is not None:
+                pending.remove(record)
+        if pending and time.monotonic() > deadline:
+            names = ", ".join(r.name for r in pending)
+            raise StackError(
+                f"{names} did not answer within {timeout:.0f} s",
+                hint=f"read the log {pending[0].log}; a slow machine may need a longer --timeout",
+                detail=process.tail(Path(pending[0].log), 25),
+            )
+        if pending:
+            time.sleep(0.2)
+
+
+def stop_records(records: list[state.ProcessRecord], timeout: float = 20.0) -> list[tuple[state.ProcessRecord, str]]:
+    """SIGTERM all of them at once, SIGKILL those still there after ``timeout``; returns each outcome."""
+    if not records:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(records))) as pool:
+        outcomes = list(pool.map(lambda r: process.terminate(r.pid, r.marker, timeout), records))
+    return list(zip(records, outcomes, strict=True))
+
+
+def stop_members(state_dir: Path, progress: Progress) -> list[tuple[state.ProcessRecord, str]]:
+    """Stop every agent, then every coordinator, and drop them from the state file."""
+    done: list[tuple[state.ProcessRecord, str]] = []
+    for role in STOP_ORDER:
+        with state.locked(state_dir):
+            records = [p for p in state.load(state_dir).processes if p.role == role]
+        for record, outcome in stop_records(records):
+            progress(f"{role} {record.name} {_said(outcome)} (pid {record.pid})")
+            done.append((record, outcome))
+        with state.locked(state_dir):
+            stack = state.load(state_dir)
+            for record in records:
+                stack.drop(record.name)
+            state.save(state_dir, stack)
+    return done
+
+
+def _said(outcome: str) -> str:
+    return {"stopped": "stopped", "killed": "killed (did not stop within 20 s)"}.get(outcome, "was not running")
+
+
+def view_members(state_dir: Path) -> list[ProcessView]:
+    """Every coordinator and agent of the stack with its liveness and health, in start order."""
+    views = []
+    for record in state.load(state_dir).processes:
+        if record.role not in (COORDINATOR, AGENT):
+            continue
+        running = process.alive(record.pid, record.marker)
+        url = _endpoint(record)
+        if not running:
+            verdict = "exited"
+        elif record.role == COORDINATOR:
+            verdict = health.coordinator_health(url)
+        else:
+            verdict = health.agent_health(url)
+        views.append(ProcessView(record.name, record.role, record.pid, running, verdict, url, record.log))
+    return views
+
+
+def wait_fleet(api_urls: list[str], node_ids: list[str], timeout: float) -> None:
+    """Until a coordinator leads and every coordinator lists every node as Ready (the stack is usable)."""
+    deadline = time.monotonic() + timeout
+    missing = "a leader"
+    while time.monotonic() < deadline:
+        missing = _fleet_missing(api_urls, set(node_ids))
+        if not missing:
+            return
+        time.sleep(0.25)
+    raise StackError(
+        f"the stack runs but is not ready after {timeout:.0f} s: waiting for {missing}",
+        hint="`myoloctl local status` shows each process and its log",
+    )
+
+
+def _fleet_missing(api_urls: list[str], node_ids: set[str]) -> str:
+    leaders = 0
+    for url in api_urls:
+        answer = health.get_json(f"{url}/v1/nodes")
+        if answer is None or answer[0] != 200:
+            return f"{url} to answer"
+        ready = {n["node_id"] for n in answer[1]["items"] if n["liveness"] == "Ready"}
+        if node_ids - ready:
+            return f"{', '.join(sorted(node_ids - ready))} Ready on {url}"
+        role = health.get_json(f"{url}/healthz")
+        leaders += role is not None and isinstance(role[1], dict) and role[1].get("role") == "leader"
+    return "" if leaders == 1 or not api_urls else "a leader"

@@ -1,0 +1,141 @@
+"""Fixtures for coordinator tests against the real session broker (see tests/conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from coordinator.config import CoordinatorConfig, load_coordinator_config
+from coordinator.service import CoordinatorService
+from coordinator.state import decode_state
+from events.bus import EventProducer
+from events.clock import Clock, SimClock
+from events.settings import KafkaSettings
+from events.topics import CATALOGUE, ensure_topics
+
+_created = False
+
+
+@pytest.fixture
+async def settings(kafka) -> KafkaSettings:
+    global _created
+    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test")
+    if not _created:
+        await ensure_topics(s.client_kwargs(), CATALOGUE)
+        _created = True
+    return s
+
+
+@pytest.fixture
+def key_file(tmp_path: Path) -> Path:
+    p = tmp_path / "coordinator.key"
+    p.write_text(os.urandom(32).hex())
+    return p
+
+
+@pytest.fixture
+def make_config(settings: KafkaSettings, key_file: Path) -> Callable[..., CoordinatorConfig]:
+    """A config for one test: its own leader group, so tests never compete for leadership."""
+    group = f"lead-{uuid.uuid4().hex[:8]}"
+
+    def make(instance: str, **env: str) -> CoordinatorConfig:
+        base = {
+            "MYOLO_INSTANCE_ID": instance,
+            "MYOLO_KAFKA_BOOTSTRAP": settings.bootstrap,
+            "MYOLO_SIGNING_KEY_FILE": str(key_file),
+            "MYOLO_LEADER_GROUP_ID": group,
+            "MYOLO_API_ENABLED": "false",
+            "MYOLO_COMMANDS_REQUEST_SAMPLE_ON_SUSPECT": "false",
+        }
+        return load_coordinator_config(None, env={**base, **env})
+
+    return make
+
+
+class Services:
+    """Coordinators started in this process (stopped at the end of the test)."""
+
+    def __init__(self) -> None:
+        self.running: list[CoordinatorService] = []
+
+    async def start(self, cfg: CoordinatorConfig, clock: Clock) -> CoordinatorService:
+        svc = CoordinatorService(cfg, clock)
+        await svc.start()
+        self.running.append(svc)
+        return svc
+
+    async def stop(self, svc: CoordinatorService) -> None:
+        self.running.remove(svc)
+        await svc.stop()
+
+
+@pytest.fixture
+async def services() -> AsyncIterator[Services]:
+    s = Services()
+    yield s
+    for svc in list(s.running):
+        await s.stop(svc)
+
+
+@pytest.fixture
+def clock() -> SimClock:
+    """Simulated time shared by the coordinators under test and the `producer` playing the agents."""
+    return SimClock()
+
+
+@pytest.fixture
+async def producer(settings: KafkaSettings, clock: SimClock) -> AsyncIterator[EventProducer]:
+    async with EventProducer(settings, source="test/agent", clock=clock) as p:
+        yield p
+
+
+async def wait_until(cond: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    """Poll for something the broker or another process will do (I/O), with a deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def read_topic(settings: KafkaSettings, topic: str) -> list:
+    """Every record of a topic, from the beginning: [(key, value, headers)]."""
+    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
+    await consumer.start()
+    out: list = []
+    try:
+        await consumer._client.set_topics([topic])  # metadata for this topic, so its partitions are known
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        end = await consumer.end_offsets(parts)
+        while [tp for tp in parts if await consumer.position(tp) < end[tp]]:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out += [(r.key.decode() if r.key else None, r.value, r.headers) for r in records]
+    finally:
+        await consumer.stop()
+    return out
+
+
+async def state_records(settings: KafkaSettings, topic: str, key: str) -> list:
+    return [decode_state(v, h) for k, v, h in await read_topic(settings, topic) if k == key and v is not None]
+
+
+async def one_leader(*svcs: CoordinatorService, timeout: float = 60.0) -> CoordinatorService:
+    """Wait until every coordinator joined the same generation of the leader group and one leads in it (a
+    member joining makes the group rebalance, which may move leadership: only then is it settled)."""
+
+    def settled() -> bool:
+        gens = {s.elector.generation for s in svcs}
+        leaders = [s for s in svcs if s.is_leader]
+        return len(gens) == 1 and len(leaders) == 1 and leaders[0].term.generation == next(iter(gens))
+
+    await wait_until(settled, timeout, "one settled leader")
+    return next(s for s in svcs if s.is_leader)

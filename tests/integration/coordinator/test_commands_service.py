@@ -1,0 +1,87 @@
+"""The command path against the real broker, on simulated time: the intent is in the state topic before the
+signed command is on the commands topic; an unacknowledged command is resent with the same id; an ack
+finishes it; a command nobody acknowledges expires after ``max_attempts``; a standby refuses to send."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from coordinator.leader.errors import NotLeader
+from coordinator.state import CommandIntent
+from events.codec import decode
+from events.payloads import Command, CommandAck, GpuReading, NodeSample
+from events.signing import SigningKey, Verifier
+from events.topics import COMMANDS, STATE_COMMANDS
+from tests.integration.coordinator.conftest import one_leader, read_topic, state_records, wait_until
+
+
+async def commands_for(settings, node: str) -> list:
+    out = []
+    for k, v, h in await read_topic(settings, COMMANDS):
+        if k == node:
+            out.append(decode(v, h, k.encode()))
+    return out
+
+
+async def test_intent_signed_command_retry_ack_expiry(
+    settings, make_config, services, producer, key_file, clock
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    node, silent = f"n-{tag}", f"s-{tag}"
+    env = {"MYOLO_COMMANDS_RETRY_AFTER_S": "2.0", "MYOLO_COMMANDS_MAX_ATTEMPTS": "3"}
+    svc = await services.start(make_config(f"c-{tag}", **env), clock)
+    standby = await services.start(make_config(f"d-{tag}", **env), clock)
+    if await one_leader(svc, standby) is standby:
+        svc, standby = standby, svc
+    await wait_until(lambda: svc.ingest.ready.is_set(), 30, "ingest")
+    gpus = [GpuReading(index=0, uuid="GPU-0", name="sim")]
+    while not (svc.node(node) and svc.node(silent)):
+        for n in (node, silent):
+            await producer.send(NodeSample(node_id=n, backend="sim", gpus=gpus))
+        await wait_until(lambda: True)
+
+    with pytest.raises(ValueError, match=r"args\.interval_s"):
+        await svc.send_command(node, "set_interval", {"interval_s": -1})
+    await wait_until(lambda: svc.node(node) is not None and standby.node(node) is not None, 30, "standby view")
+    with pytest.raises(NotLeader) as exc:
+        await standby.send_command(node, "report_sample")
+    assert exc.value.leader_id == svc.instance_id
+
+    intent = await svc.send_command(node, "set_interval", {"interval_s": 2.0})
+    sent = await commands_for(settings, node)
+    assert len(sent) == 1
+    Verifier([SigningKey.from_file(key_file)]).verify(sent[0])  # signed with the configured key
+    cmd = sent[0].data
+    assert isinstance(cmd, Command) and cmd.command_id == intent.command_id and cmd.epoch == svc.epoch
+    assert cmd.args == {"interval_s": 2.0} and cmd.issued_by == svc.instance_id
+    recorded = await state_records(settings, STATE_COMMANDS, intent.command_id)
+    assert recorded and isinstance(recorded[0], CommandIntent) and recorded[0].status == "pending"
+
+    # no ack within retry_after_s: sent again, same id
+    await clock.advance(2.5)
+    await wait_until(lambda: svc.dispatcher.intents[intent.command_id].attempts == 2, 30, "retry")
+    again = await commands_for(settings, node)
+    assert [e.data.command_id for e in again] == [intent.command_id] * 2 and again[0].id != again[1].id
+
+    # the agent acknowledges: done, recorded; no more retries
+    await producer.send(CommandAck(command_id=intent.command_id, node_id=node, epoch=svc.epoch, status="done",
+                                   result={"interval_s": 2.0}))  # fmt: skip
+    await wait_until(lambda: svc.dispatcher.intents[intent.command_id].status == "done", 30, "done")
+    await wait_until(lambda: intent.command_id in standby.dispatcher.intents
+                     and standby.dispatcher.intents[intent.command_id].status == "done", 30, "standby sees done")  # fmt: skip
+    await clock.advance(5.0)
+    assert len(await commands_for(settings, node)) == 2
+
+    # a node that never answers: expired after max_attempts, with the reason
+    lost = await svc.send_command(silent, "report_sample")
+    for attempts in (2, 3):
+        await clock.advance(2.5)  # the retry does broker I/O: let it finish before time moves on
+        await wait_until(lambda a=attempts: svc.dispatcher.intents[lost.command_id].attempts == a, 30, "a retry")
+        await wait_until(lambda: clock.pending() >= 1, 30, "the tick loop waiting again")
+    await clock.advance(2.5)
+    await wait_until(lambda: svc.dispatcher.intents[lost.command_id].status == "expired", 30, "expiry")
+    final = svc.dispatcher.intents[lost.command_id]
+    assert final.attempts == 3 and "3 attempts" in final.reason
+    assert len(await commands_for(settings, silent)) == 3

@@ -1,0 +1,202 @@
+"""High availability with real processes and the real broker.
+
+Two ``myolo-coordinator run`` processes, a simulated agent (``myolo-agent run --simulate-gpus``) and the
+agent's real command executor. A node goes Suspect, so the leader sends it a command while the executor is
+paused (the command stays unacknowledged); then the leader is killed with SIGKILL. The standby must lead
+within 15 s with a higher epoch, hold the same fleet view, resend the pending command with the same id, and
+the node must execute it exactly once. A command carrying the dead leader's epoch is then rejected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+from events.bus import EventProducer
+from events.payloads import Command, CommandAck
+from events.signing import SigningKey
+from events.topics import COMMAND_ACKS
+from tests.integration.coordinator.conftest import read_topic, wait_until
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Procs:
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.running: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        out = (self.logs / f"{name}.log").open("w")
+        p = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, **(env or {})},
+                             stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        self.running[name] = p
+        return p
+
+    def signal(self, name: str, sig: int) -> None:
+        self.running[name].send_signal(sig)
+
+    def stop_all(self) -> None:
+        for p in self.running.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.terminate()
+        for p in self.running.values():
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+    def tail(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text()[-3000:]
+
+
+def status(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def view(st: dict) -> dict:
+    """What must be the same on every coordinator: nodes, their GPUs, health and cordons."""
+    return {
+        n["node_id"]: (n.get("health"), len(n.get("gpus", [])), json.dumps(n.get("cordon"), sort_keys=True))
+        for n in st["nodes"]
+    }
+
+
+async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    node = f"ha-node-{tag}"
+    key = tmp_path / "coordinator.key"
+    key.write_text(os.urandom(32).hex())
+    executed = tmp_path / "executed.log"
+    executed.touch()
+    procs = Procs(tmp_path)
+    files = {}
+    for name in ("a", "b"):
+        files[name] = tmp_path / f"status-{name}.json"
+        (tmp_path / f"{name}.toml").write_text(
+            f'instance_id = "ha-{name}-{tag}"\ntick_s = 0.2\nstatus_file = "{files[name]}"\n'
+            f'[kafka]\nbootstrap = "{kafka.bootstrap}"\n[signing]\nkey_file = "{key}"\n'
+            f'[leader]\ngroup_id = "ha-{tag}"\n[api]\nenabled = false\n[commands]\nretry_after_s = 1.0\n'
+        )
+    try:
+        state_dir = tmp_path / "executor"
+        state_dir.mkdir()
+        procs.start("executor", ["-m", "tests.integration.coordinator.ha_executor", "--node", node, "--key", str(key),
+                                 "--state-dir", str(state_dir), "--log", str(executed), "--bootstrap", kafka.bootstrap])  # fmt: skip
+        await wait_until(lambda: (state_dir / "ready").exists(), 60, "executor ready")
+        procs.start("agent", ["-m", "agent", "run", "--simulate-gpus", "2", "--log-json"], {
+            "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap, "MYOLO_NODE_ID": node,
+            "MYOLO_DATA_DIR": str(tmp_path / "agent"), "MYOLO_HEALTH_ENABLED": "false",
+        })  # fmt: skip
+        for name in ("a", "b"):
+            procs.start(
+                f"coord-{name}", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / f"{name}.toml")]
+            )
+
+        def settled() -> bool:
+            sts = [status(files[n]) for n in ("a", "b")]
+            if None in sts:
+                return False
+            leaders = [s for s in sts if s["is_leader"]]
+            nodes_ok = all(any(n["node_id"] == node and n["liveness"] == "Ready" for n in s["nodes"]) for s in sts)
+            same_term = len({json.dumps(s["leader"], sort_keys=True) for s in sts}) == 1
+            # both joined the same generation of the leader group, and the term was granted in it: stable
+            gens = {(s["group_generation"], s["term_generation"]) for s in sts}
+            stable = len(gens) == 1 and next(iter(gens))[0] == next(iter(gens))[1]
+            return len(leaders) == 1 and nodes_ok and same_term and stable
+
+        await wait_until(settled, 90, "one leader, both coordinators seeing the node")
+        sts = {n: status(files[n]) for n in ("a", "b")}
+        leader = next(n for n in sts if sts[n]["is_leader"])
+        standby = "b" if leader == "a" else "a"
+        e1 = sts[leader]["epoch"]
+        assert e1 >= 1 and sts[standby]["epoch"] is None
+
+        # the node goes quiet (Suspect): the leader asks it for a sample; the executor is paused, so no ack
+        procs.signal("executor", signal.SIGSTOP)
+        procs.signal("agent", signal.SIGSTOP)
+
+        def pending_on(st: dict | None) -> list[dict]:
+            return [c for c in (st or {}).get("commands", []) if c["node_id"] == node and c["status"] == "pending"]
+
+        await wait_until(lambda: pending_on(status(files[standby])), 30, "a command intent, seen by the standby too")
+        procs.signal("agent", signal.SIGCONT)
+        cmd = pending_on(status(files[standby]))[0]
+        assert cmd["action"] == "report_sample" and cmd["epoch"] == e1
+        await wait_until(lambda: any(n["node_id"] == node and n["liveness"] == "Ready" for n in status(files[standby])["nodes"]), 30, "node back")  # fmt: skip
+        before = view(status(files[leader]))
+        assert view(status(files[standby])) == before
+
+        # kill -9 the leader
+        t0 = time.monotonic()
+        procs.signal(f"coord-{leader}", signal.SIGKILL)
+        await wait_until(lambda: (status(files[standby]) or {}).get("is_leader"), 30, "the standby leading")
+        took = time.monotonic() - t0
+        print(f"failover took {took:.1f} s")
+        assert took < 15, f"failover took {took:.1f} s"
+        st = status(files[standby])
+        e2 = st["epoch"]
+        assert e2 > e1
+        assert view(st) == before
+
+        # the new leader resends the unfinished command: same id, its own epoch; the node runs it once
+        def resent() -> bool:
+            return any(
+                c["command_id"] == cmd["command_id"] and c["epoch"] == e2 for c in status(files[standby])["commands"]
+            )
+
+        await wait_until(resent, 30, "the pending command resent in the new epoch")
+        procs.signal("executor", signal.SIGCONT)
+
+        def finished() -> bool:
+            return any(c["command_id"] == cmd["command_id"] and c["status"] in ("done", "duplicate")
+                       for c in status(files[standby])["commands"])  # fmt: skip
+
+        await wait_until(finished, 60, "the command acknowledged as done")
+        await asyncio.sleep(2.0)  # give a wrongly repeated execution the chance to show up in the log
+        runs = Counter(line.split()[0] for line in executed.read_text().splitlines())
+        assert runs[cmd["command_id"]] == 1
+        assert all(count == 1 for count in runs.values()), runs
+
+        # a command with the dead leader's epoch (a zombie leader) is rejected by the agent
+        zombie = Command(command_id=uuid.uuid4().hex, node_id=node, epoch=e1, action="report_sample")
+        async with EventProducer(settings, source="zombie", signing_key=SigningKey.from_file(key)) as p:
+            await p.send(zombie)
+
+        async def rejection() -> CommandAck | None:
+            from events.codec import decode
+
+            for k, v, h in await read_topic(settings, COMMAND_ACKS):
+                if k == node:
+                    ack = decode(v, h, k.encode()).data
+                    if ack.command_id == zombie.command_id and ack.status == "rejected":
+                        return ack
+            return None
+
+        ack = None
+        for _ in range(60):
+            ack = await rejection()
+            if ack is not None:
+                break
+            await asyncio.sleep(0.5)
+        assert ack is not None and "stale epoch" in (ack.reason or "")
+        assert zombie.command_id not in executed.read_text()
+    except BaseException:
+        for name in procs.running:
+            print(f"---- {name} ----\n{procs.tail(name)}")
+        raise
+    finally:
+        procs.stop_all()

@@ -1,0 +1,62 @@
+"""The local stack's generated files: configs the real loaders accept, one private signing key, clean env."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from coordinator.config import load_coordinator_config
+from coordinator.localstack import configs, stack
+from events.signing import SigningKey
+
+
+def test_signing_key_is_private_stable_and_loadable(tmp_path: Path) -> None:
+    key = configs.signing_key(tmp_path)
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    assert configs.signing_key(tmp_path).read_text() == key.read_text()  # not regenerated
+    assert len(SigningKey.from_file(key).secret) == 32
+
+
+def test_toml_writer_round_trips() -> None:
+    doc = {"a": 'x "quoted" \\ path', "n": 3, "f": 0.5, "b": True, "l": ["p", "q"], "s": {"k": "v", "m": [1]}}
+    assert tomllib.loads(configs.toml(doc)) == doc
+    with pytest.raises(TypeError):
+        configs.toml({"bad": object()})
+
+
+def test_coordinator_config_is_accepted_by_the_coordinator(tmp_path: Path) -> None:
+    key = configs.signing_key(tmp_path)
+    path = tmp_path / "coordinator.toml"
+    doc = configs.coordinator_config("coordinator-1", tmp_path, bootstrap="127.0.0.1:9092", api_port=8123, key_file=key)
+    path.write_text(configs.toml(doc))
+    cfg = load_coordinator_config(path, env={})
+    assert (cfg.instance_id, cfg.api.url(), cfg.kafka.bootstrap) == (
+        "coordinator-1",
+        "http://127.0.0.1:8123",
+        "127.0.0.1:9092",
+    )
+
+
+def test_agent_config_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = configs.signing_key(tmp_path)
+    doc = configs.agent_config("node-1", tmp_path, bootstrap="127.0.0.1:9092", gpus=2, health_port=9000, key_file=key)
+    parsed = tomllib.loads(configs.toml(doc))
+    assert parsed["simulate_gpus"] == 2 and parsed["health"]["port"] == 9000
+    assert parsed["control_socket"] == str(tmp_path / "agent.sock")
+    env = configs.agent_env(key)
+    assert env["MYOLO_COMMANDS_ENABLED"] == "true"
+    assert json.loads(env["MYOLO_COMMANDS_KEY_FILES"]) == [str(key)]
+    # the operator's own overrides never leak into stack processes (they would point them elsewhere)
+    monkeypatch.setenv("MYOLO_KAFKA_BOOTSTRAP", "elsewhere:9092")
+    child = stack._child_env(env)
+    assert "MYOLO_KAFKA_BOOTSTRAP" not in child and child["MYOLO_COMMANDS_ENABLED"] == "true"
+    assert str(stack.REPO_ROOT) in child["PYTHONPATH"].split(":")
+
+
+def test_start_without_kafka_says_to_start_it(tmp_path: Path) -> None:
+    with pytest.raises(stack.StackError) as caught:
+        stack.start_members(tmp_path, coordinators=1, nodes=1, gpus=1, timeout=1, progress=print)
+    assert "Kafka broker is not running" in caught.value.message and "local up" in caught.value.hint

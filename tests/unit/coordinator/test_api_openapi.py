@@ -1,0 +1,134 @@
+"""The OpenAPI document matches the API: every route is described, and real answers fit their schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient, TestServer
+
+from coordinator.api import create_app, openapi_document
+from coordinator.api.app import OPENAPI_PATH
+from tests.unit.coordinator.api_fleet import MemoryFleet, node, sick_node
+
+_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
+
+
+def _resolve(doc: dict, schema: dict) -> dict:
+    while "$ref" in schema:
+        *_, group, name = schema["$ref"].split("/")
+        schema = doc["components"][group][name]
+    return schema
+
+
+def check(doc: dict, schema: dict, value: Any, where: str = "$") -> list[str]:
+    """The subset of OpenAPI 3.0 schema rules this document uses; returns the mismatches found."""
+    schema = _resolve(doc, schema)
+    if value is None:
+        return [] if schema.get("nullable") else [f"{where}: null but not nullable"]
+    errors: list[str] = []
+    for part in schema.get("allOf", []):
+        errors += check(doc, part, value, where)
+    kind = schema.get("type")
+    if kind and (not isinstance(value, _TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
+        return [*errors, f"{where}: {value!r} is not {kind}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} not in {schema['enum']}")
+    if isinstance(value, dict):
+        errors += [f"{where}: missing {k}" for k in schema.get("required", []) if k not in value]
+        props = schema.get("properties", {})
+        for key, sub in props.items():
+            if key in value:
+                errors += check(doc, sub, value[key], f"{where}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            errors += check(doc, schema["items"], item, f"{where}[{i}]")
+    return errors
+
+
+def _declared_properties(doc: dict, schema: dict) -> set[str]:
+    schema = _resolve(doc, schema)
+    names = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        names |= _declared_properties(doc, part)
+    return names
+
+
+def _response_schema(doc: dict, path: str, method: str, status: int) -> dict:
+    response = _resolve(doc, doc["paths"][path][method]["responses"][str(status)])
+    return response["content"]["application/json"]["schema"]
+
+
+@pytest.fixture
+async def client() -> TestClient:
+    fleet = MemoryFleet()
+    fleet.add(node("node-a", fleet.now()))
+    fleet.add(sick_node("node-c", fleet.now()))
+    client = TestClient(TestServer(create_app(fleet)))
+    await client.start_server()
+    yield client
+    await client.close()
+
+
+def test_every_route_is_documented_and_every_documented_path_is_routed() -> None:
+    app = create_app(MemoryFleet())
+    routed = {(r.resource.canonical, r.method.lower()) for r in app.router.routes() if r.method != "HEAD"}
+    routed = {(path.replace("{node_id}", "{node_id}"), m) for path, m in routed}
+    doc = openapi_document()
+    documented = {(p, m) for p, ops in doc["paths"].items() for m in ops if m != "parameters"}
+    assert routed == documented
+    assert doc["openapi"].startswith("3.")
+    assert all(op.get("operationId") for ops in doc["paths"].values() for op in ops.values())
+
+
+async def test_served_document_is_the_yaml_file(client: TestClient) -> None:
+    resp = await client.get("/openapi.json")
+    assert resp.status == 200
+    assert await resp.json() == yaml.safe_load(OPENAPI_PATH.read_text())
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "path", "status", "body"),
+    [
+        ("get", "/healthz", "/healthz", 200, None),
+        ("get", "/v1/nodes", "/v1/nodes", 200, None),
+        ("get", "/v1/nodes/node-c", "/v1/nodes/{node_id}", 200, None),
+        ("get", "/v1/nodes/zzz", "/v1/nodes/{node_id}", 404, None),
+        ("get", "/v1/gpus", "/v1/gpus", 200, None),
+        ("get", "/v1/leader", "/v1/leader", 200, None),
+        ("post", "/v1/nodes/node-a/cordon", "/v1/nodes/{node_id}/cordon", 200, {"reason": "r"}),
+        ("post", "/v1/nodes/node-a/uncordon", "/v1/nodes/{node_id}/uncordon", 400, {"reason": 1}),
+        ("post", "/v1/nodes/zzz/uncordon", "/v1/nodes/{node_id}/uncordon", 404, None),
+    ],
+)
+async def test_answers_fit_their_documented_schema(
+    client: TestClient, method: str, url: str, path: str, status: int, body: Any
+) -> None:
+    resp = await client.request(method.upper(), url, json=body)
+    assert resp.status == status
+    doc = openapi_document()
+    answer = await resp.json()
+    schema = _response_schema(doc, path, method, status)
+    assert check(doc, schema, answer) == []
+
+
+async def test_node_schemas_declare_every_field_the_api_sends(client: TestClient) -> None:
+    """A field added to NodeState shows up here until the document describes it."""
+    doc = openapi_document()
+    schemas = doc["components"]["schemas"]
+    summary = (await (await client.get("/v1/nodes")).json())["items"][1]
+    assert set(summary) - _declared_properties(doc, schemas["NodeSummary"]) == set()
+    full = await (await client.get("/v1/nodes/node-c")).json()
+    assert set(full) - _declared_properties(doc, schemas["Node"]) == set()
+    gpus = (await (await client.get("/v1/gpus")).json())["items"]
+    assert set().union(*gpus) - _declared_properties(doc, schemas["GpuRow"]) == set()
+
+
+def test_the_checker_catches_a_mismatch() -> None:
+    doc = openapi_document()
+    leader = {"$ref": "#/components/schemas/Leader"}
+    assert check(doc, leader, {"leader_id": None, "epoch": 1, "api_url": None, "instance_id": "a", "is_leader": 1})
+    assert check(doc, leader, {"leader_id": "a", "epoch": 1, "api_url": None, "instance_id": "a"}) == [
+        "$: missing is_leader"
+    ]

@@ -1,0 +1,126 @@
+"""The fleet view: samples build nodes; implausible records and unknown nodes are flagged, not applied."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.fleet.model import CordonRecord
+from coordinator.fleet.view import MAX_FLAGS, FleetView
+from events.clock import SimClock
+from events.envelope import new_event
+from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault, NodeSample
+
+CLOCK = SimClock()
+NOW = CLOCK.now()
+
+
+def gpu(i: int, **kw) -> GpuReading:
+    return GpuReading(index=i, uuid=f"GPU-{i}", name="sim", **kw)
+
+
+def ev(payload, clock=CLOCK):
+    return new_event(payload, "test", clock=clock)
+
+
+def sample(node="n1", **kw) -> NodeSample:
+    kw.setdefault("gpus", [gpu(0, util_gpu=10.0, mem_total_bytes=100, mem_used_bytes=5), gpu(1)])
+    return NodeSample(node_id=node, backend="sim", **kw)
+
+
+def test_sample_builds_the_node() -> None:
+    v = FleetView()
+    out = v.apply(ev(sample(seq=7, interval_s=2.0, driver_version="550.1", agent_version="4.0")), NOW)
+    n = v.node("n1")
+    assert out.rejected is None and out.node is n
+    assert (n.last_seen, n.last_seq, n.sample_interval_s, n.samples_seen) == (NOW, 7, 2.0, 1)
+    assert n.backend == "sim" and n.driver_version == "550.1" and n.agent_version == "4.0"
+    rows = v.gpus()
+    assert [r["index"] for r in rows] == [0, 1] and rows[0]["node_id"] == "n1" and rows[0]["util_gpu"] == 10.0
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"gpus": [gpu(0, mem_total_bytes=10, mem_used_bytes=11)]}, "gpus[0].mem_used_bytes"),
+        ({"gpus": [gpu(0), gpu(0)]}, "gpus[1].index"),
+        ({"gpus": [gpu(0, temp_gpu_c=400.0)]}, "gpus[0].temp_gpu_c"),
+        ({"gpus": [gpu(0, power_w=90_000.0)]}, "gpus[0].power_w"),
+        ({"gpus": [gpu(0, clock_sm_mhz=99_999)]}, "gpus[0].clock_sm_mhz"),
+        ({"gpus": [gpu(i) for i in range(65)]}, "gpus:"),
+        ({"interval_s": 0.0}, "interval_s"),
+    ],
+)
+def test_implausible_sample_is_flagged_and_not_applied(kw, field) -> None:
+    v = FleetView()
+    v.apply(ev(sample()), NOW)
+    out = v.apply(ev(sample(**kw)), NOW + 1)
+    assert out.rejected is not None and out.rejected.startswith(field)
+    n = v.node("n1")
+    assert n.samples_seen == 1 and n.last_seen == NOW  # the good sample's state stands
+    assert n.flags[-1].endswith(out.rejected) and v.rejected_total == 1 and v.rejections[-1].reason == out.rejected
+
+
+def test_flags_are_bounded() -> None:
+    v = FleetView()
+    v.apply(ev(sample()), NOW)
+    for _ in range(MAX_FLAGS + 5):
+        v.apply(ev(sample(interval_s=0.0)), NOW)
+    assert len(v.node("n1").flags) == MAX_FLAGS and v.rejected_total == MAX_FLAGS + 5
+
+
+def test_fault_raises_health_and_is_kept() -> None:
+    v = FleetView()
+    v.apply(ev(sample()), NOW)
+    v.apply(ev(NodeFault(node_id="n1", kind="xid", health="fail", xid=79, gpu_index=1, reasons=["XID 79"])), NOW)
+    n = v.node("n1")
+    assert n.health == "fail" and "XID 79" in n.health_reasons
+    assert n.recent_faults[-1].xid == 79 and n.recent_faults[-1].gpu_index == 1
+    v.apply(ev(NodeFault(node_id="n1", kind="ecc", health="warn")), NOW)
+    assert n.health == "fail" and "ecc" in n.health_reasons  # a warn never lowers a fail
+    v.apply(ev(sample()), NOW + 1)
+    assert n.health == "ok"  # the next sample says what holds now
+
+
+def test_fault_for_missing_gpu_or_unknown_node_is_rejected() -> None:
+    v = FleetView()
+    v.apply(ev(sample()), NOW)
+    out = v.apply(ev(NodeFault(node_id="n1", kind="xid", health="fail", gpu_index=5)), NOW)
+    assert out.rejected.startswith("gpu_index") and v.node("n1").health == "ok"
+    out = v.apply(ev(NodeFault(node_id="ghost", kind="xid", health="fail")), NOW)
+    assert out.rejected.startswith("node_id") and v.node("ghost") is None
+    assert v.rejections[-1].node_id == "ghost"
+    lenient = FleetView(accept_unknown_nodes=True)
+    assert lenient.apply(ev(NodeFault(node_id="ghost", kind="xid", health="fail")), NOW).rejected is None
+    assert lenient.node("ghost").health == "fail"
+
+
+def test_reports_replace_per_identity_and_are_checked() -> None:
+    v = FleetView()
+    v.apply(ev(sample()), NOW)
+    for w in ("a", "b"):
+        v.apply(ev(NcclReport(node_id="n1", pid=1, rank=0, nranks=2, comm_id="c", warnings=[w])), NOW)
+    v.apply(ev(NcclReport(node_id="n1", pid=2, rank=1, nranks=2, comm_id="c")), NOW)
+    assert [(r.pid, r.warnings) for r in v.node("n1").nccl] == [(1, ["b"]), (2, [])]
+    assert v.apply(ev(NcclReport(node_id="n1", pid=3, rank=2, nranks=2)), NOW).rejected.startswith("rank")
+    leak = {"node_id": "n1", "subject": "gpu", "gpu_index": 0, "window_s": 60.0, "samples": 30}
+    v.apply(ev(LeakReport(slope_pct_per_h=0.5, lower_pct_per_h=0.4, upper_pct_per_h=0.6, **leak)), NOW)
+    assert v.node("n1").leaks[-1].slope_pct_per_h == 0.5
+    bad = LeakReport(slope_pct_per_h=5.0, lower_pct_per_h=0.4, upper_pct_per_h=0.6, **leak)
+    assert v.apply(ev(bad), NOW).rejected.startswith("slope_pct_per_h") and len(v.node("n1").leaks) == 1
+
+
+def test_a_replayed_backlog_does_not_make_a_node_alive() -> None:
+    old = SimClock(start=NOW - 3600)
+    v = FleetView(stale_after_s=10.0)
+    v.apply(ev(sample(), clock=old), NOW)
+    n = v.node("n1")
+    assert n.samples_seen == 1 and n.last_seen is None  # the readings are kept, liveness is not refreshed
+    v.apply(ev(sample()), NOW)
+    assert n.last_seen == NOW
+
+
+def test_cordon_from_state_creates_the_node() -> None:
+    v = FleetView()
+    rec = CordonRecord(node_id="n9", cordoned=True, reason="r", by="operator:a", time=NOW)
+    n = v.set_cordon(rec, NOW)
+    assert n.cordoned and not n.schedulable and v.since["n9"] == NOW
