@@ -22,7 +22,8 @@ app = typer.Typer(
     name="myolo-agent",
     help="Myolotrain node agent: GPU, NCCL and memory-leak telemetry published to Kafka.\n\n"
     "`run` is what systemd starts; `sample` reads the GPUs once to check a node; `inject` puts faults into a "
-    "running agent's simulated GPUs for tests and demos.",
+    "running agent's simulated GPUs for tests and demos; `fleetsim` plays thousands of simulated agents against "
+    "Kafka for load tests.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -57,6 +58,7 @@ def run(
     Kafka (spooling to disk while Kafka is away), serve /healthz, and speak systemd's notify protocol.
 
     SIGTERM flushes and exits; SIGHUP reloads the config file."""
+    from agent.commands import LedgerError
     from agent.daemon.main import serve
     from agent.daemon.runtime import build_runtime
     from events.clock import SystemClock
@@ -72,6 +74,9 @@ def run(
         )
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except LedgerError as exc:
+        typer.echo(f"error: commands: {exc}", err=True)
         raise typer.Exit(2) from None
     except OSError as exc:
         typer.echo(f"error: cannot open the spool in {cfg.spool.dir}: {exc}", err=True)
@@ -177,6 +182,16 @@ def status(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"{reply.data.get('status')}: {reply.message}")
+
+
+def _mount_fleetsim() -> None:
+    """``myolo-agent fleetsim``: the fleet simulator (agent/fleetsim) lives beside the agent it imitates."""
+    from agent.fleetsim.cli import fleetsim_command
+
+    app.command("fleetsim")(fleetsim_command)
+
+
+_mount_fleetsim()
 
 
 def _socket_from_config(config: Path | None) -> Path:

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from agent.commands.config import CommandsConfig
 from events.config import load_config
 from events.errors import ConfigError
 from events.settings import KafkaSettings
@@ -78,6 +79,23 @@ class PublishConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ready_timeout_s: Positive = 15.0
 
 
+class ProbeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The bus-bandwidth probe: how it runs (for commands and the schedule) and when it runs on its own.
+
+    The scheduled probe runs only on an idle node (every GPU's utilisation below ``idle_util_pct`` for the
+    last ``idle_samples`` samples), at most once per ``idle_every_s``: a probe saturates the links, so it
+    must never steal bandwidth from a trainer. 0 turns the schedule off (the default)."""
+
+    idle_every_s: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    idle_util_pct: Annotated[float, msgspec.Meta(gt=0, le=100)] = 5.0
+    idle_samples: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 30
+    world_size: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0  # 0: the node's GPU count (at least 2)
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    sizes: list[Annotated[int, msgspec.Meta(gt=0)]] = []  # empty: the probe's default sweep
+    timeout_s: Positive = 300.0
+    python: list[str] = []  # interpreter (argv) that has torch; default: the agent's own
+
+
 class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The ``agent.toml`` file. See ``systemd/agent.toml`` for a commented example."""
 
@@ -93,6 +111,8 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     nccl: NcclConfig = msgspec.field(default_factory=NcclConfig)
     leak: LeakConfig = msgspec.field(default_factory=LeakConfig)
     kafka: KafkaSettings = msgspec.field(default_factory=KafkaSettings)
+    commands: CommandsConfig = msgspec.field(default_factory=CommandsConfig)
+    probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
 
 
 def load_agent_config(
@@ -133,6 +153,8 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
             f"{cfg.spool.segment_bytes} is more than a quarter of spool.max_bytes ({cfg.spool.max_bytes}); the cap "
             "drops whole segments, so lower segment_bytes or raise max_bytes",
         )
+    if cfg.probe.world_size == 1:
+        raise ConfigError("probe.world_size", "an all-reduce needs at least 2 ranks; use 0 (the GPU count) or >= 2")
     spool = msgspec.structs.replace(cfg.spool, dir=str(spool_dir))
     return msgspec.structs.replace(cfg, node_id=node_id, data_dir=str(data_dir), control_socket=str(sock), spool=spool)
 

@@ -68,7 +68,7 @@ class CoordinatorService:
             self.store, self._signed, self.clock, instance_id=self.instance_id,
             retry_after_s=cfg.commands.retry_after_s, max_attempts=cfg.commands.max_attempts,
         )  # fmt: skip
-        self.reactor = Reactor(self.store, self.view, self.clock, lambda: self.epoch)
+        self.reactor = Reactor(self.store, self.view, self.clock, lambda: self.epoch, self._drain_after_cordon)
         self.tail = StateTail(settings, [STATE_NODES, STATE_COMMANDS], self._apply_state)
         self.ingest = EventConsumer(
             settings, [NODE_SAMPLES, NODE_FAULTS, NODE_REPORTS, COMMAND_ACKS], f"myolo-coordinator-{self.instance_id}",
@@ -326,6 +326,13 @@ class CoordinatorService:
         if self.view.node(node_id) is None:
             raise UnknownNode(node_id)
         return await self.reactor.write(node_id, False, reason.strip() or "uncordoned by hand", operator_by(by))
+
+    async def _drain_after_cordon(self, rec: CordonRecord) -> None:
+        """An automatic cordon also tells the node to drain (no new trainer workers), with the reason."""
+        try:
+            await self.dispatcher.issue(rec.node_id, "drain", {"reason": rec.reason})
+        except Exception as exc:  # not leading any more, or Kafka away: the cordon stands; log and go on
+            log.warning("drain command not sent", node=rec.node_id, error=str(exc))
 
     async def send_command(self, node_id: str, action: str, args: dict[str, Any] | None = None) -> CommandIntent:
         self._require_leader()

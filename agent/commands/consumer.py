@@ -8,8 +8,9 @@ retained command (the ledger, the epoch fence, ``expires_at`` and ``max_age_s`` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent.commands.executor import CommandExecutor
-from agent.publish import Publisher
 from events.bus import EventConsumer, EventProducer
 from events.envelope import Event
 from events.errors import SignatureError
@@ -17,6 +18,9 @@ from events.payloads import Payload
 from events.settings import KafkaSettings
 from events.signing import Verifier
 from events.topics import COMMANDS
+
+if TYPE_CHECKING:  # agent.publish imports agent.config, which mounts CommandsConfig from this package
+    from agent.publish import Publisher
 
 
 class AckingVerifier(Verifier):

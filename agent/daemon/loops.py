@@ -62,33 +62,78 @@ def host_reading() -> HostReading:
 
 async def sample_loop(rt: Runtime, observers: list[Observer]) -> None:
     """Publish one sample per ``sample_interval_s`` until cancelled. One failed read is logged and counted
-    against the NVML check; the loop carries on."""
+    against the NVML check; the loop carries on.
+
+    The loop is woken early (``rt.sampler_wake``) for an extra sample (``request_sample``), which does not
+    move the regular ticks, or for a new interval, which applies from the last regular tick at once."""
     clock = rt.clock
-    next_at = clock.monotonic()
+    anchor = clock.monotonic()  # when the last regular tick was due
+    await _tick(rt, observers)
     while True:
-        try:
-            sample = await read_sample(rt)
-        except Exception as exc:
-            rt.backend_error = f"reading the GPUs failed: {exc!r}"
-            log.exception("sample failed")
-        else:
-            rt.backend_error = None
-            rt.last_sample = sample
-            rt.last_read_monotonic = clock.monotonic()
-            rt.publisher.publish(sample)
-            publish_health_changes(rt, sample)
-            for observe in observers:
-                try:
-                    observe(sample)
-                except Exception:
-                    log.exception("sample observer %r failed", observe)
-        rt.ticks += 1
-        interval = rt.cfg.sample_interval_s  # read each tick: SIGHUP may change it
-        next_at += interval
+        interval = rt.cfg.sample_interval_s  # read each time: SIGHUP or a command may change it
+        due = anchor + interval
         now = clock.monotonic()
-        if next_at < now:  # fell behind (a long read, a suspended process): skip, don't burst
-            next_at = now + interval - ((now - next_at) % interval)
-        await clock.sleep(next_at - now)
+        if due < now:  # fell behind (a long read, a suspended process, a shorter interval): skip, don't burst
+            due = now + interval - ((now - due) % interval)
+        woken = await _sleep_or_wake(rt, due - now)
+        if rt.sample_requests:
+            await _tick(rt, observers, extra=True)
+        if not woken or clock.monotonic() >= due - 1e-6:
+            anchor = due
+            await _tick(rt, observers)
+
+
+async def _tick(rt: Runtime, observers: list[Observer], *, extra: bool = False) -> None:
+    waiters, rt.sample_requests = rt.sample_requests, []
+    try:
+        sample = await read_sample(rt)
+    except Exception as exc:
+        rt.backend_error = f"reading the GPUs failed: {exc!r}"
+        log.exception("sample failed")
+        for fut in waiters:
+            if not fut.done():
+                fut.set_exception(RuntimeError(rt.backend_error))
+    else:
+        rt.backend_error = None
+        rt.last_sample = sample
+        rt.last_read_monotonic = rt.clock.monotonic()
+        rt.publisher.publish(sample)
+        publish_health_changes(rt, sample)
+        for observe in observers:
+            try:
+                observe(sample)
+            except Exception:
+                log.exception("sample observer %r failed", observe)
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(sample)
+        if extra:
+            log.info("extra sample seq %d published on request", sample.seq)
+    rt.ticks += 1
+
+
+async def _sleep_or_wake(rt: Runtime, seconds: float) -> bool:
+    """Sleep ``seconds`` of the agent's clock, or less when ``rt.sampler_wake`` is set. True when woken."""
+    wake = rt.sampler_wake
+    if not wake.is_set():
+        sleeper = asyncio.ensure_future(rt.clock.sleep(seconds))
+        waiter = asyncio.ensure_future(wake.wait())
+        try:
+            await asyncio.wait([sleeper, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waiter.cancel()
+    woken = wake.is_set()
+    wake.clear()
+    return woken
+
+
+async def request_sample(rt: Runtime) -> NodeSample:
+    """Have the sample loop take (and publish) a full sample now; returns it once published."""
+    fut: asyncio.Future[NodeSample] = asyncio.get_running_loop().create_future()
+    rt.sample_requests.append(fut)
+    rt.sampler_wake.set()
+    return await fut
 
 
 def publish_health_changes(rt: Runtime, sample: NodeSample) -> None:
@@ -172,7 +217,8 @@ def status_line(rt: Runtime) -> str:
     gpus = f"{len(s.gpus)} GPUs ({s.backend}) {s.health}" if s is not None else "no sample yet"
     st = rt.publisher.status
     spool = rt.publisher.spool
-    return f"{gpus}; kafka {st.kafka}; spool {spool.pending} pending, {spool.dropped} dropped; seq {rt.seq}"
+    drain = "; draining" if rt.draining else ""
+    return f"{gpus}; kafka {st.kafka}; spool {spool.pending} pending, {spool.dropped} dropped{drain}; seq {rt.seq}"
 
 
 async def cancel_all(tasks: list[asyncio.Task]) -> None:

@@ -17,6 +17,8 @@ from agent.control import ControlServer
 from agent.control.inject import apply as apply_injection
 from agent.control.protocol import InjectRequest, Reply, Request
 from agent.daemon import loops, status
+from agent.daemon.commands import KafkaCommandSource, SourceFactory, stop_commands
+from agent.daemon.idle_probe import IdleProbe
 from agent.daemon.reload import reload_config
 from agent.daemon.runtime import Runtime
 from agent.daemon.wiring import leak_observer, nccl_task
@@ -27,14 +29,26 @@ log = logging.getLogger(__name__)
 EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2
 
 
-async def serve(rt: Runtime, *, install_signals: bool = True, flush_timeout_s: float = 5.0) -> int:
-    """Run the agent until ``rt.stop_event`` is set (by a signal or a test). Returns the exit code."""
+async def serve(
+    rt: Runtime,
+    *,
+    install_signals: bool = True,
+    flush_timeout_s: float = 5.0,
+    command_source: SourceFactory | None = None,
+    idle_probe: IdleProbe | None = None,
+) -> int:
+    """Run the agent until ``rt.stop_event`` is set (by a signal or a test). Returns the exit code.
+
+    ``command_source`` (tests) replaces the Kafka consumer of commands; ``idle_probe`` (tests) the scheduled
+    probe's runner. Commands are consumed only when ``rt.commands`` exists (``commands.enabled``)."""
     try:
         rt.backend.open()
     except GpuBackendError as exc:
         log.error("cannot open the GPUs: %s", exc)
         rt.notifier.status(f"failed: {exc}")
         rt.publisher.spool.close()
+        if rt.commands is not None:
+            await rt.commands.close()
         return EXIT_START
     servers: list[ControlServer | HealthServer] = []
     try:
@@ -57,17 +71,27 @@ async def serve(rt: Runtime, *, install_signals: bool = True, flush_timeout_s: f
             await server.stop()
         rt.backend.close()
         rt.publisher.spool.close()
+        if rt.commands is not None:
+            await rt.commands.close()
         return EXIT_START
     rt.extras["servers"] = servers
     leak = leak_observer(rt)
+    probe = idle_probe or IdleProbe(rt)
+    rt.extras["idle_probe"] = probe
+    observers = [leak, probe] if leak else [probe]
     essential = [
         asyncio.create_task(rt.publisher.run(), name="publisher"),
         asyncio.create_task(rt.publisher.sync_loop(), name="spool-fsync"),
-        asyncio.create_task(loops.sample_loop(rt, [leak] if leak else []), name="samples"),
+        asyncio.create_task(loops.sample_loop(rt, observers), name="samples"),
         asyncio.create_task(loops.fault_loop(rt), name="faults"),
         asyncio.create_task(loops.watchdog_loop(rt), name="watchdog"),
         asyncio.create_task(nccl_task(rt), name="nccl"),
     ]
+    source = None
+    if rt.commands is not None:
+        source = (command_source or KafkaCommandSource)(rt, rt.commands)
+        essential.append(asyncio.create_task(source.run(), name="commands"))
+        log.info("obeying signed coordinator commands (ledger %s)", rt.commands.ledger.path)
     helpers = [asyncio.create_task(loops.ready(rt), name="ready")]
     if install_signals:
         _install_signals(rt)
@@ -76,6 +100,9 @@ async def serve(rt: Runtime, *, install_signals: bool = True, flush_timeout_s: f
     log.info("stopping: flushing %d spooled events", rt.publisher.spool.pending)
     if install_signals:
         _remove_signals()
+    if source is not None:
+        await stop_commands(rt, source, next(t for t in essential if t.get_name() == "commands"))
+    await probe.close()
     producing = [t for t in essential if t.get_name() != "publisher"]
     await loops.cancel_all(helpers + producing)
     for server in servers:
@@ -123,7 +150,13 @@ def handle_control(rt: Runtime, req: Request) -> Reply:
     return Reply(
         ok=True,
         message=loops.status_line(rt),
-        data={"status": rep.status, "node_id": rt.cfg.node_id, "backend": rt.backend.name, "seq": rt.seq},
+        data={
+            "status": rep.status,
+            "node_id": rt.cfg.node_id,
+            "backend": rt.backend.name,
+            "seq": rt.seq,
+            "draining": rt.draining,
+        },
     )
 
 

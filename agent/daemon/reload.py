@@ -1,8 +1,8 @@
 """SIGHUP: read the configuration again and apply what can change without a restart.
 
 Live: the sample interval, log level, publish batching and back-off, leak threshold and report interval, NCCL
-log globs, the spool's "degraded" share. Identity, paths, the GPU backend, Kafka settings and the health
-listener need a restart; a change to them is logged (and ignored) so an operator knows. A file that does not
+log globs, the spool's "degraded" share, the probe schedule. Identity, paths, the GPU backend, Kafka settings,
+the commands section and the health listener need a restart; a change to them is logged (and ignored) so an operator knows. A file that does not
 load keeps the running configuration and logs why.
 """
 
@@ -17,7 +17,7 @@ from agent.daemon.runtime import Runtime
 from events.errors import ConfigError
 
 log = logging.getLogger(__name__)
-RESTART_ONLY = ("node_id", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka")
+RESTART_ONLY = ("node_id", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka", "commands")
 
 
 def reload_config(rt: Runtime) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import agent
 from agent.config import AgentConfig
@@ -22,6 +23,9 @@ from agent.spool import Spool
 from events.bus import EventProducer
 from events.clock import Clock
 from events.payloads import NodeSample
+
+if TYPE_CHECKING:
+    from agent.commands import CommandExecutor
 
 
 @dataclass
@@ -43,6 +47,13 @@ class Runtime:
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     reload_requested: asyncio.Event = field(default_factory=asyncio.Event)
     extras: dict[str, object] = field(default_factory=dict)  # counters of the NCCL and leak wiring
+    # coordinator commands (None when commands are disabled) and what they change in the running agent
+    commands: CommandExecutor | None = None
+    draining: bool = False  # no new trainer workers may start here (set by the ``drain`` command)
+    drain_reason: str | None = None
+    sample_requests: list[asyncio.Future[NodeSample]] = field(default_factory=list)  # report_sample waiters
+    sampler_wake: asyncio.Event = field(default_factory=asyncio.Event)  # an extra sample or a new interval
+    probe_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one bandwidth probe at a time
 
     @property
     def source(self) -> str:
@@ -82,7 +93,8 @@ def build_runtime(
     notifier: Notifier | None = None,
     config_path: str | None = None,
 ) -> Runtime:
-    """Assemble the agent. Nothing is started: :func:`agent.daemon.main.serve` does that."""
+    """Assemble the agent. Nothing is started: :func:`agent.daemon.main.serve` does that. With commands
+    enabled the key files are read and the command ledger opened here, so a bad key fails the start."""
     spool = Spool(
         cfg.spool.dir,
         max_bytes=cfg.spool.max_bytes,
@@ -98,7 +110,7 @@ def build_runtime(
         clock=clock,
         config=cfg.publish,
     )
-    return Runtime(
+    rt = Runtime(
         cfg=cfg,
         clock=clock,
         backend=backend or make_backend(cfg.simulate_gpus or None, clock, node_tag=cfg.node_id),
@@ -107,3 +119,8 @@ def build_runtime(
         notifier=notifier or Notifier.from_env(),
         config_path=config_path,
     )
+    if cfg.commands.enabled:
+        from agent.daemon.commands import build_executor  # it needs the runtime; imported late (cycle)
+
+        rt.commands = build_executor(rt)
+    return rt

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from agent.daemon.runtime import Runtime
-from agent.healthz.checks import HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
+from agent.healthz.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
 
 
 def current_report(rt: Runtime) -> HealthReport:
@@ -26,7 +26,28 @@ def current_report(rt: Runtime) -> HealthReport:
             {g.index: g.health for g in sample.gpus} if sample else {},
         ),
     }
+    if rt.commands is not None:
+        checks["commands"] = check_commands(rt)
     return report(rt.cfg.node_id, rt.backend.name, rt.version, checks)
+
+
+def check_commands(rt: Runtime) -> Check:
+    """Present only when commands are enabled. A draining node is *degraded*: healthy, but withdrawn from
+    new work, which an operator looking at ``.status`` must see."""
+    ex = rt.commands
+    assert ex is not None
+    data: dict[str, object] = {
+        "draining": rt.draining,
+        "epoch": ex.ledger.epoch,
+        "running": ex.running,
+        "done": ex.stats.done,
+        "failed": ex.stats.failed,
+        "rejected": ex.stats.rejected,
+    }
+    if rt.draining:
+        why = f" ({rt.drain_reason})" if rt.drain_reason else ""
+        return Check(status="degraded", detail=f"draining{why}: no new trainer workers start here", data=data)
+    return Check(status="ok", detail=f"obeying signed commands, leader epoch {ex.ledger.epoch}", data=data)
 
 
 async def active_report(rt: Runtime) -> HealthReport:

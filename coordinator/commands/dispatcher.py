@@ -19,10 +19,12 @@ from coordinator.state.store import StateStore
 from events.bus import EventProducer
 from events.clock import Clock
 from events.envelope import new_id
+from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck
+from events.payloads.commands import ACTION_ARGS, action_args
 from events.topics import STATE_COMMANDS
 
-ACTIONS_NOW = ("nccl_probe", "report_sample", "set_interval")
+ACTIONS_NOW = tuple(ACTION_ARGS)
 KEEP_FINISHED_S = 3600.0
 log = structlog.get_logger("myolo.coordinator.commands")
 
@@ -32,13 +34,13 @@ class NotLeading(RuntimeError):
 
 
 def check_args(action: str, args: dict[str, Any]) -> None:
-    """Reject a command the agent could not execute, here, where the caller can still be told why."""
-    if action not in ACTIONS_NOW:
-        raise ValueError(f"action: {action!r} is not one agents execute yet; use one of {', '.join(ACTIONS_NOW)}")
-    if action == "set_interval":
-        v = args.get("interval_s")
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.1 <= v <= 3600:
-            raise ValueError(f"args.interval_s: set_interval needs a number of seconds in 0.1..3600, got {v!r}")
+    """Reject a command the agent could not execute, here, where the caller can still be told why.
+
+    The same checks the agent runs (``events.payloads.commands.action_args``): one definition of each action."""
+    try:
+        action_args(action, args)
+    except InvalidEvent as exc:
+        raise ValueError(str(exc)) from None
 
 
 class Dispatcher:

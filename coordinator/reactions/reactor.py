@@ -2,13 +2,14 @@
 
 Automatic decisions are queued and written by one worker, so the ingest loop never waits on Kafka and a
 broker hiccup delays a cordon instead of dropping the event that caused it. A node with a decision in
-flight is not queued twice.
+flight is not queued twice. Once an automatic cordon is recorded, ``after_auto_cordon`` runs (the service
+sends the node a signed ``drain`` command: its agent stops taking new work).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -23,8 +24,16 @@ log = structlog.get_logger("myolo.coordinator.reactions")
 
 
 class Reactor:
-    def __init__(self, store: StateStore, view: FleetView, clock: Clock, epoch: Callable[[], int | None]) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        view: FleetView,
+        clock: Clock,
+        epoch: Callable[[], int | None],
+        after_auto_cordon: Callable[[CordonRecord], Awaitable[object]] | None = None,
+    ) -> None:
         self._store = store
+        self._after = after_auto_cordon
         self._view = view
         self._clock = clock
         self._epoch = epoch
@@ -67,9 +76,12 @@ class Reactor:
             if node is not None and node.cordoned:
                 return  # decided meanwhile (by the operator, or replayed from the state)
             try:
-                await self.write(node_id, True, reason, by)
-                return
+                rec = await self.write(node_id, True, reason, by)
             except Exception as exc:  # Kafka away: keep the decision, try again, never lose it silently
                 log.warning("cordon write failed, retrying", node=node_id, error=str(exc), retry_in_s=delay)
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, 5.0)
+                continue
+            if self._after is not None:
+                await self._after(rec)  # e.g. tell the node to drain: the command path retries on its own
+            return

@@ -1,5 +1,5 @@
 """One coordinator against the real broker, on simulated time: samples build the view, a FAIL fault and a
-Lost node cordon automatically (recorded in the state topic first), a WARN does not, an operator cordons
+Lost node cordon automatically (recorded in the state topic first, then a drain command), a WARN does not, an operator cordons
 and uncordons, implausible samples are flagged and the coordinator goes on, and a restarted coordinator
 finds every decision again by reading the state topics."""
 
@@ -44,6 +44,10 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
     assert rec.by == "auto:fault" and "xid 79" in rec.reason.lower() and "GPU 1" in rec.reason
     assert rec.epoch == svc.epoch
     assert [r.node_id for r in await state_records(settings, STATE_NODES, bad)] == [bad]
+    # ... and, once recorded, the node is told to drain (a signed command of this term)
+    await wait_until(lambda: any(i.node_id == bad and i.action == "drain" for i in svc.commands()), 30, "drain")
+    drain = next(i for i in svc.commands() if i.node_id == bad and i.action == "drain")
+    assert drain.epoch == svc.epoch and "79" in drain.args["reason"]
     await wait_until(lambda: any(f.kind == "ecc" for f in svc.node(warn).recent_faults), 30, "warn fault")
     assert svc.node(warn).health == "warn" and not svc.node(warn).cordoned
 

@@ -59,7 +59,7 @@ def test_bad_probe_arguments_name_the_field(args: dict, field: str) -> None:
 def test_interval_bounds_are_inclusive_and_booleans_are_not_numbers() -> None:
     cmd = Command(command_id="i", node_id="n1", epoch=1, action="set_interval", args={"interval_s": 0.05})
     assert set_interval_args(cmd) == {"interval_s": 0.05}
-    with pytest.raises(ArgsError, match=r"args\.interval_s: must be a number, got bool"):
+    with pytest.raises(ArgsError, match=r"args\.interval_s: Expected `float`, got `bool`"):
         set_interval_args(
             Command(command_id="i", node_id="n1", epoch=1, action="set_interval", args={"interval_s": True})
         )

@@ -255,8 +255,8 @@ async def test_expired_and_too_old_commands_are_rejected(tmp_path, clock, daemon
     ("action", "args", "field"),
     [
         ("set_interval", {}, "args.interval_s: missing"),
-        ("set_interval", {"interval_s": "fast"}, "args.interval_s: must be a number"),
-        ("set_interval", {"interval_s": 0}, "args.interval_s: must be between"),
+        ("set_interval", {"interval_s": "fast"}, "args.interval_s: Expected `float`, got `str`"),
+        ("set_interval", {"interval_s": 0}, "args.interval_s: Expected `float` >= 0.05"),
         ("set_interval", {"interval_s": 1, "jitter": 2}, "args.jitter: unknown argument"),
         ("report_sample", {"full": True}, "args.full: unknown argument for report_sample"),
     ],

@@ -66,7 +66,8 @@ async def test_a_failed_intent_write_sends_nothing() -> None:
 @pytest.mark.parametrize(
     ("action", "args", "match"),
     [
-        ("drain", {}, "action: 'drain'"),
+        ("reboot", {}, "action: 'reboot' is not an action agents execute"),
+        ("drain", {"draining": "yes"}, "args.draining"),
         ("set_interval", {}, "args.interval_s"),
         ("set_interval", {"interval_s": True}, "args.interval_s"),
     ],

@@ -1,0 +1,171 @@
+"""Coordinator commands inside the running agent: the actions, and the Kafka consumer that feeds them.
+
+The executor (``agent.commands``) decides *whether* a command runs (signature, epoch fence, once per id);
+this module says *what* each action does to the live agent:
+
+- ``set_interval``: the sample loop's interval, applied at once (the loop is woken, not left sleeping out
+  the old interval). A later SIGHUP applies the file's value again: the operator's latest word wins.
+- ``report_sample``: the sample loop takes one extra full sample now and publishes it; the ack carries its seq.
+- ``nccl_probe``: the bandwidth sweep (``agent.commands.probe``), never concurrent with the scheduled one.
+- ``drain``: marks the node draining (no new trainer workers start here; shown by /healthz and STATUS=).
+  Not persisted: a restarted agent starts undrained and the coordinator re-sends it for a cordoned node.
+
+The consumer runs as one task; when Kafka is away it retries with back-off (the agent keeps sampling and
+spooling meanwhile). Acks go through the spool (``SpooledAcks``), so they survive an outage too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from agent.commands import (
+    ActionFn,
+    CommandExecutor,
+    SpooledAcks,
+    build_command_consumer,
+    commands_state_dir,
+    load_verifier,
+    nccl_probe_action,
+)
+from agent.daemon.idle_probe import probe_python
+from agent.daemon.loops import request_sample
+from agent.daemon.runtime import Runtime, event_source
+from events.bus import EventConsumer, EventProducer
+
+log = logging.getLogger(__name__)
+RETRY_MIN_S, RETRY_MAX_S = 1.0, 30.0
+STOP_TIMEOUT_S = 5.0
+
+
+class CommandSource(Protocol):
+    """Feeds commands to the executor until stopped: the Kafka consumer, or an in-memory one in tests."""
+
+    async def run(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+SourceFactory = Callable[[Runtime, CommandExecutor], CommandSource]
+
+
+def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
+    """The action table for :class:`CommandExecutor`, bound to this runtime."""
+
+    async def set_interval(interval_s: float) -> dict[str, Any]:
+        previous = rt.cfg.sample_interval_s
+        rt.cfg = msgspec.structs.replace(rt.cfg, sample_interval_s=interval_s)
+        rt.sampler_wake.set()
+        log.info("command: sample interval %gs -> %gs", previous, interval_s)
+        return {"interval_s": interval_s, "previous_s": previous}
+
+    async def report_sample() -> dict[str, Any]:
+        sample = await request_sample(rt)
+        return {"seq": sample.seq, "health": sample.health, "gpus": len(sample.gpus)}
+
+    probe = nccl_probe_action(rt.cfg.node_id, rt.publisher.publish, python=probe_python(rt))
+
+    async def nccl_probe(**kwargs: Any) -> dict[str, Any]:
+        async with rt.probe_lock:
+            return await probe(**kwargs)
+
+    async def drain(draining: bool = True, reason: str | None = None) -> dict[str, Any]:
+        set_draining(rt, draining, reason)
+        return {"draining": rt.draining}
+
+    return {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
+
+
+def set_draining(rt: Runtime, draining: bool, reason: str | None = None) -> None:
+    if draining != rt.draining:
+        log.warning(
+            "node %s: %s%s",
+            rt.cfg.node_id,
+            "draining" if draining else "drain lifted",
+            f" ({reason})" if reason else "",
+        )
+    rt.draining = draining
+    rt.drain_reason = reason if draining else None
+
+
+def build_executor(rt: Runtime) -> CommandExecutor:
+    """Read the trusted keys and open the ledger (``ConfigError``/``OSError`` here fail the start)."""
+    cfg = rt.cfg.commands
+    return CommandExecutor(
+        rt.cfg.node_id,
+        commands_state_dir(cfg, rt.cfg.data_dir),
+        load_verifier(cfg),
+        SpooledAcks(rt.publisher),
+        daemon_actions(rt),
+        rt.clock,
+        max_ids=cfg.max_remembered,
+        max_age_s=cfg.max_age_s or None,
+    )
+
+
+class KafkaCommandSource:
+    """The node's consumer of ``myolo.commands``, restarted with back-off whenever Kafka fails it."""
+
+    def __init__(self, rt: Runtime, executor: CommandExecutor) -> None:
+        self._rt = rt
+        self._executor = executor
+        self._consumer: EventConsumer | None = None
+        self._stopping = asyncio.Event()
+        self.restarts = 0
+
+    async def run(self) -> None:
+        rt, delay = self._rt, RETRY_MIN_S
+        while not self._stopping.is_set():
+            # dead letters (a forged or malformed command) are sent directly: they matter only with Kafka up
+            dead_letters = EventProducer(rt.cfg.kafka, source=event_source(rt.cfg.node_id), clock=rt.clock)
+            self._consumer = build_command_consumer(
+                rt.cfg.kafka, rt.cfg.node_id, self._executor, dead_letters=dead_letters
+            )
+            try:
+                await dead_letters.start()
+                await self._consumer.run()
+                delay = RETRY_MIN_S
+            except Exception as exc:
+                self.restarts += 1
+                log.warning("commands: consumer failed (%r); retrying in %gs", exc, delay)
+            finally:
+                self._consumer = None
+                with contextlib.suppress(Exception):
+                    await dead_letters.stop()
+            if self._stopping.is_set():
+                return
+            await _sleep_unless(rt, delay, self._stopping)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+
+async def _sleep_unless(rt: Runtime, seconds: float, stop: asyncio.Event) -> None:
+    sleeper = asyncio.ensure_future(rt.clock.sleep(seconds))
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([sleeper, waiter], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sleeper.cancel()
+        waiter.cancel()
+
+
+async def stop_commands(rt: Runtime, source: CommandSource, task: asyncio.Task) -> None:
+    """Graceful stop: the consumer commits and leaves, running actions are cancelled (recorded as failed,
+    never re-run), and the acks already written wait in the spool for the publisher's final flush."""
+    await source.stop()
+    done, _ = await asyncio.wait([task], timeout=STOP_TIMEOUT_S)
+    if not done:
+        log.warning("commands: consumer did not stop within %gs; cancelling it", STOP_TIMEOUT_S)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    if rt.commands is not None:
+        await rt.commands.close()
