@@ -74,7 +74,18 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command(help="Run one training worker (torchrun-style environment).")(make_command(run_worker))
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    else:
+        code = 0
+    # The run is over and its results are written: leave without the interpreter's teardown, where a gloo
+    # thread still joinable in a C++ destructor aborts the process now and then ("terminate called without
+    # an active exception"), turning a finished run into a failed one under load.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
