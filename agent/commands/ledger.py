@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from events.files import atomic_write
+
 LEDGER_FILE = "ledger.jsonl"
 DEFAULT_MAX_IDS = 4096
 COMPACT_AFTER = 1024  # journal lines beyond which (and beyond 3x the entries) it is rewritten from its state
@@ -168,14 +170,8 @@ class Ledger:
         self.close()
         self._evict()
         lines = [EpochLine(self._state.epoch), *self._state.entries.values()]
-        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
-            with open(tmp, "wb") as f:
-                f.write(b"".join(_ENCODER.encode(line) + b"\n" for line in lines))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-            _fsync_dir(self.path.parent)
+            atomic_write(self.path, b"".join(_ENCODER.encode(line) + b"\n" for line in lines))
             self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for appends until close()
         except OSError as exc:
             raise LedgerError(f"cannot write the command ledger {str(self.path)!r}: {exc.strerror}") from None
@@ -209,11 +205,3 @@ def _replay(path: Path) -> _State:
             state.entries[line.command_id] = line  # a known id keeps its place: eviction is by first-taken
             state.epoch = max(state.epoch, line.epoch)
     return state
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -24,6 +24,7 @@ from typing import Literal
 
 from agent.spool.record import HEADER, CorruptFrame, SpoolRecord, check_body, pack, unpack_header
 from events.clock import Clock, SystemClock
+from events.files import atomic_write, fsync_dir
 
 log = logging.getLogger(__name__)
 FsyncPolicy = Literal["always", "interval", "never"]
@@ -241,7 +242,7 @@ class Spool:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
             self._dirty = False
         if self.fsync != "never":
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         seg = _Segment(path, first, first - 1, 0)
         if not self._segments:
             self._read_seg, self._read_off = first, 0
@@ -277,9 +278,7 @@ class Spool:
     def _write_cursor(self, force: bool = False) -> None:
         if self._acked == self._cursor_written and not force:
             return
-        tmp = self.dir / "cursor.tmp"
-        tmp.write_bytes(self._acked.to_bytes(8, "big"))
-        os.replace(tmp, self.dir / "cursor")
+        atomic_write(self.dir / "cursor", self._acked.to_bytes(8, "big"), durable=False)
         self._cursor_written = self._acked
 
     def _recover(self) -> None:
@@ -326,11 +325,3 @@ def _scan(path: Path) -> _Segment:
     if good < size:
         os.truncate(path, good)
     return _Segment(path, first, last, good)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

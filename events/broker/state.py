@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from events.broker.errors import BrokerError
+from events.files import atomic_write
 
 STATE_FILE = "stack.json"
 _FORMAT = 1
@@ -79,9 +80,7 @@ def save(state_dir: Path, state: StackState) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
     body = {"format": _FORMAT, "bootstrap": state.bootstrap}
     body["processes"] = [dataclasses.asdict(p) for p in state.processes]
-    tmp = state_dir / f".{STATE_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(body, indent=2) + "\n")
-    os.replace(tmp, state_dir / STATE_FILE)
+    atomic_write(state_dir / STATE_FILE, (json.dumps(body, indent=2) + "\n").encode(), durable=False)
 
 
 @contextlib.contextmanager

@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from events.files import atomic_write
 
 MARKER_NAME = "latest.json"
 _LOCK_NAME = ".latest.lock"
@@ -40,24 +41,9 @@ class Marker:
         return self.step
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_marker(root: Path, marker: Marker) -> None:
     """Atomically replace ``root/latest.json`` with ``marker``."""
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{MARKER_NAME}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(asdict(marker), f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, root / MARKER_NAME)
-    _fsync_dir(root)
+    atomic_write(root / MARKER_NAME, json.dumps(asdict(marker)).encode())
 
 
 def read_marker(root: Path) -> Marker | None:

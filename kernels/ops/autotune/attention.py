@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
 import threading
 import time
 import warnings
@@ -22,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from events.files import atomic_write
 from kernels.ops.util import get_logger
 
 CANDIDATES: dict[str, SDPBackend] = {
@@ -187,17 +187,10 @@ class AttentionAutotuner:
             merged.update(self._entries or {})
             merged[key] = entry
             self._entries = merged
-            tmp = None
+            body = json.dumps({"version": CACHE_VERSION, "entries": merged}, indent=1, sort_keys=True).encode()
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".attention_autotune.", dir=self.path.parent)
-                with os.fdopen(fd, "w") as f:
-                    json.dump({"version": CACHE_VERSION, "entries": merged}, f, indent=1, sort_keys=True)
-                os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a cache is not a secret
-                os.replace(tmp, self.path)
-            except OSError as e:
-                if tmp is not None and os.path.exists(tmp):
-                    os.unlink(tmp)  # a read-only cache dir must not stop training; we just re-measure next time
+                atomic_write(self.path, body, durable=False, mode=0o644)  # a cache is not a secret
+            except OSError as e:  # a read-only cache dir must not stop training; we just re-measure next time
                 _log.warning("kernels.ops.autotune_cache_not_written", path=str(self.path), error=str(e))
 
 
