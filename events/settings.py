@@ -39,7 +39,7 @@ class KafkaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         env = os.environ.get("MYOLO_KAFKA_BOOTSTRAP")
         if env:
             return env
-        from events.broker.state import local_bootstrap  # noqa: PLC0415 (only the local stack needs it)
+        from events.broker.state import local_bootstrap
 
         found = local_bootstrap()
         if found:

@@ -68,6 +68,7 @@ def build_command_consumer(
         verifier=AckingVerifier(executor),
         clock=executor.clock,
         auto_offset_reset=auto_offset_reset,
+        accept_key=lambda key, own=node_id.encode(): key == own,  # other nodes' commands are not ours to judge
     )
 
 

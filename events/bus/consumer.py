@@ -36,6 +36,7 @@ class ConsumerStats:
     consumed: int = 0
     handled: int = 0
     duplicates: int = 0
+    skipped: int = 0
     dead_lettered: int = 0
     handler_retries: int = 0
 
@@ -43,7 +44,8 @@ class ConsumerStats:
 class EventConsumer:
     """Consume CloudEvents from ``topics`` in group ``group_id`` and hand each valid, new one to ``handler``.
 
-    ``verifier`` (for command topics) rejects unsigned or forged events. ``handler_attempts`` bounds how often
+    ``verifier`` (for command topics) rejects unsigned or forged events. ``accept_key`` skips, before any
+    decoding, records keyed for someone else (an agent reads only its own node's commands). ``handler_attempts`` bounds how often
     a failing handler is retried before the record is dead-lettered, so one poisonous record cannot stall a
     partition forever.
     """
@@ -63,6 +65,7 @@ class EventConsumer:
         clock: Clock | None = None,
         auto_offset_reset: str = "earliest",
         max_records: int = 500,
+        accept_key: Callable[[bytes | None], bool] | None = None,
     ) -> None:
         self.topics = topics
         self.group_id = group_id
@@ -76,6 +79,7 @@ class EventConsumer:
         self._attempts = handler_attempts
         self._clock = clock or SystemClock()
         self._max_records = max_records
+        self._accept_key = accept_key
         self._kwargs = {
             **settings.client_kwargs(),
             "group_id": group_id,
@@ -120,6 +124,9 @@ class EventConsumer:
     async def process(self, record: ConsumerRecord) -> None:
         """Decode, check, deduplicate and handle one record; dead-letter it when it cannot be accepted."""
         self.stats.consumed += 1
+        if self._accept_key is not None and not self._accept_key(record.key):
+            self.stats.skipped += 1  # another entity's record on a shared partition: not ours to judge
+            return
         try:
             event = decode(record.value, record.headers, record.key, max_bytes=self._max_bytes)
             allowed = self._allowed.get(record.topic)

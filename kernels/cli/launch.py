@@ -109,21 +109,33 @@ def spawn(job_file: Path, nproc: int, job_id: str, on_record) -> list[Worker]:
     return workers
 
 
+# What a rank says when it died only because another one did (its peer's socket closed under it).
+COLLATERAL = ("Connection closed by peer", "Connection reset by peer", "remote worker crashing", "Broken pipe")
+
+
+def cause(failed: list[Worker]) -> Worker | None:
+    """The failed rank that has the cause: the earliest whose error is not just a peer's socket closing.
+
+    Exit order alone misleads under load: a survivor can notice the dead peer and exit before the launcher
+    has seen the crashed rank's own exit."""
+    failed = sorted(failed, key=lambda w: w.exit_time or 0.0)
+    own = [w for w in failed if not any(c in line for line in w.tail for c in COLLATERAL)]
+    return (own or failed or [None])[0]
+
+
 def supervise(workers: list[Worker]) -> Worker | None:
-    """Wait for all workers; on the first failure stop the others. Returns the first failed worker."""
-    first: Worker | None = None
+    """Wait for all workers; on the first failure stop the others. Returns the failed rank with the cause."""
     deadline: float | None = None
     while True:
         running = 0
         for w in workers:
             if w.exit_time is None and w.proc.poll() is not None:
                 w.exit_time = time.monotonic()
-                if w.proc.returncode != 0 and first is None:
-                    first = w
+                if w.proc.returncode != 0 and deadline is None:
                     deadline = time.monotonic() + GRACE_S
             running += w.exit_time is None
         if running == 0:
-            return first
+            return cause([w for w in workers if w.proc.returncode != 0])
         if deadline is not None and time.monotonic() > deadline:
             stop_all(workers)
             deadline = time.monotonic() + 3600

@@ -16,12 +16,10 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
 from events.codec import decode
 from events.envelope import Event
 from events.settings import KafkaSettings
-from tests.integration.events.conftest import wait_until
+from tests.helpers import read_topic as read_records
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -133,23 +131,4 @@ class AgentProc:
 
 async def read_topic(settings: KafkaSettings, topic: str, key: str) -> list[Event]:
     """Every event on ``topic`` keyed ``key``, in partition order (one key lives on one partition)."""
-    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
-    await consumer.start()
-    out: list[Event] = []
-    try:
-        consumer.subscribe([topic])  # asks the client for the topic's metadata, so every partition is known
-        await wait_until(lambda: consumer.partitions_for_topic(topic), timeout=30, what=f"metadata of {topic}")
-        consumer.unsubscribe()
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        assert parts, f"topic {topic} has no partitions"
-        consumer.assign(parts)
-        await consumer.seek_to_beginning(*parts)
-        end = await consumer.end_offsets(parts)
-        while [tp for tp in parts if await consumer.position(tp) < end[tp]]:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                for r in records:
-                    if r.key == key.encode():
-                        out.append(decode(r.value, r.headers, r.key))
-    finally:
-        await consumer.stop()
-    return out
+    return [decode(r.value, r.headers, r.key) for r in await read_records(settings, topic) if r.key == key.encode()]

@@ -20,8 +20,8 @@ from events.payloads import Command, CommandAck, NodeSample
 from events.settings import KafkaSettings
 from events.signing import SigningKey
 from events.topics import CATALOGUE, COMMAND_ACKS, NODE_SAMPLES, ensure_topics
+from tests.helpers import wait_until
 from tests.integration.agent.agent_proc import AgentProc, read_topic
-from tests.integration.events.conftest import wait_until
 
 pytestmark = pytest.mark.kafka
 

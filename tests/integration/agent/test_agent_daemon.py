@@ -12,8 +12,8 @@ from agent.spool import Spool
 from events.payloads import NodeFault, NodeSample
 from events.settings import KafkaSettings
 from events.topics import CATALOGUE, NODE_FAULTS, NODE_SAMPLES, ensure_topics
+from tests.helpers import wait_until
 from tests.integration.agent.agent_proc import AgentProc, read_topic
-from tests.integration.events.conftest import wait_until
 
 pytestmark = pytest.mark.kafka
 MiB = 1 << 20
@@ -135,4 +135,4 @@ async def test_broker_outage_spools_then_drains_in_order_with_flat_memory(kafka,
     samples = unique_in_order(await read_topic(settings, NODE_SAMPLES, agent.node_id))
     seqs = [s.seq for s in samples]
     assert seqs == list(range(1, len(seqs) + 1)), "a sample was lost or reordered across the outage"
-    assert len(seqs) >= 300
+    assert len(seqs) >= 250  # at least everything that sat in the spool during the outage

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from coordinator.config import CoordinatorConfig, load_coordinator_config
 from coordinator.service import CoordinatorService
@@ -18,6 +16,8 @@ from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
 from events.topics import CATALOGUE, ensure_topics
+from tests.helpers import read_topic as read_records
+from tests.helpers import wait_until
 
 _created = False
 
@@ -95,33 +95,9 @@ async def producer(settings: KafkaSettings, clock: SimClock) -> AsyncIterator[Ev
         yield p
 
 
-async def wait_until(cond: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Poll for something the broker or another process will do (I/O), with a deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 async def read_topic(settings: KafkaSettings, topic: str) -> list:
     """Every record of a topic, from the beginning: [(key, value, headers)]."""
-    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
-    await consumer.start()
-    out: list = []
-    try:
-        await consumer._client.set_topics([topic])  # metadata for this topic, so its partitions are known
-        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        consumer.assign(parts)
-        await consumer.seek_to_beginning(*parts)
-        end = await consumer.end_offsets(parts)
-        while [tp for tp in parts if await consumer.position(tp) < end[tp]]:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                out += [(r.key.decode() if r.key else None, r.value, r.headers) for r in records]
-    finally:
-        await consumer.stop()
-    return out
+    return [(r.key.decode() if r.key else None, r.value, r.headers) for r in await read_records(settings, topic)]
 
 
 async def state_records(settings: KafkaSettings, topic: str, key: str) -> list:

@@ -6,48 +6,16 @@ FAIL fault after them still cordons, and no part of the coordinator stops."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import uuid
-
-import msgspec
-import pytest
 
 from agent.fleetsim import FleetSimulator
 from events.clock import SimClock
-from events.codec import encode_structured
 from events.deadletter import dead_letter_info
-from events.envelope import new_event
 from events.examples import node_sample
 from events.payloads import NodeFault
 from events.topics import DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
-from tests.integration.coordinator.conftest import read_topic, wait_until
-
-KCAT = shutil.which("kcat") or shutil.which("kafkacat")
-pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat not installed (make test installs it)")
-_DROP = object()
-
-
-def kcat(bootstrap: str, topic: str, key: str, value: bytes, headers: dict[str, str] | None = None) -> None:
-    cmd = [KCAT, "-P", "-b", bootstrap, "-t", topic, "-k", key, "-D", "\x1e"]
-    for k, v in (headers or {}).items():
-        cmd += ["-H", f"{k}={v}"]
-    subprocess.run(cmd, input=value, check=True, timeout=30)
-
-
-def structured(payload, **changes) -> bytes:
-    """A structured-mode CloudEvent as an external producer writes it, with ``a__b__0__c`` paths changed."""
-    doc = msgspec.json.decode(encode_structured(new_event(payload, "ext/kcat")))
-    for path, value in changes.items():
-        target = doc
-        *parents, last = path.split("__")
-        for p in parents:
-            target = target[int(p)] if p.isdigit() else target[p]
-        if value is _DROP:
-            del target[last]
-        else:
-            target[last] = value
-    return msgspec.json.encode(doc)
+from tests.helpers import DROP, kcat, structured, wait_until
+from tests.integration.coordinator.conftest import read_topic
 
 
 def fault(node: str, **kw) -> NodeFault:
@@ -79,7 +47,7 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
             "not-json": (NODE_SAMPLES, b"this is not json {", None, "value", "not valid JSON"),
             "unknown-type": (NODE_SAMPLES, structured(bad, type="com.example.unknown.v1"), None, "type",
                              "unknown event type"),
-            "missing-field": (NODE_SAMPLES, structured(bad, data__node_id=_DROP), None, "data.node_id",
+            "missing-field": (NODE_SAMPLES, structured(bad, data__node_id=DROP), None, "data.node_id",
                               "missing required field"),
             "util-140": (NODE_SAMPLES, structured(bad, data__gpus__1__util_gpu=140.0), None,
                          "data.gpus[1].util_gpu", "<= 100"),

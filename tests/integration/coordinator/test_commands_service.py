@@ -30,7 +30,8 @@ async def test_intent_signed_command_retry_ack_expiry(
 ) -> None:
     tag = uuid.uuid4().hex[:6]
     node, silent = f"n-{tag}", f"s-{tag}"
-    env = {"MYOLO_COMMANDS_RETRY_AFTER_S": "2.0", "MYOLO_COMMANDS_MAX_ATTEMPTS": "3"}
+    # nodes stay un-Lost however long the simulated retries take: liveness and its drains are tested elsewhere
+    env = {"MYOLO_COMMANDS_RETRY_AFTER_S": "2.0", "MYOLO_COMMANDS_MAX_ATTEMPTS": "3", "MYOLO_LOST_AFTER_S": "3600"}
     svc = await services.start(make_config(f"c-{tag}", **env), clock)
     standby = await services.start(make_config(f"d-{tag}", **env), clock)
     if await one_leader(svc, standby) is standby:

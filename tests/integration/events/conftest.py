@@ -7,12 +7,12 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from events.bus import EventConsumer, EventProducer
 from events.deadletter import dead_letter_info
 from events.settings import KafkaSettings
 from events.topics import CATALOGUE, DEAD_LETTER, Topic, ensure_topics
+from tests.helpers import read_topic, wait_until  # noqa: F401 (wait_until: re-exported for the tests here)
 
 _created_catalogue = False
 
@@ -46,16 +46,6 @@ async def producer(settings: KafkaSettings) -> AsyncIterator[EventProducer]:
         yield p
 
 
-async def wait_until(cond: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Poll for something the broker or another process will do (I/O), with a deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 class Running:
     """An EventConsumer running in a task, stopped at the end of the test."""
 
@@ -70,21 +60,10 @@ class Running:
 
 async def dead_letters_from(settings, source_topic: str, expected: int) -> list:
     """Read the dead-letter topic from the start: [(key, original value, headers, our dlq info)]."""
-    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
-    await consumer.start()
-    out: list = []
-    try:
-        parts = [TopicPartition(DEAD_LETTER, p) for p in consumer.partitions_for_topic(DEAD_LETTER) or {0, 1, 2}]
-        consumer.assign(parts)
-        await consumer.seek_to_beginning(*parts)
-        end = await consumer.end_offsets(parts)
-        while [tp for tp in parts if await consumer.position(tp) < end[tp]]:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                for r in records:
-                    info = dead_letter_info(r.headers)
-                    if info.get("topic") == source_topic:
-                        out.append((r.key.decode(), r.value, r.headers, info))
-    finally:
-        await consumer.stop()
+    out = [
+        (r.key.decode(), r.value, r.headers, info)
+        for r in await read_topic(settings, DEAD_LETTER)
+        if (info := dead_letter_info(r.headers)).get("topic") == source_topic
+    ]
     assert len(out) == expected
     return out

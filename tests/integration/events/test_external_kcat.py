@@ -3,45 +3,18 @@ the good one, dead-letters each bad one with the right reason, and keeps running
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import uuid
 
-import msgspec
-import pytest
-
 from events.bus import EventConsumer
-from events.codec import encode_structured
-from events.envelope import new_event
 from events.examples import node_sample
-from tests.integration.events.conftest import Running, dead_letters_from, wait_until
-
-KCAT = shutil.which("kcat") or shutil.which("kafkacat")
-pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat not installed (make test installs it)")
+from tests.helpers import DROP, kcat, structured, wait_until
+from tests.integration.events.conftest import Running, dead_letters_from
 
 
-def kcat(bootstrap: str, topic: str, key: str, value: bytes, headers: dict[str, str] | None = None) -> None:
-    cmd = [KCAT, "-P", "-b", bootstrap, "-t", topic, "-k", key, "-D", "\x1e"]
-    for k, v in (headers or {}).items():
-        cmd += ["-H", f"{k}={v}"]
-    subprocess.run(cmd, input=value, check=True, timeout=30)
+def sample_event(**changes) -> bytes:
+    return structured(node_sample("ext-node", gpus=2), **changes)
 
 
-def structured(**changes) -> bytes:
-    doc = msgspec.json.decode(encode_structured(new_event(node_sample("ext-node", gpus=2), "ext/kcat")))
-    for path, value in changes.items():
-        target = doc
-        *parents, last = path.split("__")
-        for p in parents:
-            target = target[int(p)] if p.isdigit() else target[p]
-        if value is _DROP:
-            del target[last]
-        else:
-            target[last] = value
-    return msgspec.json.encode(doc)
-
-
-_DROP = object()
 BINARY_HEADERS = {
     "ce_specversion": "1.0",
     "ce_id": "kcat-bin-1",
@@ -53,20 +26,20 @@ BINARY_HEADERS = {
 MALFORMED = {
     "not-json": (b"this is not json {", None, "value", "not valid JSON"),
     "not-cloudevent": (b'{"temperature": 41}', None, "specversion", "not a CloudEvent"),
-    "unknown-type": (structured(type="com.example.unknown.v1"), None, "type", "unknown event type"),
-    "unsupported-version": (structured(type="ai.myolo.node.sample.v7"), None, "type", "unsupported version"),
-    "missing-field": (structured(data__node_id=_DROP), None, "data.node_id", "missing required field"),
-    "mistyped-field": (structured(data__gpus__0__index="zero"), None, "data.gpus[0].index", "Expected `int`"),
-    "impossible-value": (structured(data__gpus__1__util_gpu=140), None, "data.gpus[1].util_gpu", "<= 100"),
-    "bad-time": (structured(time="last tuesday"), None, "time", "RFC 3339"),
-    "too-big": (structured(data__padding="x" * 20_000), None, "value", "over the 16384-byte limit"),
+    "unknown-type": (sample_event(type="com.example.unknown.v1"), None, "type", "unknown event type"),
+    "unsupported-version": (sample_event(type="ai.myolo.node.sample.v7"), None, "type", "unsupported version"),
+    "missing-field": (sample_event(data__node_id=DROP), None, "data.node_id", "missing required field"),
+    "mistyped-field": (sample_event(data__gpus__0__index="zero"), None, "data.gpus[0].index", "Expected `int`"),
+    "impossible-value": (sample_event(data__gpus__1__util_gpu=140), None, "data.gpus[1].util_gpu", "<= 100"),
+    "bad-time": (sample_event(time="last tuesday"), None, "time", "RFC 3339"),
+    "too-big": (sample_event(data__padding="x" * 20_000), None, "value", "over the 16384-byte limit"),
     "binary-bad-payload": (b'{"node_id": 5}', BINARY_HEADERS, "data.node_id", "Expected `str`"),
 }
 
 
 async def test_kcat_records_valid_and_malformed(kafka, settings, producer, fresh_topic) -> None:
     topic = await fresh_topic(1)
-    kcat(kafka.bootstrap, topic, "good-1", structured())
+    kcat(kafka.bootstrap, topic, "good-1", sample_event())
     for key, (value, headers, _, _) in MALFORMED.items():
         kcat(kafka.bootstrap, topic, key, value, headers)
 
@@ -82,7 +55,7 @@ async def test_kcat_records_valid_and_malformed(kafka, settings, producer, fresh
     try:
         await wait_until(lambda: consumer.stats.consumed >= 1 + len(MALFORMED), what="all kcat records")
         # the consumer is still alive: a valid record after the bad ones is handled too
-        kcat(kafka.bootstrap, topic, "good-2", structured(id="after-the-bad-ones"))
+        kcat(kafka.bootstrap, topic, "good-2", sample_event(id="after-the-bad-ones"))
         await wait_until(lambda: len(handled) == 2, what="the record after the bad ones")
         assert not run.task.done()
     finally:

@@ -99,3 +99,20 @@ async def test_wrong_type_for_the_topic_is_dead_lettered() -> None:
     consumer = _consumer(handler, dlq)
     await consumer.process(_record(new_event(example_payloads()["ai.myolo.command.v1"], "x")))
     assert "does not belong on topic" in dead_letter_info(dlq.sent[0][3])["reason"]
+
+
+async def test_records_keyed_for_someone_else_are_skipped_before_decoding() -> None:
+    seen = []
+
+    async def handler(event, info):
+        seen.append(event.data.node_id)
+
+    dlq = DeadLetters()
+    consumer = EventConsumer(
+        KafkaSettings(bootstrap="127.0.0.1:1"), ["myolo.node.samples"], "g", handler, dead_letters=dlq,
+        clock=InstantClock(), accept_key=lambda key: key == b"mine",
+    )  # fmt: skip
+    garbage = ConsumerRecord("myolo.node.samples", 0, 0, 0, 0, b"theirs", b"not json", None, 6, 8, [])
+    await consumer.process(garbage)
+    await consumer.process(_record(new_event(node_sample("mine", gpus=1), "agent/x"), 1))
+    assert seen == ["mine"] and consumer.stats.skipped == 1 and not dlq.sent

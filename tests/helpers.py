@@ -1,0 +1,76 @@
+"""Helpers shared by the integration tests: waiting on I/O, reading a topic, writing as an external producer."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+from events.codec import encode_structured
+from events.envelope import new_event
+from events.payloads import Payload
+from events.settings import KafkaSettings
+
+DROP = object()  # in ``structured(...)``: remove the field
+KCAT = shutil.which("kcat") or shutil.which("kafkacat")
+
+
+async def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> None:
+    """Poll for something the broker or another process will do (I/O), with a deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def read_topic(settings: KafkaSettings, topic: str) -> list[ConsumerRecord]:
+    """Every record of ``topic`` from the beginning to its current end, partition by partition."""
+    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
+    await consumer.start()
+    out: list[ConsumerRecord] = []
+    try:
+        consumer.subscribe([topic])  # asks the client for the topic's metadata, so every partition is known
+        await wait_until(lambda: consumer.partitions_for_topic(topic), timeout=30, what=f"metadata of {topic}")
+        consumer.unsubscribe()
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        end = await consumer.end_offsets(parts)
+        while [tp for tp in parts if await consumer.position(tp) < end[tp]]:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out += records
+    finally:
+        await consumer.stop()
+    return out
+
+
+def kcat(bootstrap: str, topic: str, key: str, value: bytes, headers: dict[str, str] | None = None) -> None:
+    """Write one record with kcat (librdkafka): an external producer that is not ours."""
+    assert KCAT is not None, "kcat is not installed: `make sysdeps` (or apt-get install kcat) installs it"
+    cmd = [KCAT, "-P", "-b", bootstrap, "-t", topic, "-k", key, "-D", "\x1e"]
+    for k, v in (headers or {}).items():
+        cmd += ["-H", f"{k}={v}"]
+    subprocess.run(cmd, input=value, check=True, timeout=30)
+
+
+def structured(payload: Payload, source: str = "ext/kcat", **changes: Any) -> bytes:
+    """A structured-mode CloudEvent as an external producer writes it, with ``a__b__0__c`` paths changed
+    (``DROP`` removes the field)."""
+    doc = msgspec.json.decode(encode_structured(new_event(payload, source)))
+    for path, value in changes.items():
+        target = doc
+        *parents, last = path.split("__")
+        for p in parents:
+            target = target[int(p)] if p.isdigit() else target[p]
+        if value is DROP:
+            del target[last]
+        else:
+            target[last] = value
+    return msgspec.json.encode(doc)
