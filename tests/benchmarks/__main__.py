@@ -26,6 +26,7 @@ def main(argv: list[str]) -> int:
         print(f"== {name}", flush=True)
         t0 = time.perf_counter()
         try:
+            sys.argv = [name]  # each benchmark parses its own options: run it with its defaults
             importlib.import_module(f"tests.benchmarks.{name}").main()
         except Exception:
             traceback.print_exc()

@@ -205,7 +205,9 @@ def main() -> None:
     parser.add_argument("--no-model", action="store_true", help="skip the small-preset step per backend")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    os.environ.setdefault("MYOLO_CACHE_DIR", tempfile.mkdtemp(prefix="myolo-bench-"))  # fresh autotune
+    os.environ.setdefault(  # a fresh autotune cache: every backend measured in this run
+        "MYOLO_AUTOTUNE_CACHE", os.path.join(tempfile.mkdtemp(prefix="myolo-bench-"), "attention_autotune.json")
+    )
     started = time.perf_counter()
     dtype = getattr(torch, args.dtype)
     report = {
