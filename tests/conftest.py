@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from events.broker import BrokerError, LocalBroker
+from events.settings import KafkaSettings
+from events.topics import CATALOGUE, ensure_topics
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,3 +44,16 @@ def kafka() -> Iterator[LocalBroker]:
     finally:
         broker.clean()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+_topics_ready: set[str] = set()
+
+
+@pytest.fixture
+async def settings(kafka: LocalBroker) -> KafkaSettings:
+    """Client settings for the session broker, with the catalogue's topics created (once per broker)."""
+    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test")
+    if kafka.bootstrap not in _topics_ready:
+        await ensure_topics(s.client_kwargs(), CATALOGUE)
+        _topics_ready.add(kafka.bootstrap)
+    return s

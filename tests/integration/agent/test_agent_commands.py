@@ -17,20 +17,12 @@ import pytest
 
 from events.bus import EventConsumer, EventProducer
 from events.payloads import Command, CommandAck, NodeSample
-from events.settings import KafkaSettings
 from events.signing import SigningKey
-from events.topics import CATALOGUE, COMMAND_ACKS, NODE_SAMPLES, ensure_topics
+from events.topics import COMMAND_ACKS, NODE_SAMPLES
 from tests.helpers import wait_until
 from tests.integration.agent.agent_proc import AgentProc, read_topic
 
 pytestmark = pytest.mark.kafka
-
-
-@pytest.fixture
-async def settings(kafka) -> KafkaSettings:
-    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test-agent-commands")
-    await ensure_topics(s.client_kwargs(), CATALOGUE)
-    return s
 
 
 async def test_a_running_agent_obeys_signed_commands_once_and_fences_an_older_epoch(

@@ -10,20 +10,12 @@ import pytest
 
 from agent.spool import Spool
 from events.payloads import NodeFault, NodeSample
-from events.settings import KafkaSettings
-from events.topics import CATALOGUE, NODE_FAULTS, NODE_SAMPLES, ensure_topics
+from events.topics import NODE_FAULTS, NODE_SAMPLES
 from tests.helpers import wait_until
 from tests.integration.agent.agent_proc import AgentProc, read_topic
 
 pytestmark = pytest.mark.kafka
 MiB = 1 << 20
-
-
-@pytest.fixture
-async def settings(kafka) -> KafkaSettings:
-    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test-agent")
-    await ensure_topics(s.client_kwargs(), CATALOGUE)
-    return s
 
 
 @pytest.fixture

@@ -18,18 +18,11 @@ from events.codec import encode
 from events.payloads import Command, CommandAck
 from events.settings import KafkaSettings
 from events.signing import SigningKey, Verifier, sign
-from events.topics import CATALOGUE, COMMAND_ACKS, COMMANDS, ensure_topics
+from events.topics import COMMAND_ACKS, COMMANDS
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.kafka
 KEY = SigningKey("coordinator-it", b"s" * 32)
-
-
-@pytest.fixture
-async def settings(kafka) -> KafkaSettings:
-    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test-commands")
-    await ensure_topics(s.client_kwargs(), CATALOGUE)
-    return s
 
 
 class Daemon:

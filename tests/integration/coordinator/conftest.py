@@ -15,21 +15,8 @@ from coordinator.state import decode_state
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
-from events.topics import CATALOGUE, ensure_topics
 from tests.helpers import read_topic as read_records
 from tests.helpers import wait_until
-
-_created = False
-
-
-@pytest.fixture
-async def settings(kafka) -> KafkaSettings:
-    global _created
-    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test")
-    if not _created:
-        await ensure_topics(s.client_kwargs(), CATALOGUE)
-        _created = True
-    return s
 
 
 @pytest.fixture

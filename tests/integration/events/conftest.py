@@ -11,21 +11,8 @@ import pytest
 from events.bus import EventConsumer, EventProducer
 from events.deadletter import dead_letter_info
 from events.settings import KafkaSettings
-from events.topics import CATALOGUE, DEAD_LETTER, Topic, ensure_topics
+from events.topics import DEAD_LETTER, Topic, ensure_topics
 from tests.helpers import read_topic, wait_until  # noqa: F401 (wait_until: re-exported for the tests here)
-
-_created_catalogue = False
-
-
-@pytest.fixture
-async def settings(kafka) -> KafkaSettings:
-    """Settings for the session broker, with the catalogue topics present."""
-    global _created_catalogue
-    s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test")
-    if not _created_catalogue:
-        await ensure_topics(s.client_kwargs(), CATALOGUE)
-        _created_catalogue = True
-    return s
 
 
 @pytest.fixture
