@@ -1,5 +1,5 @@
 """Commands to agents: intents in the state topic, signed commands keyed by node, acks, retries."""
 
-from coordinator.commands.dispatcher import ACTIONS_NOW, Dispatcher, NotLeading, check_args
+from coordinator.commands.dispatcher import Dispatcher, NotLeading, check_args
 
-__all__ = ["ACTIONS_NOW", "Dispatcher", "NotLeading", "check_args"]
+__all__ = ["Dispatcher", "NotLeading", "check_args"]

@@ -21,10 +21,9 @@ from events.clock import Clock
 from events.envelope import new_id
 from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck
-from events.payloads.commands import ACTION_ARGS, action_args
+from events.payloads.commands import action_args
 from events.topics import STATE_COMMANDS
 
-ACTIONS_NOW = tuple(ACTION_ARGS)
 KEEP_FINISHED_S = 3600.0
 log = structlog.get_logger("myolo.coordinator.commands")
 

@@ -104,14 +104,8 @@ def action_args(action: str, args: dict[str, Any]) -> ActionArgs:
         msg, _, path = str(exc).partition(" - at `$")
         path = path.rstrip("`")
         if msg.startswith("Object contains unknown field `"):
-            name = msg.split("`")[1]
-            return _raise(
-                f"unknown argument for {action}; it takes {', '.join(cls.__struct_fields__) or 'none'}", f"args.{name}"
-            )
-        if msg.startswith("Object missing required field `"):
+            path = f".{msg.split('`')[1]}"
+            msg = f"unknown argument for {action}; it takes {', '.join(cls.__struct_fields__) or 'none'}"
+        elif msg.startswith("Object missing required field `"):
             path, msg = f".{msg.split('`')[1]}", "missing required argument"
-        return _raise(msg, f"args{path}")
-
-
-def _raise(reason: str, field: str) -> ActionArgs:
-    raise InvalidEvent(reason, field)
+        raise InvalidEvent(msg, f"args{path}") from None
