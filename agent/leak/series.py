@@ -18,14 +18,22 @@ Why this shape, from the raw readings to the alert:
    more than ``noise_k`` x the reading noise (a short window cannot tell a wander of the floor from a
    trend), and both halves of the window rise (``steady_ratio``: a single shift too small to be cut as a
    jump leaves one half flat). It clears when the lower bound falls below ``clear_ratio`` x threshold.
+5. The same test runs over a second, short window (default 30 min) before the long one. A leak that starts
+   after hours of flat memory only tilts a 2 h window once it fills most of it (80-97 min); the short
+   window sees it after its floor horizon and 10 points, as a leak present from the start is seen. Two
+   tests of one series double the chances of a fluke, so the short one asks for 99 % confidence
+   (``short_confidence``; at 98 % it added one false alarm in 300 node-days). The alert fires when either
+   window passes; the verdict carries the window that did (else the one with the strongest evidence, the
+   highest lower bound), and the alert clears when that bound is low again.
 
 Time only comes from the timestamps given to :meth:`add`: simulated hours run in milliseconds.
 
 Tried and left out, measured with tests/benchmarks/bench_leak.py (so nobody tries them again blindly):
 
-- Short windows (15-30 min) next to the 2 h one, to catch a leak that starts late: near a plateau step the
-  floor is a ramp, not a step (as the horizon slides past the step the quantile climbs the fragmentation
-  staircase), and a short window takes that ramp for growth: hundreds of false alarms per 100 node-days.
+- Windows of 15-20 min, or a short window whose alert needs less than the long window's guards: near a
+  plateau step the floor is a ramp, not a step (as the horizon slides past the step the quantile climbs the
+  fragmentation staircase), and a window of barely two horizons takes that ramp for growth (hundreds of
+  false alarms per 100 node-days). Thirty minutes with both guards is the shortest we found safe.
 - Floors detrended by the slope estimated so far (to smooth the staircase a leak's floor makes): it feeds
   itself. When the lowest reading of successive horizons is the same reading, subtracting ``b * (t - t0)``
   makes the floors rise at exactly ``b``, so a chance positive slope confirms itself (5 false alarms in 400
@@ -54,6 +62,8 @@ class LeakConfig:
     block_s: float = 60.0
     floor_horizon_s: float = 480.0
     window_s: float = 7200.0
+    short_window_s: float = 1800.0  # 0: only the long window
+    short_confidence: float = 0.99
     max_points: int = 48
     min_points: int = 10
     floor_quantile: float = 0.05
@@ -69,10 +79,16 @@ class LeakConfig:
         checks = [
             ("threshold_pct_per_h", self.threshold_pct_per_h > 0, "> 0"),
             ("confidence", self.confidence in Z_TWO_SIDED, f"one of {sorted(Z_TWO_SIDED)}"),
+            ("short_confidence", self.short_confidence in Z_TWO_SIDED, f"one of {sorted(Z_TWO_SIDED)}"),
             ("warmup_s", self.warmup_s >= 0, ">= 0"),
             ("block_s", self.block_s > 0, "> 0"),
             ("floor_horizon_s", self.floor_horizon_s >= 0, ">= 0"),
             ("window_s", self.window_s >= 4 * self.block_s, ">= 4 x block_s"),
+            (
+                "short_window_s",
+                self.short_window_s == 0 or 4 * self.block_s <= self.short_window_s < self.window_s,
+                "0 or in [4 x block_s, window_s)",
+            ),
             ("max_points", self.max_points >= self.min_points, ">= min_points"),
             ("min_points", self.min_points >= 4, ">= 4"),
             ("floor_quantile", 0 <= self.floor_quantile <= 0.5, "in [0, 0.5]"),
@@ -100,6 +116,16 @@ class Verdict:
     window_s: float
     alert: bool
     changed: bool  # the alert state flipped at this evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """The trend over one window and whether it passes every test of the alert."""
+
+    trend: Trend
+    points: int
+    span_s: float
+    passes: bool
 
 
 def _low_quantile(x: np.ndarray, q: float) -> float:
@@ -201,15 +227,14 @@ class LeakSeries:
                 return False
         return True
 
-    def evaluate(self, now: float) -> Verdict | None:
-        """Re-estimate from the floor so far; ``None`` until there is enough of it after warm-up."""
+    def _window(self, window_s: float, confidence: float) -> _Fit | None:
+        """The trend of the floor over the last ``window_s`` and whether it passes the alert's tests;
+        ``None`` while the window has too few points or pairs to judge."""
         cfg = self.config
-        if len(self._ft) < cfg.min_points:
-            return None
         t = np.asarray(self._ft)
         y = np.asarray(self._fy)
         idx = np.asarray(self._fi)
-        keep = t >= t[-1] - cfg.window_s
+        keep = t >= t[-1] - window_s
         t, y, idx = t[keep], y[keep], idx[keep]
         stride = max(1, math.ceil(len(t) / cfg.max_points))
         if stride > 1:
@@ -217,32 +242,53 @@ class LeakSeries:
             t, y = t[pick], y[pick]
         if len(t) < cfg.min_points:
             return None
-        self.evaluations += 1
         hours = (t - t[0]) / 3600.0
         lag = math.ceil(self._h / stride) if cfg.serial_correction else 0
         span = max(1, math.ceil(self._h / 2 / stride))
         segments = segments_from_jumps(y, cfg.min_jump_pct, span=span)
-        trend: Trend | None = theil_sen(hours, y, segments, cfg.confidence, max_lag=lag)
+        trend: Trend | None = theil_sen(hours, y, segments, confidence, max_lag=lag)
         if trend is None or trend.pairs < cfg.min_points * (cfg.min_points - 1) // 2:
             return None  # a jump split the points: too few pairs inside segments to judge yet
-        was = self.alert
-        rise_needed = cfg.noise_k * self._noise()
-        if (
+        passes = (
             trend.lower > cfg.threshold_pct_per_h
-            and trend.lower * float(hours[-1]) >= rise_needed
+            and trend.lower * float(hours[-1]) >= cfg.noise_k * self._noise()
             and self._steady(hours, y, segments, cfg)
-        ):
+        )
+        return _Fit(trend, len(t), float(t[-1] - t[0]), passes)
+
+    def evaluate(self, now: float) -> Verdict | None:
+        """Re-estimate from the floor so far; ``None`` until there is enough of it after warm-up."""
+        cfg = self.config
+        if len(self._ft) < cfg.min_points:
+            return None
+        windows = [(cfg.window_s, cfg.confidence)]
+        if 0 < cfg.short_window_s < self._ft[-1] - self._ft[0]:
+            # only once the floor outgrows the short window: before, both windows hold the same points
+            windows.insert(0, (cfg.short_window_s, cfg.short_confidence))
+        fits = []
+        for window_s, confidence in windows:
+            fit = self._window(window_s, confidence)
+            if fit is not None:
+                fits.append(fit)
+                if fit.passes:
+                    break
+        if not fits:
+            return None
+        self.evaluations += 1
+        best = next((f for f in fits if f.passes), None) or max(fits, key=lambda f: f.trend.lower)
+        was = self.alert
+        if best.passes:
             self.alert = True
-        elif trend.lower <= cfg.threshold_pct_per_h * cfg.clear_ratio:
+        elif best.trend.lower <= cfg.threshold_pct_per_h * cfg.clear_ratio:
             self.alert = False
         self.last = Verdict(
             at=now,
-            slope=trend.slope,
-            lower=trend.lower,
-            upper=trend.upper,
+            slope=best.trend.slope,
+            lower=best.trend.lower,
+            upper=best.trend.upper,
             samples=self.samples,
-            points=len(t),
-            window_s=float(t[-1] - t[0]),
+            points=best.points,
+            window_s=best.span_s,
             alert=self.alert,
             changed=self.alert != was,
         )

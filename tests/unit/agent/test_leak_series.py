@@ -15,12 +15,16 @@ from agent.leak.synthetic import synthetic_series
 CAP = 141e9  # an H200
 
 
-def _detect_minutes(seed: int, rate: float = 0.5, duration_s: float = 5400.0) -> float:
-    t, v = synthetic_series(np.random.default_rng(seed), duration_s, 1.0, leak_pct_per_h=rate)
-    series = LeakSeries(CAP)
+def _detect_minutes(
+    seed: int, rate: float = 0.5, duration_s: float = 5400.0, onset_s: float = 0.0, config: LeakConfig | None = None
+) -> float:
+    """Minutes from the leak's onset to the first alert; an alert before the onset fails the test."""
+    t, v = synthetic_series(np.random.default_rng(seed), duration_s, 1.0, leak_pct_per_h=rate, leak_onset_s=onset_s)
+    series = LeakSeries(CAP, config)
     for verdict in series.add_many(t, v):
         if verdict.alert:
-            return verdict.at / 60.0
+            assert verdict.at >= onset_s, f"false alarm at {verdict.at / 3600:.2f} h, before the leak began"
+            return (verdict.at - onset_s) / 60.0
     return float("inf")
 
 
@@ -29,6 +33,16 @@ def test_half_percent_per_hour_leak_is_found_within_30_minutes() -> None:
     assert np.all(np.isfinite(minutes)), minutes
     assert np.mean(minutes <= 30.0) >= 0.8, minutes
     assert np.median(minutes) <= 25.0, minutes
+
+
+def test_leak_starting_after_hours_of_flat_memory_is_found_as_fast() -> None:
+    """The short window's job: a leak that begins 3 h into a run must not wait until it fills the 2 h window."""
+    minutes = np.array([_detect_minutes(700 + i, duration_s=5 * 3600.0, onset_s=3 * 3600.0) for i in range(10)])
+    assert np.all(np.isfinite(minutes)), minutes
+    assert np.mean(minutes <= 30.0) >= 0.8, minutes
+    long_only = LeakConfig(short_window_s=0)
+    slow = [_detect_minutes(700 + i, duration_s=5 * 3600.0, onset_s=3 * 3600.0, config=long_only) for i in range(3)]
+    assert min(slow) > 45.0, slow  # the long window alone is much slower: the short one is doing the work
 
 
 def test_no_false_alarm_on_leak_free_days() -> None:
@@ -93,6 +107,8 @@ def test_alert_clears_when_growth_stops() -> None:
     [
         ({"threshold_pct_per_h": 0}, "threshold_pct_per_h"),
         ({"window_s": 60}, "window_s"),
+        ({"short_window_s": 9000}, "short_window_s"),
+        ({"short_confidence": 0.97}, "short_confidence"),
         ({"confidence": 0.5}, "confidence"),
     ],
 )
