@@ -231,13 +231,13 @@ class LeakSeries:
                 return False
         return True
 
-    def _window(self, window_s: float, confidence: float) -> _Fit | None:
-        """The trend of the floor over the last ``window_s`` and whether it passes the alert's tests;
-        ``None`` while the window has too few points or pairs to judge."""
+    def _window(
+        self, floor: tuple[np.ndarray, np.ndarray, np.ndarray], noise: float, window_s: float, confidence: float
+    ) -> _Fit | None:
+        """The trend of the ``floor`` (times, levels, block numbers) over its last ``window_s`` and whether it
+        passes the alert's tests; ``None`` while the window has too few points or pairs to judge."""
         cfg = self.config
-        t = np.asarray(self._ft)
-        y = np.asarray(self._fy)
-        idx = np.asarray(self._fi)
+        t, y, idx = floor
         keep = t >= t[-1] - window_s
         t, y, idx = t[keep], y[keep], idx[keep]
         stride = max(1, math.ceil(len(t) / cfg.max_points))
@@ -255,7 +255,7 @@ class LeakSeries:
             return None  # a jump split the points: too few pairs inside segments to judge yet
         passes = (
             trend.lower > cfg.threshold_pct_per_h
-            and trend.lower * float(hours[-1]) >= cfg.noise_k * self._noise()
+            and trend.lower * float(hours[-1]) >= cfg.noise_k * noise
             and self._steady(hours, y, segments, cfg)
         )
         return _Fit(trend, len(t), float(t[-1] - t[0]), passes)
@@ -269,17 +269,19 @@ class LeakSeries:
         if 0 < cfg.short_window_s < self._ft[-1] - self._ft[0]:
             # only once the floor outgrows the short window: before, both windows hold the same points
             windows.insert(0, (cfg.short_window_s, cfg.short_confidence))
+        floor = (np.asarray(self._ft), np.asarray(self._fy), np.asarray(self._fi))
+        noise = self._noise()
         fits = []
         for window_s, confidence in windows:
-            fit = self._window(window_s, confidence)
+            fit = self._window(floor, noise, window_s, confidence)
             if fit is not None:
                 fits.append(fit)
                 if fit.passes:
-                    break
+                    break  # so a passing fit is always the last one
         if not fits:
             return None
         self.evaluations += 1
-        best = next((f for f in fits if f.passes), None) or max(fits, key=lambda f: f.trend.lower)
+        best = fits[-1] if fits[-1].passes else max(fits, key=lambda f: f.trend.lower)
         was = self.alert
         if best.passes:
             self.alert = True
