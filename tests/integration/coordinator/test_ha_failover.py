@@ -75,6 +75,17 @@ def view(st: dict) -> dict:
     }
 
 
+def settled_fleet(leader: dict | None, standby: dict | None) -> bool:
+    """No node is on its way to Lost, every Lost node is cordoned, and both coordinators agree on the fleet."""
+    if leader is None or standby is None:
+        return False
+    for n in leader["nodes"]:
+        cordoned = bool((n.get("cordon") or {}).get("cordoned"))
+        if n["liveness"] == "Suspect" or (n["liveness"] == "Lost" and not cordoned):
+            return False
+    return view(leader) == view(standby)
+
+
 async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -> None:
     tag = uuid.uuid4().hex[:6]
     node = f"ha-node-{tag}"
@@ -124,6 +135,9 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
         standby = "b" if leader == "a" else "a"
         e1 = sts[leader]["epoch"]
         assert e1 >= 1 and sts[standby]["epoch"] is None
+        # the shared broker also holds nodes of earlier tests, silent since: wait until the leader has seen each
+        # of them Lost and cordoned it, or the kill below could race that and the new leader would do it instead
+        await wait_until(lambda: settled_fleet(status(files[leader]), status(files[standby])), 30, "the fleet settled")
 
         # the node goes quiet (Suspect): the leader asks it for a sample; the executor is paused, so no ack
         procs.signal("executor", signal.SIGSTOP)
