@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agent.leak.series import LeakConfig, LeakSeries
-from agent.leak.synthetic import synthetic_series
+from agent.leak.synthetic import Profile, synthetic_series
 
 CAP = 141e9  # an H200
 
@@ -115,6 +115,17 @@ def test_alert_clears_when_growth_stops() -> None:
 def test_bad_config_is_named(kw: dict[str, float], name: str) -> None:
     with pytest.raises(ValueError, match=f"leak.{name}"):
         LeakSeries(CAP, LeakConfig(**kw))  # type: ignore[arg-type]
+
+
+def test_a_seed_names_its_profile() -> None:
+    """The benchmark splits its figures by each series' fragmentation cycle, redrawing the profile from the
+    seed: that only holds while ``synthetic_series`` draws its profile first, from the same generator."""
+    rng = np.random.default_rng(42)
+    drawn = Profile.draw(rng)
+    assert np.array_equal(
+        synthetic_series(np.random.default_rng(42), 600.0, 1.0)[1], synthetic_series(rng, 600.0, 1.0, profile=drawn)[1]
+    )
+    assert Profile.draw(np.random.default_rng(42)) == drawn
 
 
 def test_bad_capacity_is_named() -> None:
