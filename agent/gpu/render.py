@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -84,48 +85,70 @@ def _health(level: str, reasons: list[str]) -> Text:
     return Text(level + (f": {'; '.join(reasons)}" if reasons else ""), style=_STYLE.get(level, ""))
 
 
-def sample_table(sample: NodeSample) -> Table:
-    """One row per GPU with the fields an operator checks first; the full record is in ``--json``."""
+# (header, cell) in display order; the names in _DROP_ORDER give way, first to last, on a narrow terminal
+_COLUMNS: tuple[tuple[str, Callable[[GpuReading], str | Text]], ...] = (
+    ("gpu", lambda r: str(r.index)),
+    ("name", lambda r: r.name),
+    ("util\n%", lambda r: _fmt(r.util_gpu, lambda v: f"{v:.0f}")),
+    ("mem GiB\nused/total", _mem),
+    ("power W\nnow/limit", _power),
+    ("temp °C\ngpu/mem", _temps),
+    ("sm\nMHz", lambda r: _fmt(r.clock_sm_mhz)),
+    ("clock\nevents", lambda r: _fmt(r.clock_event_reasons, lambda v: ",".join(v) or "none")),
+    ("ecc\nunc/corr", _ecc),
+    ("remap\nunc/corr", _remap),
+    ("pcie", _pcie),
+    ("nvlink\nup/all", _nvlink),
+    ("procs", _procs),
+    ("health", lambda r: _health(r.health, r.health_reasons)),
+)
+_DROP_ORDER = ("pcie", "nvlink", "remap", "sm", "procs", "power W", "temp °C", "ecc")
+_HEALTH_MIN = 12  # the health column folds its reasons; it needs this much to show the level
+
+
+def _label(header: str) -> str:
+    return header.split("\n")[0]
+
+
+def _natural_width(header: str, cells: list[str | Text]) -> int:
+    """Columns a column takes unfolded: its widest line, plus padding and the border."""
+    widest = max(cell_len(str(c)) for c in [*header.split("\n"), *cells])
+    return (min(widest, _HEALTH_MIN) if header == "health" else widest) + 3
+
+
+def _fit(cells: dict[str, list[str | Text]], width: int | None) -> tuple[list[str], list[str]]:
+    """The headers that fit ``width`` without folding a value, and the labels of those left out."""
+    shown = list(cells)
+    hidden: list[str] = []
+    drops = iter(_DROP_ORDER)
+    while width is not None and 1 + sum(_natural_width(h, cells[h]) for h in shown) > width:
+        label = next(drops, None)
+        if label is None:
+            break  # what is left folds: gpu, name, util, mem, clock events and health stay
+        shown = [h for h in shown if _label(h) != label]
+        hidden.append(label)
+    return shown, hidden
+
+
+def sample_table(sample: NodeSample, width: int | None = None) -> Table:
+    """One row per GPU with the fields an operator checks first; the full record is in ``--json``.
+
+    Given the terminal's ``width``, the least urgent columns (PCIe, NVLink, remapped rows, clocks, ...) give
+    way rather than fold every value into a column of fragments; the caption names those left out."""
     title = (
         f"{sample.node_id}  backend={sample.backend}  driver={sample.driver_version or ABSENT}  "
         f"cuda={sample.cuda_version or ABSENT}"
     )
-    table = Table(title=title, caption=_health(sample.health, sample.health_reasons), caption_justify="left")
-    columns = (
-        "gpu",
-        "name",
-        "util %",
-        "mem GiB",
-        "power W",
-        "temp °C",
-        "sm MHz",
-        "clock events",
-        "ecc unc/corr",
-        "remap unc/corr",
-        "pcie",
-        "nvlink",
-        "procs",
-        "health",
-    )
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    for r in sample.gpus:
-        table.add_row(
-            str(r.index),
-            r.name,
-            _fmt(r.util_gpu, lambda v: f"{v:.0f}"),
-            _mem(r),
-            _power(r),
-            _temps(r),
-            _fmt(r.clock_sm_mhz),
-            _fmt(r.clock_event_reasons, lambda v: ",".join(v) or "none"),
-            _ecc(r),
-            _remap(r),
-            _pcie(r),
-            _nvlink(r),
-            _procs(r),
-            _health(r.health, r.health_reasons),
-        )
+    cells = {header: [cell(r) for r in sample.gpus] for header, cell in _COLUMNS}
+    shown, hidden = _fit(cells, width)
+    caption = _health(sample.health, sample.health_reasons)
+    if hidden:
+        caption.append(f"\nhidden at this width: {', '.join(hidden)} (see --json)", style="dim")
+    table = Table(title=title, caption=caption, caption_justify="left")
+    for header in shown:
+        table.add_column(header, overflow="fold")
+    for i in range(len(sample.gpus)):
+        table.add_row(*(cells[header][i] for header in shown))
     return table
 
 
@@ -134,4 +157,5 @@ def print_sample(sample: NodeSample, as_json: bool = False, console: Console | N
     if as_json:
         print(sample_json(sample))
         return
-    (console or Console()).print(sample_table(sample))
+    console = console or Console()
+    console.print(sample_table(sample, width=console.width))

@@ -75,3 +75,19 @@ def test_clock_event_reasons_round_trip_and_unknown_bits() -> None:
     ]
     assert decode_clock_event_reasons(0x4 | 0x1000) == ["sw_power_cap", "bit_0x1000"]
     assert encode_clock_event_reasons(["hw_slowdown", "sync_boost"]) == 0x18
+
+
+def test_a_narrow_terminal_drops_columns_instead_of_folding_values() -> None:
+    """On an 80-column SSH session every value still reads whole; the caption names what gave way."""
+    buf = io.StringIO()
+    print_sample(sample(), console=Console(file=buf, width=80, color_system=None))
+    out = buf.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    assert rows[0][:4] == ["0", "H200-sim", "97", "100.0/140"] and rows[0][-1] == "ok"
+    gpus = [row for row in rows if row[0]]
+    assert len(gpus) == 2 and all(not any(row[:-1]) for row in rows if not row[0])  # only health reasons fold
+    assert "hidden at this width: pcie, nvlink" in out
+    wide = io.StringIO()
+    print_sample(sample(), console=Console(file=wide, width=250, color_system=None))
+    assert "hidden" not in wide.getvalue() and "remap" in wide.getvalue()
