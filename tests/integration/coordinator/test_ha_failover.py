@@ -76,12 +76,18 @@ def view(st: dict) -> dict:
 
 
 def settled_fleet(leader: dict | None, standby: dict | None) -> bool:
-    """No node is on its way to Lost, every Lost node is cordoned, and both coordinators agree on the fleet."""
+    """Every node is either heard right now or Lost and cordoned, and both coordinators agree on the fleet.
+
+    The shared broker holds nodes of earlier tests. A coordinator that replays them counts their silence from
+    its own start, so they show Ready for a few seconds, then Suspect, then Lost (and the leader cordons them).
+    Until that has played out, a failover races it."""
     if leader is None or standby is None:
         return False
     for n in leader["nodes"]:
         cordoned = bool((n.get("cordon") or {}).get("cordoned"))
-        if n["liveness"] == "Suspect" or (n["liveness"] == "Lost" and not cordoned):
+        last_seen, interval = n.get("last_seen"), n.get("sample_interval_s") or 1.0
+        heard = last_seen is not None and leader["time"] - last_seen <= 2.5 * interval
+        if not ((n["liveness"] == "Ready" and heard) or (n["liveness"] == "Lost" and cordoned)):
             return False
     return view(leader) == view(standby)
 
