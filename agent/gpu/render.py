@@ -85,29 +85,26 @@ def _health(level: str, reasons: list[str]) -> Text:
     return Text(level + (f": {'; '.join(reasons)}" if reasons else ""), style=_STYLE.get(level, ""))
 
 
-# (header, cell) in display order; the names in _DROP_ORDER give way, first to last, on a narrow terminal
-_COLUMNS: tuple[tuple[str, Callable[[GpuReading], str | Text]], ...] = (
-    ("gpu", lambda r: str(r.index)),
-    ("name", lambda r: r.name),
-    ("util\n%", lambda r: _fmt(r.util_gpu, lambda v: f"{v:.0f}")),
-    ("mem GiB\nused/total", _mem),
-    ("power W\nnow/limit", _power),
-    ("temp °C\ngpu/mem", _temps),
-    ("sm\nMHz", lambda r: _fmt(r.clock_sm_mhz)),
-    ("clock\nevents", lambda r: _fmt(r.clock_event_reasons, lambda v: ",".join(v) or "none")),
-    ("ecc\nunc/corr", _ecc),
-    ("remap\nunc/corr", _remap),
-    ("pcie", _pcie),
-    ("nvlink\nup/all", _nvlink),
-    ("procs", _procs),
-    ("health", lambda r: _health(r.health, r.health_reasons)),
+# (header, cell, give-way rank) in display order: on a narrow terminal, ranked columns give way, 1 first;
+# unranked ones (None) always stay
+_COLUMNS: tuple[tuple[str, Callable[[GpuReading], str | Text], int | None], ...] = (
+    ("gpu", lambda r: str(r.index), None),
+    ("name", lambda r: r.name, None),
+    ("util\n%", lambda r: _fmt(r.util_gpu, lambda v: f"{v:.0f}"), None),
+    ("mem GiB\nused/total", _mem, None),
+    ("power W\nnow/limit", _power, 6),
+    ("temp °C\ngpu/mem", _temps, 7),
+    ("sm\nMHz", lambda r: _fmt(r.clock_sm_mhz), 4),
+    ("clock\nevents", lambda r: _fmt(r.clock_event_reasons, lambda v: ",".join(v) or "none"), None),
+    ("ecc\nunc/corr", _ecc, 8),
+    ("remap\nunc/corr", _remap, 3),
+    ("pcie", _pcie, 1),
+    ("nvlink\nup/all", _nvlink, 2),
+    ("procs", _procs, 5),
+    ("health", lambda r: _health(r.health, r.health_reasons), None),
 )
-_DROP_ORDER = ("pcie", "nvlink", "remap", "sm", "procs", "power W", "temp °C", "ecc")
+_GIVE_WAY = [header for header, _, rank in sorted((c for c in _COLUMNS if c[2] is not None), key=lambda c: c[2])]
 _HEALTH_MIN = 12  # the health column folds its reasons; it needs this much to show the level
-
-
-def _label(header: str) -> str:
-    return header.split("\n")[0]
 
 
 def _natural_width(header: str, cells: list[str | Text]) -> int:
@@ -117,16 +114,16 @@ def _natural_width(header: str, cells: list[str | Text]) -> int:
 
 
 def _fit(cells: dict[str, list[str | Text]], width: int | None) -> tuple[list[str], list[str]]:
-    """The headers that fit ``width`` without folding a value, and the labels of those left out."""
+    """The headers that fit ``width`` without folding a value, and the names of those left out."""
     shown = list(cells)
     hidden: list[str] = []
-    drops = iter(_DROP_ORDER)
+    drops = iter(_GIVE_WAY)
     while width is not None and 1 + sum(_natural_width(h, cells[h]) for h in shown) > width:
-        label = next(drops, None)
-        if label is None:
+        header = next(drops, None)
+        if header is None:
             break  # what is left folds: gpu, name, util, mem, clock events and health stay
-        shown = [h for h in shown if _label(h) != label]
-        hidden.append(label)
+        shown.remove(header)
+        hidden.append(header.split("\n")[0])
     return shown, hidden
 
 
@@ -139,7 +136,7 @@ def sample_table(sample: NodeSample, width: int | None = None) -> Table:
         f"{sample.node_id}  backend={sample.backend}  driver={sample.driver_version or ABSENT}  "
         f"cuda={sample.cuda_version or ABSENT}"
     )
-    cells = {header: [cell(r) for r in sample.gpus] for header, cell in _COLUMNS}
+    cells = {header: [cell(r) for r in sample.gpus] for header, cell, _ in _COLUMNS}
     shown, hidden = _fit(cells, width)
     caption = _health(sample.health, sample.health_reasons)
     if hidden:
