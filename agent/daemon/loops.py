@@ -218,7 +218,7 @@ def status_line(rt: Runtime) -> str:
     st = rt.publisher.status
     spool = rt.publisher.spool
     drain = "; draining" if rt.draining else ""
-    return f"{gpus}; kafka {st.kafka}; spool {spool.pending} pending, {spool.dropped} dropped{drain}; seq {rt.seq}"
+    return f"{gpus}; kafka {st.kafka}; spool {spool.stats().summary()}{drain}; seq {rt.seq}"
 
 
 async def cancel_all(tasks: list[asyncio.Task]) -> None:

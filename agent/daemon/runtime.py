@@ -107,6 +107,7 @@ def build_runtime(
         spool,
         producer_factory or kafka_producer_factory(cfg, clock),
         source=event_source(cfg.node_id),
+        node_id=cfg.node_id,
         clock=clock,
         config=cfg.publish,
     )

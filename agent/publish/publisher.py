@@ -61,11 +61,13 @@ class Publisher:
         producer_factory: Callable[[], Producer],
         *,
         source: str,
+        node_id: str,
         clock: Clock,
         config: PublishConfig | None = None,
     ) -> None:
         self.spool = spool
         self.source = source
+        self.node_id = node_id
         self.cfg = config or PublishConfig()
         self.status = PublisherStatus()
         self._factory = producer_factory

@@ -61,6 +61,10 @@ class SpoolStats:
     last_seq: int
     acked_seq: int
 
+    def summary(self) -> str:
+        """The spool's part of the agent's one-line status (``myolo-agent status``, systemd's STATUS=)."""
+        return f"{self.pending_records} pending, {self.dropped} dropped"
+
 
 class Spool:
     """Append, peek in order, commit after the broker's ack. One event-loop thread uses it; only
