@@ -92,7 +92,7 @@ class NodeSample(Payload, kw_only=True):
     agent_version: str | None = None
 
 
-FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process"]
+FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process", "spool"]
 
 
 class NodeFault(Payload, kw_only=True):
