@@ -59,8 +59,8 @@ def run(
 
     SIGTERM flushes and exits; SIGHUP reloads the config file."""
     from agent.commands import LedgerError
+    from agent.daemon.assemble import build_runtime
     from agent.daemon.main import serve
-    from agent.daemon.runtime import build_runtime
     from events.clock import SystemClock
     from events.logs import configure_logging
 

@@ -17,7 +17,7 @@ from agent.control import ControlServer
 from agent.control.inject import apply as apply_injection
 from agent.control.protocol import InjectRequest, Reply, Request
 from agent.daemon import loops, status
-from agent.daemon.commands import KafkaCommandSource, SourceFactory, stop_commands
+from agent.daemon.actions import KafkaCommandSource, SourceFactory, stop_commands
 from agent.daemon.idle_probe import IdleProbe
 from agent.daemon.reload import reload_config
 from agent.daemon.runtime import Runtime

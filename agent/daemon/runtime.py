@@ -1,31 +1,24 @@
-"""Everything a running agent holds, built once from the configuration.
+"""Everything a running agent holds (``assemble.py`` builds it from the configuration).
 
-The loops (``loops.py``), the health report (``status.py``) and the control socket all work on this one
-object; tests build it with a simulated clock, a simulated backend and a fake broker and drive the same code
-the daemon runs.
+The loops (``loops.py``), the command actions (``actions.py``), the health report (``status.py``) and the
+control socket all work on this one object; tests build it with a simulated clock, a simulated backend and a
+fake broker and drive the same code the daemon runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import agent
+from agent.commands import CommandExecutor
 from agent.config import AgentConfig
-from agent.gpu import GpuBackend, make_backend
+from agent.gpu import GpuBackend
 from agent.health import HealthState
 from agent.notify import Notifier
 from agent.publish import Publisher
-from agent.publish.publisher import Producer
-from agent.spool import Spool
-from events.bus import EventProducer
 from events.clock import Clock
 from events.payloads import NodeSample
-
-if TYPE_CHECKING:
-    from agent.commands import CommandExecutor
 
 
 @dataclass
@@ -67,61 +60,3 @@ class Runtime:
 def event_source(node_id: str) -> str:
     """CloudEvents ``source`` of everything this agent publishes."""
     return f"/myolo/agent/{node_id}"
-
-
-def kafka_producer_factory(cfg: AgentConfig, clock: Clock) -> Callable[[], Producer]:
-    """A fresh :class:`EventProducer` per connection attempt; its request timeout bounds one send."""
-    cfg.kafka.client_kwargs()  # fail now, naming the key, if the Kafka settings are unusable
-
-    def make() -> Producer:
-        return EventProducer(
-            cfg.kafka,
-            source=event_source(cfg.node_id),
-            clock=clock,
-            request_timeout_ms=int(cfg.publish.send_timeout_s * 1000),
-        )
-
-    return make
-
-
-def build_runtime(
-    cfg: AgentConfig,
-    clock: Clock,
-    *,
-    backend: GpuBackend | None = None,
-    producer_factory: Callable[[], Producer] | None = None,
-    notifier: Notifier | None = None,
-    config_path: str | None = None,
-) -> Runtime:
-    """Assemble the agent. Nothing is started: :func:`agent.daemon.main.serve` does that. With commands
-    enabled the key files are read and the command ledger opened here, so a bad key fails the start."""
-    spool = Spool(
-        cfg.spool.dir,
-        max_bytes=cfg.spool.max_bytes,
-        segment_bytes=cfg.spool.segment_bytes,
-        fsync=cfg.spool.fsync,
-        fsync_interval_s=cfg.spool.fsync_interval_s,
-        clock=clock,
-    )
-    publisher = Publisher(
-        spool,
-        producer_factory or kafka_producer_factory(cfg, clock),
-        source=event_source(cfg.node_id),
-        node_id=cfg.node_id,
-        clock=clock,
-        config=cfg.publish,
-    )
-    rt = Runtime(
-        cfg=cfg,
-        clock=clock,
-        backend=backend or make_backend(cfg.simulate_gpus or None, clock, node_tag=cfg.node_id),
-        health=HealthState(clock),
-        publisher=publisher,
-        notifier=notifier or Notifier.from_env(),
-        config_path=config_path,
-    )
-    if cfg.commands.enabled:
-        from agent.daemon.commands import build_executor  # it needs the runtime; imported late (cycle)
-
-        rt.commands = build_executor(rt)
-    return rt

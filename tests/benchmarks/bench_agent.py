@@ -28,8 +28,8 @@ import msgspec
 import psutil
 
 from agent.config import load_agent_config
+from agent.daemon.assemble import build_runtime
 from agent.daemon.main import serve
-from agent.daemon.runtime import build_runtime
 from agent.gpu import SimBackend
 from agent.notify import Notifier
 from events.clock import SimClock

@@ -19,8 +19,8 @@ import pytest
 from agent.config import load_agent_config
 from agent.control import InjectRequest, StatusRequest
 from agent.daemon import loops
+from agent.daemon.assemble import build_runtime
 from agent.daemon.main import handle_control, serve
-from agent.daemon.runtime import build_runtime
 from agent.gpu import SimBackend
 from agent.notify import Notifier
 from events.clock import SimClock

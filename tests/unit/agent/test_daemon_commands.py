@@ -16,10 +16,10 @@ import pytest
 from agent.config import load_agent_config
 from agent.control import StatusRequest
 from agent.daemon import loops, status
-from agent.daemon.commands import KafkaCommandSource
+from agent.daemon.actions import KafkaCommandSource
+from agent.daemon.assemble import build_runtime
 from agent.daemon.idle_probe import IdleProbe
 from agent.daemon.main import handle_control, serve
-from agent.daemon.runtime import build_runtime
 from agent.gpu import SimBackend
 from agent.notify import Notifier
 from events.clock import SimClock

@@ -1,4 +1,4 @@
-"""Coordinator commands inside the running agent: the actions, and the Kafka consumer that feeds them.
+"""What each coordinator command does to the running agent, and the Kafka consumer that feeds the executor.
 
 The executor (``agent.commands``) decides *whether* a command runs (signature, epoch fence, once per id);
 this module says *what* each action does to the live agent:

@@ -1,0 +1,78 @@
+"""Assemble a runtime from the configuration: spool, publisher, GPU backend, health rules and, with commands
+enabled, the command executor with this daemon's actions.
+
+It sits above ``runtime`` and ``actions`` (the actions work on a runtime, and the executor carries them), so
+neither of those needs to import the other. Nothing is started here: :func:`agent.daemon.main.serve` does that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.config import AgentConfig
+from agent.daemon.actions import build_executor
+from agent.daemon.runtime import Runtime, event_source
+from agent.gpu import GpuBackend, make_backend
+from agent.health import HealthState
+from agent.notify import Notifier
+from agent.publish import Publisher
+from agent.publish.publisher import Producer
+from agent.spool import Spool
+from events.bus import EventProducer
+from events.clock import Clock
+
+
+def kafka_producer_factory(cfg: AgentConfig, clock: Clock) -> Callable[[], Producer]:
+    """A fresh :class:`EventProducer` per connection attempt; its request timeout bounds one send."""
+    cfg.kafka.client_kwargs()  # fail now, naming the key, if the Kafka settings are unusable
+
+    def make() -> Producer:
+        return EventProducer(
+            cfg.kafka,
+            source=event_source(cfg.node_id),
+            clock=clock,
+            request_timeout_ms=int(cfg.publish.send_timeout_s * 1000),
+        )
+
+    return make
+
+
+def build_runtime(
+    cfg: AgentConfig,
+    clock: Clock,
+    *,
+    backend: GpuBackend | None = None,
+    producer_factory: Callable[[], Producer] | None = None,
+    notifier: Notifier | None = None,
+    config_path: str | None = None,
+) -> Runtime:
+    """With commands enabled the key files are read and the command ledger opened here, so a bad key fails
+    the start (``ConfigError``, ``LedgerError`` or ``OSError``)."""
+    spool = Spool(
+        cfg.spool.dir,
+        max_bytes=cfg.spool.max_bytes,
+        segment_bytes=cfg.spool.segment_bytes,
+        fsync=cfg.spool.fsync,
+        fsync_interval_s=cfg.spool.fsync_interval_s,
+        clock=clock,
+    )
+    publisher = Publisher(
+        spool,
+        producer_factory or kafka_producer_factory(cfg, clock),
+        source=event_source(cfg.node_id),
+        node_id=cfg.node_id,
+        clock=clock,
+        config=cfg.publish,
+    )
+    rt = Runtime(
+        cfg=cfg,
+        clock=clock,
+        backend=backend or make_backend(cfg.simulate_gpus or None, clock, node_tag=cfg.node_id),
+        health=HealthState(clock),
+        publisher=publisher,
+        notifier=notifier or Notifier.from_env(),
+        config_path=config_path,
+    )
+    if cfg.commands.enabled:
+        rt.commands = build_executor(rt)
+    return rt
