@@ -101,3 +101,20 @@ class SimClock:
         end = self._t + seconds
         while self._t < end:
             await self.advance(min(step, end - self._t))
+
+
+async def sleep_or_wake(clock: Clock, seconds: float, event: asyncio.Event) -> bool:
+    """Wait ``seconds`` of ``clock`` time, or less when ``event`` is (or becomes) set. True when it is set.
+
+    For loops that wait out an interval or a back-off but must react at once to a stop or a new request. The
+    event is left as it is: a caller that wants to be woken again clears it.
+    """
+    if not event.is_set():
+        sleeper = asyncio.ensure_future(clock.sleep(seconds))
+        waiter = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait([sleeper, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waiter.cancel()
+    return event.is_set()

@@ -37,6 +37,7 @@ from agent.daemon.idle_probe import probe_python
 from agent.daemon.loops import request_sample
 from agent.daemon.runtime import Runtime, event_source
 from events.bus import EventConsumer, EventProducer
+from events.clock import sleep_or_wake
 
 log = logging.getLogger(__name__)
 RETRY_MIN_S, RETRY_MAX_S = 1.0, 30.0
@@ -138,23 +139,13 @@ class KafkaCommandSource:
                     await dead_letters.stop()
             if self._stopping.is_set():
                 return
-            await _sleep_unless(rt, delay, self._stopping)
+            await sleep_or_wake(rt.clock, delay, self._stopping)
             delay = min(delay * 2, RETRY_MAX_S)
 
     async def stop(self) -> None:
         self._stopping.set()
         if self._consumer is not None:
             await self._consumer.stop()
-
-
-async def _sleep_unless(rt: Runtime, seconds: float, stop: asyncio.Event) -> None:
-    sleeper = asyncio.ensure_future(rt.clock.sleep(seconds))
-    waiter = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait([sleeper, waiter], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        sleeper.cancel()
-        waiter.cancel()
 
 
 async def stop_commands(rt: Runtime, source: CommandSource, task: asyncio.Task) -> None:

@@ -21,6 +21,7 @@ import psutil
 
 from agent.daemon.runtime import Runtime
 from agent.health import fault_from_event
+from events.clock import sleep_or_wake
 from events.payloads import HostReading, NodeFault, NodeSample
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ async def sample_loop(rt: Runtime, observers: list[Observer]) -> None:
         now = clock.monotonic()
         if due < now:  # fell behind (a long read, a suspended process, a shorter interval): skip, don't burst
             due = now + interval - ((now - due) % interval)
-        woken = await _sleep_or_wake(rt, due - now)
+        woken = await sleep_or_wake(clock, due - now, rt.sampler_wake)
+        rt.sampler_wake.clear()
         if rt.sample_requests:
             await _tick(rt, observers, extra=True)
         if not woken or clock.monotonic() >= due - 1e-6:
@@ -110,22 +112,6 @@ async def _tick(rt: Runtime, observers: list[Observer], *, extra: bool = False) 
         if extra:
             log.info("extra sample seq %d published on request", sample.seq)
     rt.ticks += 1
-
-
-async def _sleep_or_wake(rt: Runtime, seconds: float) -> bool:
-    """Sleep ``seconds`` of the agent's clock, or less when ``rt.sampler_wake`` is set. True when woken."""
-    wake = rt.sampler_wake
-    if not wake.is_set():
-        sleeper = asyncio.ensure_future(rt.clock.sleep(seconds))
-        waiter = asyncio.ensure_future(wake.wait())
-        try:
-            await asyncio.wait([sleeper, waiter], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            waiter.cancel()
-    woken = wake.is_set()
-    wake.clear()
-    return woken
 
 
 async def request_sample(rt: Runtime) -> NodeSample:
