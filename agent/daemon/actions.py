@@ -60,7 +60,7 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
     async def set_interval(interval_s: float) -> dict[str, Any]:
         previous = rt.cfg.sample_interval_s
         rt.cfg = msgspec.structs.replace(rt.cfg, sample_interval_s=interval_s)
-        rt.sampler_wake.set()
+        rt.sampler.wake.set()
         log.info("command: sample interval %gs -> %gs", previous, interval_s)
         return {"interval_s": interval_s, "previous_s": previous}
 

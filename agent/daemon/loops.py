@@ -35,12 +35,12 @@ async def read_sample(rt: Runtime) -> NodeSample:
         readings = await asyncio.to_thread(rt.backend.read_all)
     else:
         readings = rt.backend.read_all()
-    rt.seq += 1
+    rt.sampler.seq += 1
     sample = NodeSample(
         node_id=rt.cfg.node_id,
         backend=rt.backend.name,
         gpus=readings,
-        seq=rt.seq,
+        seq=rt.sampler.seq,
         interval_s=rt.cfg.sample_interval_s,
         host=host_reading(),
         driver_version=rt.backend.driver_version(),
@@ -65,7 +65,7 @@ async def sample_loop(rt: Runtime, observers: list[Observer]) -> None:
     """Publish one sample per ``sample_interval_s`` until cancelled. One failed read is logged and counted
     against the NVML check; the loop carries on.
 
-    The loop is woken early (``rt.sampler_wake``) for an extra sample (``request_sample``), which does not
+    The loop is woken early (``rt.sampler.wake``) for an extra sample (``request_sample``), which does not
     move the regular ticks, or for a new interval, which applies from the last regular tick at once."""
     clock = rt.clock
     anchor = clock.monotonic()  # when the last regular tick was due
@@ -76,9 +76,9 @@ async def sample_loop(rt: Runtime, observers: list[Observer]) -> None:
         now = clock.monotonic()
         if due < now:  # fell behind (a long read, a suspended process, a shorter interval): skip, don't burst
             due = now + interval - ((now - due) % interval)
-        woken = await sleep_or_wake(clock, due - now, rt.sampler_wake)
-        rt.sampler_wake.clear()
-        if rt.sample_requests:
+        woken = await sleep_or_wake(clock, due - now, rt.sampler.wake)
+        rt.sampler.wake.clear()
+        if rt.sampler.requests:
             await _tick(rt, observers, extra=True)
         if not woken or clock.monotonic() >= due - 1e-6:
             anchor = due
@@ -86,19 +86,19 @@ async def sample_loop(rt: Runtime, observers: list[Observer]) -> None:
 
 
 async def _tick(rt: Runtime, observers: list[Observer], *, extra: bool = False) -> None:
-    waiters, rt.sample_requests = rt.sample_requests, []
+    waiters, rt.sampler.requests = rt.sampler.requests, []
     try:
         sample = await read_sample(rt)
     except Exception as exc:
-        rt.backend_error = f"reading the GPUs failed: {exc!r}"
+        rt.sampler.backend_error = f"reading the GPUs failed: {exc!r}"
         log.exception("sample failed")
         for fut in waiters:
             if not fut.done():
-                fut.set_exception(RuntimeError(rt.backend_error))
+                fut.set_exception(RuntimeError(rt.sampler.backend_error))
     else:
-        rt.backend_error = None
-        rt.last_sample = sample
-        rt.last_read_monotonic = rt.clock.monotonic()
+        rt.sampler.backend_error = None
+        rt.sampler.last_sample = sample
+        rt.sampler.last_read_monotonic = rt.clock.monotonic()
         rt.publisher.publish(sample)
         publish_health_changes(rt, sample)
         for observe in observers:
@@ -111,14 +111,14 @@ async def _tick(rt: Runtime, observers: list[Observer], *, extra: bool = False) 
                 fut.set_result(sample)
         if extra:
             log.info("extra sample seq %d published on request", sample.seq)
-    rt.ticks += 1
+    rt.sampler.ticks += 1
 
 
 async def request_sample(rt: Runtime) -> NodeSample:
     """Have the sample loop take (and publish) a full sample now; returns it once published."""
     fut: asyncio.Future[NodeSample] = asyncio.get_running_loop().create_future()
-    rt.sample_requests.append(fut)
-    rt.sampler_wake.set()
+    rt.sampler.requests.append(fut)
+    rt.sampler.wake.set()
     return await fut
 
 
@@ -126,8 +126,8 @@ def publish_health_changes(rt: Runtime, sample: NodeSample) -> None:
     """A GPU whose health level changed (either way) gets a ``health`` fault, so consumers need not diff
     samples to learn that a GPU failed or recovered."""
     for gpu in sample.gpus:
-        before = rt.gpu_levels.get(gpu.index, "ok")
-        rt.gpu_levels[gpu.index] = gpu.health
+        before = rt.sampler.gpu_levels.get(gpu.index, "ok")
+        rt.sampler.gpu_levels[gpu.index] = gpu.health
         if gpu.health == before:
             continue
         fault = NodeFault(
@@ -145,7 +145,6 @@ def publish_health_changes(rt: Runtime, sample: NodeSample) -> None:
 
 def publish_fault(rt: Runtime, fault: NodeFault) -> None:
     rt.publisher.publish(fault, urgent=True)
-    rt.faults_published += 1
     log.warning("fault published: %s %s gpu=%s %s", fault.kind, fault.health, fault.gpu_index, "; ".join(fault.reasons))
 
 
@@ -168,7 +167,7 @@ async def ready(rt: Runtime) -> None:
     finally:
         acked.cancel()
         timer.cancel()
-    while rt.last_sample is None:  # READY means sampling works; wait for it whatever Kafka does
+    while rt.sampler.last_sample is None:  # READY means sampling works; wait for it whatever Kafka does
         await rt.clock.sleep(rt.cfg.sample_interval_s / 4)
     rt.notifier.ready(status_line(rt))
     log.info("ready: %s", status_line(rt))
@@ -178,13 +177,13 @@ async def watchdog_loop(rt: Runtime, status_every_s: float = 10.0) -> None:
     """Pet the watchdog at a third of its timeout while the sample loop is alive; STATUS= every 10 s."""
     usec = rt.notifier.watchdog_usec
     period = min(status_every_s, usec / 3e6) if usec else status_every_s
-    last_ticks, last_progress = rt.ticks, rt.clock.monotonic()
+    last_ticks, last_progress = rt.sampler.ticks, rt.clock.monotonic()
     last_status, last_status_at = "", 0.0
     while True:
         await rt.clock.sleep(period)
         now = rt.clock.monotonic()
-        if rt.ticks != last_ticks:
-            last_ticks, last_progress = rt.ticks, now
+        if rt.sampler.ticks != last_ticks:
+            last_ticks, last_progress = rt.sampler.ticks, now
         stalled = now - last_progress > max(3 * rt.cfg.sample_interval_s, period * 2)
         if usec and not stalled:
             rt.notifier.watchdog()
@@ -199,12 +198,12 @@ async def watchdog_loop(rt: Runtime, status_every_s: float = 10.0) -> None:
 
 def status_line(rt: Runtime) -> str:
     """What ``systemctl status myolo-agent`` shows."""
-    s = rt.last_sample
+    s = rt.sampler.last_sample
     gpus = f"{len(s.gpus)} GPUs ({s.backend}) {s.health}" if s is not None else "no sample yet"
     st = rt.publisher.status
     spool = rt.publisher.spool
     drain = "; draining" if rt.draining else ""
-    return f"{gpus}; kafka {st.kafka}; spool {spool.stats().summary()}{drain}; seq {rt.seq}"
+    return f"{gpus}; kafka {st.kafka}; spool {spool.stats().summary()}{drain}; seq {rt.sampler.seq}"
 
 
 async def cancel_all(tasks: list[asyncio.Task]) -> None:

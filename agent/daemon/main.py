@@ -74,10 +74,8 @@ async def serve(
         if rt.commands is not None:
             await rt.commands.close()
         return EXIT_START
-    rt.extras["servers"] = servers
     leak = leak_observer(rt)
     probe = idle_probe or IdleProbe(rt)
-    rt.extras["idle_probe"] = probe
     observers = [leak, probe] if leak else [probe]
     essential = [
         asyncio.create_task(rt.publisher.run(), name="publisher"),
@@ -154,7 +152,7 @@ def handle_control(rt: Runtime, req: Request) -> Reply:
             "status": rep.status,
             "node_id": rt.cfg.node_id,
             "backend": rt.backend.name,
-            "seq": rt.seq,
+            "seq": rt.sampler.seq,
             "draining": rt.draining,
         },
     )

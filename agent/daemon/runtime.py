@@ -22,35 +22,36 @@ from events.payloads import NodeSample
 
 
 @dataclass
+class Sampler:
+    """The sample loop's state: what it read last (for the health report, STATUS= and the watchdog), and how
+    a command asks it for an extra sample or makes a new interval apply at once."""
+
+    seq: int = 0  # of the last sample taken
+    ticks: int = 0  # reads tried, successful or not: the watchdog's sign of life
+    last_sample: NodeSample | None = None
+    last_read_monotonic: float | None = None
+    backend_error: str | None = None  # why the last read of the GPUs failed; None once one works
+    gpu_levels: dict[int, str] = field(default_factory=dict)  # each GPU's health level at the last sample
+    requests: list[asyncio.Future[NodeSample]] = field(default_factory=list)  # waiting for an extra sample
+    wake: asyncio.Event = field(default_factory=asyncio.Event)  # an extra sample is asked, or a new interval
+
+
+@dataclass
 class Runtime:
-    cfg: AgentConfig
+    cfg: AgentConfig  # replaced whole by SIGHUP and by the ``set_interval`` command
     clock: Clock
     backend: GpuBackend
     health: HealthState
     publisher: Publisher
     notifier: Notifier
-    config_path: str | None = None
-    backend_error: str | None = None
-    last_sample: NodeSample | None = None
-    last_read_monotonic: float | None = None
-    ticks: int = 0
-    seq: int = 0
-    faults_published: int = 0
-    gpu_levels: dict[int, str] = field(default_factory=dict)
-    stop_event: asyncio.Event = field(default_factory=asyncio.Event)
-    reload_requested: asyncio.Event = field(default_factory=asyncio.Event)
-    extras: dict[str, object] = field(default_factory=dict)  # counters of the NCCL and leak wiring
-    # coordinator commands (None when commands are disabled) and what they change in the running agent
-    commands: CommandExecutor | None = None
+    config_path: str | None = None  # what SIGHUP reads again (None: defaults and the environment)
+    commands: CommandExecutor | None = None  # None when commands are disabled
+    sampler: Sampler = field(default_factory=Sampler)
     draining: bool = False  # no new trainer workers may start here (set by the ``drain`` command)
     drain_reason: str | None = None
-    sample_requests: list[asyncio.Future[NodeSample]] = field(default_factory=list)  # report_sample waiters
-    sampler_wake: asyncio.Event = field(default_factory=asyncio.Event)  # an extra sample or a new interval
     probe_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one bandwidth probe at a time
-
-    @property
-    def source(self) -> str:
-        return self.publisher.source
+    stop_event: asyncio.Event = field(default_factory=asyncio.Event)  # SIGTERM, SIGINT, or a test
+    reload_requested: asyncio.Event = field(default_factory=asyncio.Event)  # SIGHUP
 
     @property
     def version(self) -> str:

@@ -13,11 +13,13 @@ def current_report(rt: Runtime) -> HealthReport:
     now = rt.clock.monotonic()
     st = rt.publisher.status
     spool = rt.publisher.spool
-    age = None if rt.last_read_monotonic is None else now - rt.last_read_monotonic
+    age = None if rt.sampler.last_read_monotonic is None else now - rt.sampler.last_read_monotonic
     ack_age = None if st.last_ack_monotonic is None else now - st.last_ack_monotonic
-    sample = rt.last_sample
+    sample = rt.sampler.last_sample
     checks = {
-        "nvml": check_nvml(rt.backend.name, rt.backend.device_count(), rt.backend_error, age, rt.cfg.sample_interval_s),
+        "nvml": check_nvml(
+            rt.backend.name, rt.backend.device_count(), rt.sampler.backend_error, age, rt.cfg.sample_interval_s
+        ),
         "kafka": check_kafka(st.kafka, st.last_error, ack_age, spool.pending),
         "spool": check_spool(spool.stats(), st.spool_error, rt.cfg.health.spool_degraded_fraction),
         "gpus": check_gpus(
@@ -58,10 +60,10 @@ async def active_report(rt: Runtime) -> HealthReport:
         else:
             readings = rt.backend.read_all()
     except Exception as exc:
-        rt.backend_error = f"active check: reading the GPUs failed: {exc!r}"
+        rt.sampler.backend_error = f"active check: reading the GPUs failed: {exc!r}"
     else:
         # a GPU that does not answer shows in the gpus check (from the sample's health rules), not here
         del readings
-        rt.backend_error = None
-        rt.last_read_monotonic = rt.clock.monotonic()
+        rt.sampler.backend_error = None
+        rt.sampler.last_read_monotonic = rt.clock.monotonic()
     return current_report(rt)

@@ -38,13 +38,11 @@ def emit_nccl(rt: Runtime, payload: NcclReport | NodeFault) -> None:
         publish_fault(rt, payload)
     else:
         rt.publisher.publish(payload)
-        rt.extras["nccl_reports"] = int(rt.extras.get("nccl_reports", 0)) + 1  # type: ignore[arg-type]
 
 
 async def nccl_task(rt: Runtime) -> None:
     """Discover and follow NCCL logs until cancelled (idles when no globs are configured)."""
     followed: dict[Path, asyncio.Task] = {}
-    rt.extras["nccl_files"] = followed
     try:
         while True:
             for path in _matches(rt.cfg.nccl.log_globs):
@@ -87,7 +85,6 @@ def leak_observer(rt: Runtime) -> Callable[[NodeSample], None] | None:
     if not rt.cfg.leak.enabled:
         return None
     detector = LeakDetector(rt.cfg.node_id, leak_settings(rt.cfg.leak))
-    rt.extras["leak"] = detector
 
     def observe(sample: NodeSample) -> None:
         now = rt.clock.now()
@@ -104,7 +101,6 @@ def leak_observer(rt: Runtime) -> Callable[[NodeSample], None] | None:
                 publish_fault(rt, payload)
             else:
                 rt.publisher.publish(payload)
-                rt.extras["leak_reports"] = int(rt.extras.get("leak_reports", 0)) + 1  # type: ignore[arg-type]
 
     return observe
 

@@ -79,17 +79,17 @@ async def in_process() -> dict:
         for _ in range(20):
             await asyncio.sleep(0)
         await clock.advance(5.0, settle=50)  # warm-up
-        seq0, sim_read0, sim_step0 = rt.seq, backend.cost.read_cpu_s, backend.cost.step_cpu_s
+        seq0, sim_read0, sim_step0 = rt.sampler.seq, backend.cost.read_cpu_s, backend.cost.step_cpu_s
         c0 = time.process_time()
         for _ in range(SIM_SECONDS):
             await clock.advance(1.0, settle=30)
         cpu = time.process_time() - c0
-        samples = rt.seq - seq0
+        samples = rt.sampler.seq - seq0
         sim_read = backend.cost.read_cpu_s - sim_read0
         sim_step = backend.cost.step_cpu_s - sim_step0
         rt.stop_event.set()
         await task
-        sample_bytes = len(msgspec.json.encode(rt.last_sample))
+        sample_bytes = len(msgspec.json.encode(rt.sampler.last_sample))
         agent_s = (cpu - sim_read) / samples
         return {
             "samples": samples,

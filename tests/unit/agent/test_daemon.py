@@ -228,7 +228,7 @@ async def test_watchdog_stops_petting_when_the_sample_loop_stalls(short_dir):
     wd = asyncio.create_task(loops.watchdog_loop(rt))
     await settle()
     for _ in range(5):  # a ticking loop
-        rt.ticks += 1
+        rt.sampler.ticks += 1
         await clock.advance(1.0)
     assert len(pets) == 5
     await play(clock, 20, 1.0)  # no ticks any more: stalled
@@ -252,9 +252,9 @@ async def test_sighup_reload_applies_live_keys_and_keeps_restart_only_ones(short
     assert rt.cfg.sample_interval_s == 0.25
     assert rt.cfg.node_id == "node-a"  # identity needs a restart
     assert "node_id changed but take effect only after a restart" in caplog.text
-    before = rt.seq
+    before = rt.sampler.seq
     await play(clock, 5, 0.25)
-    assert rt.seq - before >= 16  # four a second now (after the tick already scheduled at the old rate)
+    assert rt.sampler.seq - before >= 16  # four a second now (after the tick already scheduled at the old rate)
     (short_dir / "agent.toml").write_text("sample_interval_s = -1\n")
     rt.reload_requested.set()
     await settle()

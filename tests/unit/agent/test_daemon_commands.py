@@ -112,9 +112,9 @@ class Node:
 
 
 async def count_ticks(node: Node, seconds: float, step: float) -> int:
-    before = node.rt.ticks
+    before = node.rt.sampler.ticks
     await play(node.clock, seconds, step)
-    return node.rt.ticks - before
+    return node.rt.sampler.ticks - before
 
 
 async def test_set_interval_changes_the_tick_spacing_at_once_and_is_acked_through_the_spool(short_dir) -> None:
@@ -127,7 +127,7 @@ async def test_set_interval_changes_the_tick_spacing_at_once_and_is_acked_throug
     assert [a.status for a in node.acks("c1")] == ["accepted", "done"]
     assert node.acks("c1")[-1].result == {"interval_s": 0.25, "previous_s": 1.0}
     assert await count_ticks(node, 10.0, 0.125) == 40  # 0.25 s now
-    assert node.rt.last_sample is not None and node.rt.last_sample.interval_s == 0.25
+    assert node.rt.sampler.last_sample is not None and node.rt.sampler.last_sample.interval_s == 0.25
 
     await node.send("c2", "set_interval", interval_s=30.0)  # longer: the loop does not tick on the old cadence
     assert await count_ticks(node, 29.0, 0.5) == 0
@@ -253,7 +253,7 @@ async def test_the_idle_probe_runs_only_on_an_idle_node_and_at_most_once_per_per
     await play(node.clock, 40.0, 1.0)
     assert len(runs) == 1 and runs[0][1] == 2  # world size: the GPU count
     first = runs[0][0]
-    assert node.rt.last_sample is not None
+    assert node.rt.sampler.last_sample is not None
     await play(node.clock, 500.0, 5.0)
     assert len(runs) == 1  # still idle, but not again within idle_every_s
     await play(node.clock, 150.0, 5.0)
