@@ -148,9 +148,11 @@ class KafkaCommandSource:
             await self._consumer.stop()
 
 
-async def stop_commands(rt: Runtime, source: CommandSource, task: asyncio.Task) -> None:
-    """Graceful stop: the consumer commits and leaves, running actions are cancelled (recorded as failed,
-    never re-run), and the acks already written wait in the spool for the publisher's final flush."""
+async def stop_commands(source: CommandSource, task: asyncio.Task) -> None:
+    """Graceful stop of the consumer: it commits and leaves (cancelled if it does not within
+    ``STOP_TIMEOUT_S``). The executor is closed apart (``CommandExecutor.close``): running actions are
+    cancelled (recorded as failed, never re-run), and the acks already written wait in the spool for the
+    publisher's final flush."""
     await source.stop()
     done, _ = await asyncio.wait([task], timeout=STOP_TIMEOUT_S)
     if not done:
@@ -158,5 +160,3 @@ async def stop_commands(rt: Runtime, source: CommandSource, task: asyncio.Task) 
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
-    if rt.commands is not None:
-        await rt.commands.close()

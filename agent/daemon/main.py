@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import AsyncIterator, Callable
 
 from agent.control import ControlServer
 from agent.control.inject import apply as apply_injection
@@ -39,79 +40,102 @@ async def serve(
 ) -> int:
     """Run the agent until ``rt.stop_event`` is set (by a signal or a test). Returns the exit code.
 
+    Each resource goes on one exit stack as it is taken, so whichever way serve ends (stopped, a loop's bug,
+    a failed start) everything taken is released once, in reverse order: the command consumer first, then
+    the loops, the servers, the GPUs and the command ledger, and last the publisher's flush of the spool.
+
     ``command_source`` (tests) replaces the Kafka consumer of commands; ``idle_probe`` (tests) the scheduled
     probe's runner. Commands are consumed only when ``rt.commands`` exists (``commands.enabled``)."""
-    try:
-        rt.backend.open()
-    except GpuBackendError as exc:
-        log.error("cannot open the GPUs: %s", exc)
-        rt.notifier.status(f"failed: {exc}")
-        rt.publisher.spool.close()
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(rt.notifier.close)
+        start_sending = await stack.enter_async_context(_publisher(rt, flush_timeout_s))
         if rt.commands is not None:
-            await rt.commands.close()
-        return EXIT_START
-    servers: list[ControlServer | HealthServer] = []
-    try:
-        servers.append(ControlServer(rt.cfg.control_socket, lambda req: handle_control(rt, req)))
-        if rt.cfg.health.enabled:
-            servers.append(
-                HealthServer(
-                    lambda: status.current_report(rt),
-                    lambda: status.active_report(rt),
-                    host=rt.cfg.health.host,
-                    port=rt.cfg.health.port,
-                )
-            )
-        for server in servers:
-            await server.start()
-    except OSError as exc:
-        log.error("%s", exc)
-        rt.notifier.status(f"failed: {exc}")
-        for server in servers:
-            await server.stop()
-        rt.backend.close()
-        rt.publisher.spool.close()
+            stack.push_async_callback(rt.commands.close)
+        try:
+            rt.backend.open()
+        except GpuBackendError as exc:
+            return _failed_start(rt, f"cannot open the GPUs: {exc}", exc)
+        stack.callback(rt.backend.close)
+        try:
+            for server in _servers(rt):
+                await server.start()
+                stack.push_async_callback(server.stop)
+        except OSError as exc:
+            return _failed_start(rt, str(exc), exc)
+        essential = [start_sending()]
+        leak = leak_observer(rt)
+        probe = idle_probe or IdleProbe(rt)
+        observers = [leak, probe] if leak else [probe]
+        producing = [
+            asyncio.create_task(rt.publisher.sync_loop(), name="spool-fsync"),
+            asyncio.create_task(loops.sample_loop(rt, observers), name="samples"),
+            asyncio.create_task(loops.fault_loop(rt), name="faults"),
+            asyncio.create_task(loops.watchdog_loop(rt), name="watchdog"),
+            asyncio.create_task(nccl_task(rt), name="nccl"),
+        ]
+        helpers = [asyncio.create_task(loops.ready(rt), name="ready")]
+        stack.push_async_callback(loops.cancel_all, helpers + producing)
+        stack.push_async_callback(probe.close)
+        essential += producing
         if rt.commands is not None:
-            await rt.commands.close()
-        return EXIT_START
-    leak = leak_observer(rt)
-    probe = idle_probe or IdleProbe(rt)
-    observers = [leak, probe] if leak else [probe]
-    essential = [
-        asyncio.create_task(rt.publisher.run(), name="publisher"),
-        asyncio.create_task(rt.publisher.sync_loop(), name="spool-fsync"),
-        asyncio.create_task(loops.sample_loop(rt, observers), name="samples"),
-        asyncio.create_task(loops.fault_loop(rt), name="faults"),
-        asyncio.create_task(loops.watchdog_loop(rt), name="watchdog"),
-        asyncio.create_task(nccl_task(rt), name="nccl"),
+            source = (command_source or KafkaCommandSource)(rt, rt.commands)
+            consuming = asyncio.create_task(source.run(), name="commands")
+            stack.push_async_callback(stop_commands, source, consuming)
+            essential.append(consuming)
+            log.info("obeying signed coordinator commands (ledger %s)", rt.commands.ledger.path)
+        if install_signals:
+            _install_signals(rt)
+            stack.callback(_remove_signals)
+        code = await _wait(rt, essential)
+        rt.notifier.stopping(f"stopping: flushing {rt.publisher.spool.pending} events")
+        log.info("stopping: flushing %d spooled events", rt.publisher.spool.pending)
+        return code
+
+
+def _failed_start(rt: Runtime, message: str, exc: Exception) -> int:
+    log.error("%s", message)
+    rt.notifier.status(f"failed: {exc}")
+    return EXIT_START
+
+
+def _servers(rt: Runtime) -> list[ControlServer | HealthServer]:
+    """The control socket, and the health endpoint unless it is disabled."""
+    servers: list[ControlServer | HealthServer] = [
+        ControlServer(rt.cfg.control_socket, lambda req: handle_control(rt, req))
     ]
-    source = None
-    if rt.commands is not None:
-        source = (command_source or KafkaCommandSource)(rt, rt.commands)
-        essential.append(asyncio.create_task(source.run(), name="commands"))
-        log.info("obeying signed coordinator commands (ledger %s)", rt.commands.ledger.path)
-    helpers = [asyncio.create_task(loops.ready(rt), name="ready")]
-    if install_signals:
-        _install_signals(rt)
-    code = await _wait(rt, essential)
-    rt.notifier.stopping(f"stopping: flushing {rt.publisher.spool.pending} events")
-    log.info("stopping: flushing %d spooled events", rt.publisher.spool.pending)
-    if install_signals:
-        _remove_signals()
-    if source is not None:
-        await stop_commands(rt, source, next(t for t in essential if t.get_name() == "commands"))
-    await probe.close()
-    producing = [t for t in essential if t.get_name() != "publisher"]
-    await loops.cancel_all(helpers + producing)
-    for server in servers:
-        await server.stop()
-    rt.backend.close()
-    await rt.publisher.close(flush_timeout_s)
-    await loops.cancel_all(essential)
-    left = rt.publisher.spool.pending
-    log.info("stopped; %d events left in the spool for the next start", left)
-    rt.notifier.close()
-    return code
+    if rt.cfg.health.enabled:
+        servers.append(
+            HealthServer(
+                lambda: status.current_report(rt),
+                lambda: status.active_report(rt),
+                host=rt.cfg.health.host,
+                port=rt.cfg.health.port,
+            )
+        )
+    return servers
+
+
+@contextlib.asynccontextmanager
+async def _publisher(rt: Runtime, flush_timeout_s: float) -> AsyncIterator[Callable[[], asyncio.Task]]:
+    """The spool (open since ``build_runtime``) and, once started, the task that sends it to Kafka.
+
+    Leaving closes the spool once: after flushing what Kafka takes within ``flush_timeout_s`` when the sender
+    ran; at once when the start failed before it (nothing is sent then)."""
+    sender: list[asyncio.Task] = []
+
+    def start() -> asyncio.Task:
+        sender.append(asyncio.create_task(rt.publisher.run(), name="publisher"))
+        return sender[0]
+
+    try:
+        yield start
+    finally:
+        if sender:
+            await rt.publisher.close(flush_timeout_s)
+            await loops.cancel_all(sender)
+            log.info("stopped; %d events left in the spool for the next start", rt.publisher.spool.pending)
+        else:
+            rt.publisher.spool.close()
 
 
 async def _wait(rt: Runtime, essential: list[asyncio.Task]) -> int:

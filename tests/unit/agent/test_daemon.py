@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
-import tempfile
 from pathlib import Path
 
 import msgspec
@@ -71,13 +69,6 @@ class FakeBroker:
 
     def faults(self) -> list[NodeFault]:
         return [e.data for _, e in self.events if isinstance(e.data, NodeFault)]
-
-
-@pytest.fixture
-def short_dir():
-    d = tempfile.mkdtemp(prefix="ma-", dir="/tmp")  # AF_UNIX paths must stay short
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def make_runtime(short_dir: Path, broker: FakeBroker, clock: SimClock, notifier: Notifier | None = None, **extra):

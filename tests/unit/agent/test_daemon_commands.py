@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import socket
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,13 +29,6 @@ from tests.unit.agent.test_commands_actions import FAKE_PROBE
 from tests.unit.agent.test_daemon import FakeBroker, play, settle
 
 COORDINATOR = "/myolo/coordinator/test"
-
-
-@pytest.fixture
-def short_dir():
-    d = tempfile.mkdtemp(prefix="mc-", dir="/tmp")  # AF_UNIX paths (the control socket) must stay short
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 class MemorySource:
