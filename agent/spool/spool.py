@@ -5,38 +5,37 @@ the broker has acknowledged it (``commit``). So when Kafka is away nothing is lo
 memory: records wait on disk, and only the batch being sent is ever held in RAM.
 
 On disk, ``dir`` holds segment files ``seg-<first seq>.spool`` (frames, see ``record.py``) and ``cursor``
-(the highest acknowledged sequence number). Segments are fixed-size chunks, so the size cap is kept by deleting
-the oldest segment: the records in it that were never sent are counted in ``dropped`` and logged, because a
-silent gap is worse than a known one. On start the segments are scanned, a torn tail is cut off, and sending
-resumes after the cursor (records acknowledged but not yet in the cursor may be sent twice: consumers
-de-duplicate by event id).
+(the highest acknowledged sequence number, checksummed). Nothing is lost without being counted
+(:class:`SpoolStats`): the size cap deletes the oldest segment and counts its unsent records; a write the
+disk refuses is undone and counted; a damaged frame is stepped over (``segment.py``) and the records missing
+between the good frames around it are counted as ``corrupt_frames``. On start the segments are scanned and a
+torn tail of the newest one is cut off. A cursor that fails its checksum, or points past the newest record on
+disk, is not trusted: sending starts again from the oldest record (consumers de-duplicate by event id), so a
+bad cursor costs duplicates, never records.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import errno
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agent.spool.record import HEADER, CorruptFrame, SpoolRecord, check_body, pack, unpack_header
+import structlog
+
+from agent.spool import cursor
+from agent.spool.record import SpoolRecord, pack
+from agent.spool.recovery import recover, segment_path
+from agent.spool.segment import Damage, Segment, SegmentFile, records_between
+from agent.spool.stats import SpoolStats
 from events.clock import Clock, SystemClock
-from events.files import atomic_write, fsync_dir
+from events.files import fsync_dir
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.spool")
 FsyncPolicy = Literal["always", "interval", "never"]
-_PREFIX, _SUFFIX = "seg-", ".spool"
-
-
-@dataclass
-class _Segment:
-    path: Path
-    first_seq: int
-    last_seq: int  # first_seq - 1 while empty
-    size: int
 
 
 @dataclass(frozen=True)
@@ -47,23 +46,6 @@ class SpoolEntry:
     record: SpoolRecord
     segment_first_seq: int
     end_offset: int
-
-
-@dataclass(frozen=True)
-class SpoolStats:
-    pending_records: int
-    bytes: int
-    max_bytes: int
-    segments: int
-    appended: int
-    committed: int
-    dropped: int
-    last_seq: int
-    acked_seq: int
-
-    def summary(self) -> str:
-        """The spool's part of the agent's one-line status (``myolo-agent status``, systemd's STATUS=)."""
-        return f"{self.pending_records} pending, {self.dropped} dropped"
 
 
 class Spool:
@@ -88,7 +70,7 @@ class Spool:
         self.fsync = fsync
         self.fsync_interval_s = fsync_interval_s
         self._clock = clock or SystemClock()
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._fd: int | None = None
         self._fd_lock = threading.Lock()
         self._dirty = False
@@ -100,19 +82,33 @@ class Spool:
         self._read_off = 0
         self.appended = 0
         self.committed = 0
-        self.dropped = 0
+        self.over_cap = 0
+        self.corrupt_frames = 0
+        self.failed_writes = 0
+        self.torn_tails = 0
+        self.cursor_resets = 0
+        self.cursor_error: str | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
         self._recover()
 
     # -- writing ------------------------------------------------------------------------------------------
     def append(self, record: SpoolRecord, *, sync: bool = False) -> int:
-        """Write one record; returns its sequence number. ``sync=True`` forces an fsync (faults use it)."""
+        """Write one record; returns its sequence number. ``sync=True`` forces an fsync (faults use it).
+
+        A write the disk refuses (``OSError``, e.g. disk full) is undone, counted in ``failed_writes`` and
+        raised: the record is not in the spool and its sequence number is used by the next one."""
         seq = self._next_seq()
         frame = pack(seq, record)
         if len(frame) > self.segment_bytes:
             raise ValueError(f"record of {len(frame)} bytes is larger than a spool segment ({self.segment_bytes})")
-        active = self._active_for(len(frame))
-        os.write(self._fd, frame)  # type: ignore[arg-type]
+        try:
+            active = self._active_for(len(frame))
+            _write_all(self._fd, frame)  # type: ignore[arg-type]
+        except OSError as exc:
+            self.failed_writes += 1
+            self._undo_partial_write()
+            log.error("spool write failed: event lost", seq=seq, bytes=len(frame), error=str(exc))
+            raise
         active.last_seq = seq
         active.size += len(frame)
         self._pending += 1
@@ -132,7 +128,7 @@ class Spool:
             try:
                 os.fsync(self._fd)
             except OSError as exc:
-                log.error("spool fsync failed: %s", exc)
+                log.error("spool fsync failed", error=str(exc))
                 self._dirty = True
                 raise
         self._last_sync = self._clock.monotonic()
@@ -147,24 +143,35 @@ class Spool:
 
     # -- reading ------------------------------------------------------------------------------------------
     def peek(self, max_records: int, max_bytes: int = 4 << 20) -> list[SpoolEntry]:
-        """The oldest unacknowledged records, in order, without removing them."""
+        """The oldest unacknowledged records, in order, without removing them.
+
+        Damage found here (the disk changed under a segment since it was written or scanned) is stepped over
+        and counted; a segment file that vanished is counted as lost. Other read errors (``OSError``) are
+        raised: the caller retries later."""
         out: list[SpoolEntry] = []
         total = 0
-        for seg in self._segments:
+        for seg in list(self._segments):
             if seg.first_seq < self._read_seg or seg.last_seq <= self._acked:
                 continue
             offset = self._read_off if seg.first_seq == self._read_seg else 0
-            with open(seg.path, "rb") as fh:
-                fh.seek(offset)
-                while len(out) < max_records and total < max_bytes and offset < seg.size:
-                    seq, record, end = _read_frame(fh, offset)
-                    offset = end
-                    if seq <= self._acked:
+            prev = max(self._acked, seg.first_seq - 1)
+            try:
+                reader = SegmentFile(seg.path, seg.size)
+            except FileNotFoundError:
+                self._lose_segment(seg)
+                continue
+            with reader:
+                for item in reader.frames(offset, seg.damaged):
+                    if isinstance(item, Damage):
+                        self._damage_found(seg, item, prev)
                         continue
-                    out.append(SpoolEntry(seq, record, seg.first_seq, end))
-                    total += len(record.value)
-            if len(out) >= max_records or total >= max_bytes:
-                break
+                    if item.seq <= prev:
+                        continue  # acknowledged already (or a stray frame out of order)
+                    prev = item.seq
+                    out.append(SpoolEntry(item.seq, item.record, seg.first_seq, item.end))
+                    total += len(item.record.value)
+                    if len(out) >= max_records or total >= max_bytes:
+                        return out
         return out
 
     def commit(self, entry: SpoolEntry) -> None:
@@ -176,16 +183,22 @@ class Spool:
         self.committed += done
         self._acked = entry.seq
         self._read_seg, self._read_off = entry.segment_first_seq, entry.end_offset
+        # the cursor first: on disk, records missing below the oldest segment are then always acknowledged ones
+        self._write_cursor()
         while len(self._segments) > 1 and self._segments[0].last_seq <= self._acked:
             self._delete(self._segments.pop(0))
         if self._segments and self._segments[0].first_seq > self._read_seg:
             self._read_seg, self._read_off = self._segments[0].first_seq, 0
-        self._write_cursor()
 
     # -- state --------------------------------------------------------------------------------------------
     @property
     def pending(self) -> int:
         return self._pending
+
+    @property
+    def dropped(self) -> int:
+        """Records lost for any reason: the cap, a refused write, damage on disk."""
+        return self.over_cap + self.failed_writes + self.corrupt_frames
 
     @property
     def bytes(self) -> int:
@@ -200,6 +213,12 @@ class Spool:
             appended=self.appended,
             committed=self.committed,
             dropped=self.dropped,
+            over_cap=self.over_cap,
+            corrupt_frames=self.corrupt_frames,
+            failed_writes=self.failed_writes,
+            torn_tails=self.torn_tails,
+            cursor_resets=self.cursor_resets,
+            cursor_error=self.cursor_error,
             last_seq=self._next_seq() - 1,
             acked_seq=self._acked,
         )
@@ -217,84 +236,136 @@ class Spool:
     # -- internals ----------------------------------------------------------------------------------------
     def _next_seq(self) -> int:
         if self._segments:
-            return self._segments[-1].last_seq + 1
+            return max(self._segments[-1].last_seq, self._acked) + 1
         return self._acked + 1
 
     def _count_between(self, lo: int, hi: int) -> int:
-        """Records with ``lo < seq <= hi`` still on disk (dropped ones are gone from the count already)."""
-        n = 0
-        for seg in self._segments:
-            a, b = max(seg.first_seq, lo + 1), min(seg.last_seq, hi)
-            if b >= a:
-                n += b - a + 1
-        return n
+        """Records with ``lo < seq <= hi`` still on disk (dropped and damaged ones are not counted)."""
+        return sum(records_between(seg, lo, hi) for seg in self._segments)
 
-    def _active_for(self, frame_len: int) -> _Segment:
+    def _active_for(self, frame_len: int) -> Segment:
         seg = self._segments[-1] if self._segments else None
         if seg is not None and self._fd is not None and (seg.size == 0 or seg.size + frame_len <= self.segment_bytes):
             return seg
         return self._roll()
 
-    def _roll(self) -> _Segment:
+    def _roll(self) -> Segment:
         first = self._next_seq()
-        path = self.dir / f"{_PREFIX}{first:020d}{_SUFFIX}"
+        path = segment_path(self.dir, first)
         with self._fd_lock:
             if self._fd is not None:
                 if self.fsync != "never" and self._dirty:
                     os.fsync(self._fd)
                 os.close(self._fd)
+                self._fd = None
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
             self._dirty = False
-        if self.fsync != "never":
-            fsync_dir(self.dir)
-        seg = _Segment(path, first, first - 1, 0)
+        seg = Segment(path, first, first - 1, 0)
         if not self._segments:
             self._read_seg, self._read_off = first, 0
         self._segments.append(seg)
+        if self.fsync != "never":
+            fsync_dir(self.dir)  # last: should it fail, the new segment is already the active one
         return seg
+
+    def _undo_partial_write(self) -> None:
+        """Cut the active segment back to its last whole frame; if even that fails, write the next record
+        to a new segment (readers never look past a segment's known size, and a restart steps over it)."""
+        if self._fd is None or not self._segments:
+            return
+        try:
+            os.ftruncate(self._fd, self._segments[-1].size)
+        except OSError as exc:
+            log.error("spool cannot cut a failed write back; next record opens a new segment", error=str(exc))
+            with self._fd_lock:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
 
     def _enforce_cap(self) -> None:
         while self.bytes > self.max_bytes and len(self._segments) > 1:
-            lost = self._count_between(self._acked, self._segments[0].last_seq)
             seg = self._segments.pop(0)
+            lost = records_between(seg, self._acked, seg.last_seq)
             self._pending -= lost
-            self.dropped += lost
+            self.over_cap += lost
             self._acked = max(self._acked, seg.last_seq)
+            self._write_cursor(force=True)
             self._delete(seg)
             nxt = self._segments[0]
             if self._read_seg < nxt.first_seq:
                 self._read_seg, self._read_off = nxt.first_seq, 0
             log.warning(
-                "spool over its cap of %d bytes: dropped the oldest segment with %d unsent events "
-                "(seq %d..%d); %d dropped in all",
-                self.max_bytes,
-                lost,
-                seg.first_seq,
-                seg.last_seq,
-                self.dropped,
+                "spool over its cap: dropped the oldest segment",
+                max_bytes=self.max_bytes,
+                unsent=lost,
+                first_seq=seg.first_seq,
+                last_seq=seg.last_seq,
+                over_cap=self.over_cap,
             )
-            self._write_cursor(force=True)
 
-    def _delete(self, seg: _Segment) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            seg.path.unlink()
+    def _damage_found(self, seg: Segment, damage: Damage, prev: int) -> None:
+        """Damage seen while reading: count the records missing between the good frames around it, once."""
+        seg.damaged[damage.start] = damage.end
+        upto = damage.after.seq - 1 if damage.after is not None else seg.last_seq
+        lost = max(0, upto - prev)
+        if lost:
+            seg.holes.append((prev + 1, upto))
+            self._pending = max(0, self._pending - lost)
+            self.corrupt_frames += lost
+        log.error(
+            "spool frame damaged: stepped over it",
+            segment=seg.path.name,
+            offset=damage.start,
+            bytes=damage.end - damage.start,
+            reason=damage.reason,
+            lost=lost,
+            corrupt_frames=self.corrupt_frames,
+        )
+
+    def _lose_segment(self, seg: Segment) -> None:
+        lost = records_between(seg, self._acked, seg.last_seq)
+        active = seg is self._segments[-1]
+        self._segments.remove(seg)
+        self._pending = max(0, self._pending - lost)
+        self.corrupt_frames += lost
+        if active:  # the next append opens a new segment instead of writing to a file nobody can read
+            with self._fd_lock:
+                if self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = None
+        log.error("spool segment vanished", segment=seg.path.name, lost=lost, corrupt_frames=self.corrupt_frames)
+
+    def _delete(self, seg: Segment) -> None:
+        """Delete a segment that is sent or dropped; one left behind is deleted on the next start."""
+        try:
+            seg.path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.error("spool cannot delete a segment", segment=seg.path.name, error=str(exc))
 
     def _write_cursor(self, force: bool = False) -> None:
+        """A cursor that cannot be written only means records may be sent twice after a restart: it is
+        reported (``cursor_error``) and tried again at the next commit, never raised into the sender."""
         if self._acked == self._cursor_written and not force:
             return
-        atomic_write(self.dir / "cursor", self._acked.to_bytes(8, "big"), durable=False)
+        try:
+            cursor.write(self.dir / "cursor", self._acked)
+        except OSError as exc:
+            if self.cursor_error is None:
+                log.error("spool cursor not written: acknowledged records may be sent again", error=str(exc))
+            self.cursor_error = f"cannot write the spool cursor: {exc.strerror or exc}"
+            return
+        self.cursor_error = None
         self._cursor_written = self._acked
 
     def _recover(self) -> None:
-        cursor = self.dir / "cursor"
-        if cursor.exists():
-            raw = cursor.read_bytes()
-            self._acked = int.from_bytes(raw[:8], "big") if len(raw) >= 8 else 0
-        self._cursor_written = self._acked
-        paths = sorted(p for p in self.dir.glob(f"{_PREFIX}*{_SUFFIX}") if p.stem[len(_PREFIX) :].isdigit())
-        for path in paths:
-            seg = _scan(path)
-            if seg.last_seq <= self._acked or seg.size == 0:
+        found = recover(self.dir)
+        self._acked = found.acked
+        self._cursor_written = found.acked if found.cursor_problem is None else -1
+        self.corrupt_frames += found.corrupt_frames
+        self.torn_tails += found.torn_tails
+        self.cursor_resets += found.cursor_problem is not None
+        for seg in found.segments:
+            if seg.last_seq <= self._acked:
                 self._delete(seg)
                 continue
             self._segments.append(seg)
@@ -304,28 +375,14 @@ class Spool:
             self._fd = os.open(last.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             self._read_seg, self._read_off = self._segments[0].first_seq, 0
             self._pending = self._count_between(self._acked, last.last_seq)
-            log.info("spool recovered %d unsent events in %d segments", self._pending, len(self._segments))
+            log.info("spool recovered unsent events", pending=self._pending, segments=len(self._segments))
 
 
-def _read_frame(fh, offset: int) -> tuple[int, SpoolRecord, int]:
-    length, crc, seq = unpack_header(fh.read(HEADER.size))
-    record = check_body(seq, crc, fh.read(length), length)
-    return seq, record, offset + HEADER.size + length
-
-
-def _scan(path: Path) -> _Segment:
-    """Validate every frame; cut the file back to its last whole frame if the tail is torn."""
-    first = int(path.stem[len(_PREFIX) :])
-    last, good = first - 1, 0
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        while good < size:
-            try:
-                seq, _, end = _read_frame(fh, good)
-            except CorruptFrame as exc:
-                log.warning("spool segment %s: cutting %d bytes after a bad frame (%s)", path.name, size - good, exc)
-                break
-            last, good = seq, end
-    if good < size:
-        os.truncate(path, good)
-    return _Segment(path, first, last, good)
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written: a short write is continued, a write of nothing is an error."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "write wrote nothing")
+        view = view[n:]

@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 import os
 
 import pytest
+from structlog.testing import capture_logs
 
-from agent.spool import Spool, SpoolRecord
+from agent.spool import Spool
 from events.clock import SimClock
-
-KIB = 1024
-
-
-def rec(i: int, size: int = 100) -> SpoolRecord:
-    return SpoolRecord(
-        "myolo.node.samples", f"node-{i % 3}".encode(), str(i).encode().ljust(size, b"."), [("ce_id", str(i).encode())]
-    )
-
-
-def ids(entries) -> list[int]:
-    return [int(e.record.value.rstrip(b".")) for e in entries]
-
-
-def make(tmp_path, **kw) -> Spool:
-    args = {"max_bytes": 64 * KIB, "segment_bytes": 4 * KIB, "fsync": "never"}
-    args.update(kw)
-    return Spool(tmp_path / "spool", **args)
+from tests.unit.agent.spoolkit import KIB, ids, make, rec
 
 
 def test_records_come_back_in_order_across_segments_and_commits_forget_them(tmp_path):
@@ -77,48 +60,22 @@ def test_a_crash_without_close_loses_nothing_written(tmp_path):
     assert ids(again.peek(100)) == list(range(10))
 
 
-def test_a_torn_last_frame_is_cut_off_and_the_rest_is_kept(tmp_path):
-    sp = make(tmp_path)
-    for i in range(5):
-        sp.append(rec(i))
-    sp.close()
-    seg = sorted((tmp_path / "spool").glob("seg-*"))[-1]
-    whole = seg.stat().st_size
-    with open(seg, "ab") as fh:
-        fh.write(b"\xa7\x5e\x00\x00\x01\x00garbage")  # a header promising 256 bytes, then the power went
-    again = make(tmp_path)
-    assert ids(again.peek(100)) == [0, 1, 2, 3, 4]
-    assert seg.stat().st_size == whole
-    again.append(rec(5))
-    assert ids(again.peek(100)) == [0, 1, 2, 3, 4, 5]
-
-
-def test_a_corrupted_byte_stops_the_segment_at_the_last_good_frame(tmp_path):
-    sp = make(tmp_path)
-    for i in range(4):
-        sp.append(rec(i))
-    sp.close()
-    seg = sorted((tmp_path / "spool").glob("seg-*"))[-1]
-    data = bytearray(seg.read_bytes())
-    data[-5] ^= 0xFF  # flip a bit in the last record's body: its checksum no longer matches
-    seg.write_bytes(bytes(data))
-    assert ids(make(tmp_path).peek(100)) == [0, 1, 2]
-
-
-def test_the_cap_drops_the_oldest_unsent_records_counts_and_logs_them(tmp_path, caplog):
+def test_the_cap_drops_the_oldest_unsent_records_counts_and_logs_them(tmp_path):
     sp = make(tmp_path, max_bytes=16 * KIB, segment_bytes=4 * KIB)
-    caplog.set_level(logging.WARNING)
-    n = 1000  # ~130 KiB of records into a 16 KiB spool
-    for i in range(n):
-        sp.append(rec(i))
+    n = 1000  # ~160 KiB of frames into a 16 KiB spool
+    with capture_logs() as logs:
+        for i in range(n):
+            sp.append(rec(i))
     st = sp.stats()
     assert st.bytes <= 16 * KIB
-    assert st.dropped > 0
+    assert st.over_cap > 0 and st.dropped == st.over_cap and st.corrupt_frames == 0
     assert st.pending_records + st.dropped == n
     left = ids(sp.peek(n))
     # what is left is the newest records, contiguous and in order
     assert left == list(range(n - len(left), n))
-    assert any("dropped the oldest segment" in r.getMessage() for r in caplog.records)
+    drops = [e for e in logs if e["event"] == "spool over its cap: dropped the oldest segment"]
+    assert sum(e["unsent"] for e in drops) == st.over_cap
+    assert st.summary() == f"{len(left)} pending, {st.dropped} dropped ({st.dropped} over cap)"
     # the drop survives a restart: dropped records are not resurrected
     sp.close()
     assert ids(make(tmp_path, max_bytes=16 * KIB, segment_bytes=4 * KIB).peek(n)) == left
