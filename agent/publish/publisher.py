@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import structlog
+
 from agent.config import PublishConfig
+from agent.publish.loss import loss_fault, new_losses
 from agent.spool import Spool, SpoolEntry, SpoolRecord
 from events.clock import Clock
 from events.codec import decode, encode
@@ -28,7 +30,7 @@ from events.errors import InvalidEvent
 from events.payloads import Payload
 from events.topics import NODE_SAMPLES, topic_for_type
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.publish")
 KafkaState = Literal["connecting", "ok", "away"]
 HANDOVER_TIMEOUT_S = 1.0
 
@@ -49,7 +51,14 @@ class PublisherStatus:
     last_ack_monotonic: float | None = None
     sent: int = 0
     failed_batches: int = 0
-    spool_error: str | None = None
+    write_error: str | None = None  # the spool's last write or fsync failed
+    read_error: str | None = None  # the spool's last read failed (the sender retries)
+    loss_faults: int = 0  # ``spool`` faults published about lost records
+
+    @property
+    def spool_error(self) -> str | None:
+        """What keeps the spool from working now (the health endpoint reports it as failed)."""
+        return self.write_error or self.read_error
 
 
 class Publisher:
@@ -78,6 +87,8 @@ class Publisher:
         self._first_sample = asyncio.Event()
         self._stopping = False
         self._backoff = 0.1
+        self._reported: dict[str, int] = {}
+        self._reporting = False
 
     # -- the producing side (sample loop, fault hook) -----------------------------------------------------
     def publish(self, payload: Payload, *, urgent: bool = False) -> Event:
@@ -91,12 +102,33 @@ class Publisher:
         record = SpoolRecord(topic_for_type(event.type), key, value, headers)
         try:
             self.spool.append(record, sync=urgent)
-            self.status.spool_error = None
         except OSError as exc:
-            self.status.spool_error = f"cannot write the spool in {self.spool.dir}: {exc.strerror or exc}"
-            log.error("event %s lost: %s", event.type, self.status.spool_error)
+            self.status.write_error = f"cannot write the spool in {self.spool.dir}: {exc.strerror or exc}"
+            log.error("event lost", type=event.type, error=self.status.write_error)
+        else:
+            self.status.write_error = None
+            self.report_losses()
         self._wake.set()
         return event
+
+    def report_losses(self) -> None:
+        """Publish a ``spool`` fault when records were lost since the last report (the cap, damage, failed
+        writes). Not while the spool cannot be written: the losses add up and go out with the next fault."""
+        if self._reporting or self.status.write_error is not None:
+            return
+        now = self.spool.stats()
+        new = new_losses(now.losses(), self._reported)
+        if not new:
+            return
+        self._reported = now.losses()
+        self._reporting = True
+        try:
+            fault = loss_fault(self.node_id, new, now)
+            log.warning("spool lost events: fault published", **new, dropped=now.dropped)
+            self.publish(fault, urgent=True)
+            self.status.loss_faults += 1
+        finally:
+            self._reporting = False
 
     async def wait_first_sample(self) -> None:
         """Return once a node sample has been acknowledged by Kafka (used for READY=1)."""
@@ -107,10 +139,18 @@ class Publisher:
         """Send spooled records forever (until :meth:`close`)."""
         batch = 1
         while not self._stopping:
+            self.report_losses()
             if self._producer is None and not await self._connect():
                 await self._pause()
                 continue
-            entries = self.spool.peek(batch)
+            try:
+                entries = self.spool.peek(batch)
+            except Exception as exc:  # whatever the disk does, the sender lives on and retries
+                self.status.read_error = f"cannot read the spool in {self.spool.dir}: {exc!r}"
+                log.error("spool read failed; retrying", error=self.status.read_error)
+                await self._pause()
+                continue
+            self.status.read_error = None
             if not entries:
                 self._wake.clear()
                 if self.spool.pending == 0:
@@ -131,7 +171,7 @@ class Publisher:
                 try:
                     await asyncio.to_thread(self.spool.sync)
                 except OSError as exc:
-                    self.status.spool_error = f"fsync failed: {exc.strerror or exc}"
+                    self.status.write_error = f"fsync failed: {exc.strerror or exc}"
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait until the spool is empty (everything acknowledged) or ``timeout_s`` of wall time passed.
@@ -159,7 +199,7 @@ class Publisher:
             try:
                 await asyncio.wait_for(self._producer.stop(), flush_timeout_s)
             except (TimeoutError, Exception) as exc:
-                log.warning("kafka producer did not stop cleanly: %r", exc)
+                log.warning("kafka producer did not stop cleanly", error=repr(exc))
             self._producer = None
         self.spool.close()
 
@@ -216,7 +256,7 @@ class Publisher:
             try:
                 await asyncio.wait_for(producer.stop(), 2.0)
             except Exception as exc:
-                log.debug("discarded kafka producer did not stop cleanly: %r", exc)
+                log.debug("discarded kafka producer did not stop cleanly", error=repr(exc))
 
     async def _enqueue(self, record: SpoolRecord) -> asyncio.Future:
         try:
@@ -237,7 +277,7 @@ class Publisher:
         self.status.sent += len(entries)
         self.status.last_ack_monotonic = self._clock.monotonic()
         if self.status.kafka != "ok":
-            log.info("kafka reachable: sending %d spooled events", self.spool.pending)
+            log.info("kafka reachable: sending spooled events", pending=self.spool.pending)
         self.status.kafka = "ok"
         self.status.last_error = None
         if not self._first_sample.is_set() and any(e.record.topic == NODE_SAMPLES for e in entries):
@@ -246,7 +286,7 @@ class Publisher:
 
     def _away(self, reason: str) -> None:
         if self.status.kafka != "away":
-            log.warning("kafka unreachable, spooling events to %s: %s", self.spool.dir, reason)
+            log.warning("kafka unreachable: spooling events", spool=str(self.spool.dir), reason=reason)
         self.status.kafka = "away"
         self.status.last_error = reason
         self.status.failed_batches += 1
