@@ -1,8 +1,9 @@
 """The checks behind ``/healthz``: NVML, Kafka, spool and GPUs, each ok / degraded / failed with a reason.
 
 Kept as plain functions of the agent's state so the rules are tested without HTTP. The overall status is the
-worst check: Kafka being away is only *degraded* because the spool keeps every event; a spool that cannot be
-written, a GPU backend that cannot be read or a GPU in ``fail`` health is *failed*.
+worst check: Kafka being away is only *degraded* because the spool keeps every event; so are events the spool
+lost (they are counted and reported); a spool that cannot be written or read, a GPU backend that cannot be read
+or a GPU in ``fail`` health is *failed*.
 """
 
 from __future__ import annotations
@@ -74,24 +75,37 @@ def check_kafka(state: str, last_error: str | None, ack_age_s: float | None, pen
 
 
 def check_spool(stats: SpoolStats, error: str | None, degraded_fraction: float) -> Check:
+    """Failed when the spool cannot be written or read; degraded when events were lost (any reason), the
+    cursor cannot be written, or the spool is nearly full. Torn writes cut off and cursors not trusted on
+    start cost no event and are only noted."""
     data: dict[str, object] = {
         "pending": stats.pending_records,
         "bytes": stats.bytes,
         "max_bytes": stats.max_bytes,
         "dropped": stats.dropped,
+        "over_cap": stats.over_cap,
+        "corrupt_frames": stats.corrupt_frames,
+        "failed_writes": stats.failed_writes,
+        "torn_tails": stats.torn_tails,
+        "cursor_resets": stats.cursor_resets,
     }
     if error is not None:
         return Check(status="failed", detail=error, data=data)
+    problems = []
     if stats.dropped:
-        return Check(
-            status="degraded",
-            detail=f"{stats.dropped} events dropped since start: the spool reached its cap",
-            data=data,
-        )
+        problems.append(f"{stats.dropped} events lost since start ({stats.why_dropped()})")
+    if stats.cursor_error is not None:
+        problems.append(f"{stats.cursor_error}; acknowledged events may be sent again")
     if stats.bytes > degraded_fraction * stats.max_bytes:
-        share = 100 * stats.bytes / stats.max_bytes
-        return Check(status="degraded", detail=f"spool {share:.0f}% full", data=data)
-    return Check(status="ok", detail=f"{stats.pending_records} events waiting", data=data)
+        problems.append(f"spool {100 * stats.bytes / stats.max_bytes:.0f}% full")
+    if problems:
+        return Check(status="degraded", detail="; ".join(problems), data=data)
+    notes = [f"{stats.pending_records} events waiting"]
+    if stats.torn_tails:
+        notes.append(f"{stats.torn_tails} write(s) cut short by a crash were cut off on start")
+    if stats.cursor_resets:
+        notes.append("the cursor was not trusted on start: events were sent again from the oldest")
+    return Check(status="ok", detail="; ".join(notes), data=data)
 
 
 def check_gpus(health: Health | None, reasons: list[str], per_gpu: dict[int, Health]) -> Check:

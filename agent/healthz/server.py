@@ -8,15 +8,15 @@ on a failed node.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 
 import msgspec
+import structlog
 from aiohttp import web
 
 from agent.healthz.checks import HealthReport
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.healthz")
 _ENC = msgspec.json.Encoder()
 
 
@@ -57,7 +57,7 @@ class HealthServer:
         server = site._server  # the bound socket tells the real port when 0 was asked for
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
-        log.info("health endpoint on http://%s:%d/healthz", self.host, self.port)
+        log.info("health endpoint listening", url=f"http://{self.host}:{self.port}/healthz")
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -45,8 +45,31 @@ def test_worst_check_wins_and_kafka_away_is_only_degraded():
 
 def test_spool_rules():
     assert check_spool(stats(bytes=900), None, 0.8).status == "degraded"
-    assert "dropped" in check_spool(stats(dropped=3), None, 0.8).detail
     assert check_spool(stats(), "cannot write the spool: No space left on device", 0.8).status == "failed"
+    assert check_spool(stats(), "cannot read the spool: Input/output error", 0.8).status == "failed"
+
+
+def test_every_spool_loss_degrades_the_spool_check_and_says_why():
+    lost = check_spool(stats(dropped=4, over_cap=2, corrupt_frames=1, failed_writes=1), None, 0.8)
+    assert lost.status == "degraded"
+    assert lost.detail == "4 events lost since start (2 over cap, 1 corrupt, 1 failed writes)"
+    assert lost.data["corrupt_frames"] == 1 and lost.data["dropped"] == 4
+    only_corrupt = check_spool(stats(dropped=1, corrupt_frames=1), None, 0.8)
+    assert (only_corrupt.status, only_corrupt.detail) == ("degraded", "1 events lost since start (1 corrupt)")
+
+
+def test_a_cursor_that_cannot_be_written_degrades_and_start_up_notes_stay_ok():
+    cur = check_spool(stats(cursor_error="cannot write the spool cursor: Read-only file system"), None, 0.8)
+    assert cur.status == "degraded" and "sent again" in cur.detail
+    noted = check_spool(stats(pending_records=5, torn_tails=1, cursor_resets=1), None, 0.8)
+    assert noted.status == "ok"  # no event was lost: a write cut short by a crash, duplicates to come
+    assert "cut short" in noted.detail and "not trusted" in noted.detail
+    assert (noted.data["torn_tails"], noted.data["cursor_resets"]) == (1, 1)
+
+
+def test_the_status_line_names_every_kind_of_loss():
+    assert stats(pending_records=3).summary() == "3 pending, 0 dropped"
+    assert stats(dropped=3, over_cap=1, corrupt_frames=2).summary() == "0 pending, 3 dropped (1 over cap, 2 corrupt)"
 
 
 def test_nvml_rules():
