@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from agent.commands.config import CommandsConfig
+from agent.leak.config import LeakConfig
 from events.config import load_config
 from events.errors import ConfigError
 from events.settings import KafkaSettings
@@ -57,14 +58,6 @@ class NcclConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     log_globs: list[str] = []
     poll_interval_s: Positive = 1.0
-
-
-class LeakConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Memory-leak detection over per-GPU, per-process GPU and host RSS series."""
-
-    enabled: bool = True
-    threshold_pct_per_h: Annotated[float, msgspec.Meta(gt=0)] = 0.1
-    report_interval_s: Positive = 300.0
 
 
 class PublishConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

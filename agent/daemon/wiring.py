@@ -18,12 +18,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.config import LeakConfig
 from agent.daemon.loops import publish_fault
 from agent.daemon.runtime import Runtime
 from agent.leak.detector import LeakDetector
 from agent.leak.rss import host_total_bytes, read_rss
-from agent.leak.series import LeakConfig as LeakSettings
 from agent.nccl.follow import FileFollower
 from agent.nccl.tracker import NcclTracker
 from agent.nccl.watch import watch_lines
@@ -84,13 +82,11 @@ def leak_observer(rt: Runtime) -> Callable[[NodeSample], None] | None:
     and faults at once. None when leak detection is disabled."""
     if not rt.cfg.leak.enabled:
         return None
-    detector = LeakDetector(rt.cfg.node_id, leak_settings(rt.cfg.leak))
+    detector = LeakDetector(rt.cfg.node_id, rt.cfg.leak)
 
     def observe(sample: NodeSample) -> None:
         now = rt.clock.now()
-        wanted = leak_settings(rt.cfg.leak)  # SIGHUP may have changed the threshold or the cadence
-        if wanted != detector.config:
-            detector.config = wanted
+        detector.config = rt.cfg.leak  # SIGHUP may have changed the threshold or the cadence
         out = detector.observe(sample, now)
         if sample.backend == "nvml":  # simulated pids are not real processes of this host
             pids = {p.pid for g in sample.gpus for p in g.processes or []}
@@ -103,7 +99,3 @@ def leak_observer(rt: Runtime) -> Callable[[NodeSample], None] | None:
                 rt.publisher.publish(payload)
 
     return observe
-
-
-def leak_settings(cfg: LeakConfig) -> LeakSettings:
-    return LeakSettings(threshold_pct_per_h=cfg.threshold_pct_per_h, report_every_s=cfg.report_interval_s)

@@ -1,7 +1,7 @@
 """The node's leak watch: one :class:`LeakSeries` per GPU, per process on a GPU, and per trainer's RSS.
 
 Fed from what the agent already reads (each ``NodeSample``; RSS from ``agent.leak.rss``), it publishes a
-``LeakReport`` per series every ``report_every_s`` and at once when a series' alert starts or ends, plus a
+``LeakReport`` per series every ``report_interval_s`` and at once when a series' alert starts or ends, plus a
 ``NodeFault`` (kind ``leak``, health ``warn``) when one starts. Time is the ``now`` passed in, taken from
 the agent's clock, so simulated days replay in seconds.
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agent.leak.series import LeakConfig, LeakSeries, Verdict
+from agent.leak.config import LeakConfig
+from agent.leak.series import LeakSeries, Verdict
 from events.payloads import LeakReport, NodeFault, NodeSample
 
 Subject = Literal["gpu", "process_gpu", "host_rss"]
@@ -32,7 +33,6 @@ class LeakDetector:
     def __init__(self, node_id: str, config: LeakConfig | None = None) -> None:
         self.node_id = node_id
         self.config = config or LeakConfig()
-        self.config.validate()
         self._series: dict[Key, _Tracked] = {}
 
     @property
@@ -46,7 +46,7 @@ class LeakDetector:
         verdict = tracked.series.add(now, value)
         if verdict is None:
             return []
-        due = tracked.last_report is None or now - tracked.last_report >= self.config.report_every_s
+        due = tracked.last_report is None or now - tracked.last_report >= self.config.report_interval_s
         if not (due or verdict.changed):
             return []
         tracked.last_report = now

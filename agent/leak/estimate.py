@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-Z_TWO_SIDED = {0.80: 1.2816, 0.90: 1.6449, 0.95: 1.9600, 0.98: 2.3263, 0.99: 2.5758, 0.999: 3.2905}
+from agent.leak.config import Z_TWO_SIDED
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,3 +96,13 @@ def test_a_control_socket_path_too_long_for_af_unix_is_refused(tmp_path):
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_agent_config(tmp_path / "nope.toml", env={})
+
+
+def test_the_leak_section_is_the_detectors_own_settings_checked_as_the_file_loads(tmp_path):
+    env = {"XDG_STATE_HOME": str(tmp_path), "MYOLO_LEAK_WINDOW_S": "3600", "MYOLO_LEAK_REPORT_INTERVAL_S": "60"}
+    cfg = load_agent_config(None, env=env)
+    assert (cfg.leak.window_s, cfg.leak.report_interval_s, cfg.leak.short_window_s) == (3600.0, 60.0, 1800.0)
+    with pytest.raises(ConfigError, match=r"leak\.short_window_s must be 0 or in \[4 x block_s, window_s\)"):
+        load_agent_config(None, env={**env, "MYOLO_LEAK_WINDOW_S": "1200"})  # shorter than the short window
+    with pytest.raises(ConfigError, match=r"leak\.threshold_pct_per_h must be > 0, got 0"):
+        load_agent_config(None, env={"XDG_STATE_HOME": str(tmp_path), "MYOLO_LEAK_THRESHOLD_PCT_PER_H": "0"})

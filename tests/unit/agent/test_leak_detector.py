@@ -53,7 +53,7 @@ async def test_leaking_gpu_and_process_raise_a_fault_and_reports_on_sim_clock() 
     last = {(r.subject, r.gpu_index): r for r in reports}
     assert last[("process_gpu", 0)].alert and 0.7 < last[("process_gpu", 0)].slope_pct_per_h < 1.3
     assert not last[("gpu", 1)].alert and abs(last[("gpu", 1)].slope_pct_per_h) < 0.01
-    # periodic: the steady GPU reports every report_every_s (300 s) once its first verdict exists
+    # periodic: the steady GPU reports every report_interval_s (300 s) once its first verdict exists
     steady_times = [r for r in reports if r.gpu_index == 1]
     assert 6 <= len(steady_times) <= 9
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.leak.series import LeakConfig, LeakSeries
+from agent.leak.config import LeakConfig
+from agent.leak.series import LeakSeries
 from agent.leak.synthetic import Profile, synthetic_series
 
 CAP = 141e9  # an H200
@@ -90,6 +91,17 @@ def test_nothing_before_warmup_and_floor_horizon() -> None:
     t = np.arange(0.0, cfg.warmup_s + cfg.floor_horizon_s)
     series = LeakSeries(CAP, cfg)
     assert series.add_many(t, 1e9 + 1e6 * t) == []  # steep growth, but still warm-up + first horizon
+
+
+def test_a_reset_series_gives_the_verdicts_of_a_new_one() -> None:
+    t, v = synthetic_series(np.random.default_rng(3), 5400.0, 1.0, leak_pct_per_h=1.0)
+    used = LeakSeries(CAP)
+    assert any(x.alert for x in used.add_many(t, v))
+    used.reset()
+    assert (used.start, used.samples, used.alert, used.last, used.evaluations) == (None, 0, False, None, 0)
+    again = used.add_many(t + 7200.0, v)  # a restarted trainer, two hours later: warm-up starts again
+    fresh = LeakSeries(CAP).add_many(t + 7200.0, v)
+    assert again == fresh and again
 
 
 def test_alert_clears_when_growth_stops() -> None:
