@@ -26,18 +26,24 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream=N
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer()
+    # JSON carries a traceback as text (the console renderer prints its own)
+    render = (
+        [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+        if json
+        else [structlog.dev.ConsoleRenderer()]
+    )
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # the stdlib level decides, so a daemon's reload of log_level (root.setLevel) reaches structlog too
+        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.make_filtering_bound_logger(lvl),
+        wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *render],
         )
     )
     root = logging.getLogger()
