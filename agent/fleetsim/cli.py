@@ -16,9 +16,15 @@ from events.settings import KafkaSettings
 
 
 async def run_fleet(
-    nodes: int, gpus: int, duration: float, fault_rate: float, bootstrap: str | None, rate_hz: float = 1.0,
-    seed: int = 0, report_every_s: float = 10.0,
-) -> dict:  # fmt: skip
+    nodes: int,
+    gpus: int,
+    duration: float,
+    fault_rate: float,
+    bootstrap: str | None,
+    rate_hz: float = 1.0,
+    seed: int = 0,
+    report_every_s: float = 10.0,
+) -> dict:
     """Start a simulator, publish for ``duration`` seconds, print progress, return the final stats."""
     from agent.fleetsim.simulator import FleetSimulator
     from events.topics import ensure_topics
@@ -34,8 +40,9 @@ async def run_fleet(
             s = sim.stats
             typer.echo(
                 f"fleetsim: {s.samples_sent} samples, {s.faults_sent} faults, {s.send_errors} send errors, "
-                f"{s.late_slots} late slots", err=True,
-            )  # fmt: skip
+                f"{s.late_slots} late slots",
+                err=True,
+            )
         await task
     finally:
         if not task.done():

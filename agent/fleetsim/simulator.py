@@ -136,8 +136,9 @@ class FleetSimulator:
         self._sources = [("ce_source", f"/myolo/agent/{n}".encode()) for n in self.node_ids]
         self._id_prefix = [f"{run}-{i}-".encode() for i in range(nodes)]
         self._state = [_Node() for _ in range(nodes)]
-        self._templates = [sample_template(n, i, gpus, self.model.spec, interval_s=self.period)
-                           for i, n in enumerate(self.node_ids)]  # fmt: skip
+        self._templates = [
+            sample_template(n, i, gpus, self.model.spec, interval_s=self.period) for i, n in enumerate(self.node_ids)
+        ]
         self._sample_parts: list[int | None] = [None] * nodes
         self._fault_parts: list[int | None] = [None] * nodes
         self._stopping = asyncio.Event()
@@ -272,9 +273,15 @@ class FleetSimulator:
         if xid == 79:
             self.model.pin_util(n, gpu, 0.0)  # off the bus: the GPU does nothing any more
         self._templates[n] = sample_template(
-            self.node_ids[n], n, self.gpus, self.model.spec, interval_s=self.period,
-            health=st.health, reasons=tuple(st.reasons), gpu_health=st.gpu_health,
-        )  # fmt: skip
+            self.node_ids[n],
+            n,
+            self.gpus,
+            self.model.spec,
+            interval_s=self.period,
+            health=st.health,
+            reasons=tuple(st.reasons),
+            gpu_health=st.gpu_health,
+        )
 
     def clear_faults(self, node: int | str) -> None:
         """Back to healthy (as after a GPU reset), for long runs that reuse nodes."""
