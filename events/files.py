@@ -2,7 +2,7 @@
 
 Write a temporary file in the same folder, optionally fsync it, ``os.replace`` it over the target, and fsync
 the folder: a reader (or a restart after power loss) sees the old file or the new one, never half of one.
-Used by the agent's command ledger and spool cursor, the trainer's checkpoint marker, the attention-autotune
+Used by the agent's command ledger, the trainer's checkpoint marker, the attention-autotune
 cache and the local stack's state file.
 """
 

@@ -88,6 +88,7 @@ class Spool:
         self.torn_tails = 0
         self.cursor_resets = 0
         self.cursor_error: str | None = None
+        self._cursor = cursor.CursorFile(self.dir / "cursor")
         self.dir.mkdir(parents=True, exist_ok=True)
         self._recover()
 
@@ -228,6 +229,7 @@ class Spool:
         if self.fsync != "never":
             self.sync()
         self._write_cursor(force=True)
+        self._cursor.close()
         with self._fd_lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -348,7 +350,7 @@ class Spool:
         if self._acked == self._cursor_written and not force:
             return
         try:
-            cursor.write(self.dir / "cursor", self._acked)
+            self._cursor.write(self._acked)
         except OSError as exc:
             if self.cursor_error is None:
                 log.error("spool cursor not written: acknowledged records may be sent again", error=str(exc))
