@@ -2,7 +2,15 @@
 
 Binary mode (what we produce): the value is the JSON payload, the attributes travel as ``ce_*`` headers.
 Structured mode (accepted from external producers): the value is a whole JSON CloudEvent. Every way a record
-can be wrong ends in :class:`InvalidEvent` naming the field, so the consumer can dead-letter it and go on.
+can be wrong ends in :class:`InvalidEvent` naming the field, so the consumer can dead-letter it and go on;
+every size is bounded by :mod:`events.limits`, and a reason over a limit names it.
+
+Depth: the payload is decoded straight into its Struct, whose typed fields nest as deep as the schema and no
+deeper, so the hot path scans nothing. Only ``Any``-typed fields (a command's ``args``, an ack's ``result``)
+can hold deeper values: those are walked, up to the limit, after decoding, when the payload has more
+brackets than the limit (else it cannot nest that deep, and nothing is walked). Anything deeper than the
+interpreter allows (an unknown field nesting thousands of arrays, which msgspec skips recursively) stops the
+decoder with ``RecursionError``, reported as the same limit.
 """
 
 from __future__ import annotations
@@ -12,23 +20,45 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+import msgspec.inspect as mi
 
 from events.envelope import SPECVERSION, Event, parse_rfc3339
 from events.errors import InvalidEvent
+from events.limits import (
+    ATTRIBUTE_BYTES,
+    EXTENSION_NAME,
+    MAX_DEPTH,
+    MAX_EXTENSIONS,
+    MAX_HEADER_BYTES,
+    MAX_HEADER_NAME_BYTES,
+    MAX_HEADERS,
+    MAX_KEY_BYTES,
+    MAX_RECORD_BYTES,
+    over,
+)
 from events.payloads import Payload
-from events.types import payload_class
+from events.types import PAYLOAD_TYPES, payload_class
 
 Headers = Sequence[tuple[str, bytes]]
-DEFAULT_MAX_BYTES = 1 << 20
+DEFAULT_MAX_BYTES = MAX_RECORD_BYTES
 STRUCTURED_CONTENT_TYPE = "application/cloudevents+json"
+TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels of arrays and objects; the limit is {MAX_DEPTH}"
 _CORE_ATTRS = ("specversion", "id", "source", "type", "time", "subject", "datacontenttype")
 _BINARY_ATTRS = ("specversion", "id", "source", "type", "time", "subject")
+_NOT_EXTENSIONS = frozenset((*_CORE_ATTRS, "data", "data_base64", "partitionkey"))
 _TRACE_HEADERS = ("traceparent", "tracestate")
-_EXTENSION_NAME = re.compile(r"^[a-z0-9]{1,20}$")
+_HEADER_LIMITS = {f"ce_{name}": n for name, n in ATTRIBUTE_BYTES.items()} | {
+    "content-type": ATTRIBUTE_BYTES["datacontenttype"]
+}
 _ENCODER = msgspec.json.Encoder()
 _DECODERS: dict[type, msgspec.json.Decoder] = {}
+_STRUCTURED = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ATTRIBUTE = msgspec.json.Decoder(str | None)
+_EXTENSION_VALUE = msgspec.json.Decoder(str | int | bool | None)
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
+_CONTAINERS = (dict, list, tuple, msgspec.Struct)
+_JSON_KINDS = {ord("{"): "object", ord("["): "array", ord('"'): "string", ord("t"): "boolean", ord("f"): "boolean"}
 
 
 def encode(event: Event) -> tuple[bytes | None, bytes, list[tuple[str, bytes]]]:
@@ -72,37 +102,54 @@ def encode_structured(event: Event) -> bytes:
 
 def decode(
     value: bytes | None,
-    headers: Headers = (),
+    headers: Headers | None = (),
     key: bytes | None = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Event:
     """Decode and validate one Kafka record into an :class:`Event`, or raise :class:`InvalidEvent`.
 
-    One pass over the headers sorts them into CloudEvents attributes, extensions and the content type; this
-    is the consumer's hot path, measured by tests/benchmarks/bench_codec.py.
+    One pass over the headers sorts them into CloudEvents attributes, extensions and the content type, and
+    checks each against its limit; this is the consumer's hot path, measured by
+    tests/benchmarks/bench_codec.py.
     """
     if value is None:
         raise InvalidEvent("record has no value (tombstone or empty message)", "value")
     if len(value) > max_bytes:
-        raise InvalidEvent(f"record of {len(value)} bytes is over the {max_bytes}-byte limit", "value")
-    key_str = _text(key, "key") if key is not None else None
+        raise InvalidEvent(over("the record", len(value), max_bytes), "value")
+    key_str = _key(key) if key is not None else None
+    headers = headers or ()
+    if len(headers) > MAX_HEADERS:
+        raise InvalidEvent(over("the record", len(headers), MAX_HEADERS, "headers"), "headers")
     attrs: dict[str, str | None] = dict.fromkeys(_BINARY_ATTRS)
     extensions: dict[str, str] = {}
     ctype: str | None = None
-    for name, raw in headers or ():
-        name = name.lower()
-        text = "" if raw is None else _text(raw, f"header {name}")
-        if name.startswith("ce_"):
-            attr = name[3:]
-            if attr in attrs:
-                attrs[attr] = text
-            elif attr != "datacontenttype":
-                extensions[attr] = text
-        elif name == "content-type":
-            ctype = text
-        elif name in _TRACE_HEADERS:
-            extensions[name] = text
+    name = ""
+    try:
+        for name, raw in headers:
+            if len(name) > MAX_HEADER_NAME_BYTES:
+                raise InvalidEvent(over("a header name", len(name), MAX_HEADER_NAME_BYTES, "characters"), "headers")
+            name = name.lower()
+            if raw is None:
+                text = ""
+            else:
+                limit = _HEADER_LIMITS.get(name, MAX_HEADER_BYTES)
+                if len(raw) > limit:
+                    what = name[3:] if name.startswith("ce_") else f"header {name}"
+                    raise InvalidEvent(over(what, len(raw), limit), f"header {name}")
+                text = raw.decode()
+            if name.startswith("ce_"):
+                attr = name[3:]
+                if attr in attrs:
+                    attrs[attr] = text
+                elif attr != "datacontenttype":
+                    _add_extension(extensions, attr, text, f"header {name}")
+            elif name == "content-type":
+                ctype = text
+            elif name in _TRACE_HEADERS:
+                _add_extension(extensions, name, text, f"header {name}")
+    except UnicodeDecodeError:
+        raise InvalidEvent("not valid UTF-8", f"header {name}") from None
     if attrs["specversion"] is None or (ctype is not None and ctype.startswith(STRUCTURED_CONTENT_TYPE)):
         return decode_structured(value, key=key_str)
     _check_envelope(attrs, prefix="header ce_")
@@ -122,49 +169,50 @@ def decode(
 
 
 def decode_structured(value: bytes, *, key: str | None = None) -> Event:
-    """Decode a JSON CloudEvent (structured content mode)."""
+    """Decode a JSON CloudEvent (structured content mode).
+
+    The document is read as attribute name -> raw JSON, so its ``data`` is decoded once, straight into the
+    payload's Struct, exactly as in binary mode (and its bytes as received are what a signature covers)."""
     try:
-        doc = msgspec.json.decode(value)
+        doc = _STRUCTURED.decode(value)
+    except msgspec.ValidationError as exc:
+        raise InvalidEvent(f"a structured CloudEvent is a JSON object ({exc})", "value") from None
     except msgspec.DecodeError as exc:
         raise InvalidEvent(f"value is not valid JSON ({exc})", "value") from None
-    if not isinstance(doc, dict):
-        raise InvalidEvent(f"a structured CloudEvent is a JSON object, got {type(doc).__name__}", "value")
+    except RecursionError:
+        raise InvalidEvent(TOO_DEEP, "value") from None
     if "specversion" not in doc:
         raise InvalidEvent("not a CloudEvent: no ce_specversion header and no specversion attribute", "specversion")
-    attrs = {}
-    for name in ("specversion", "id", "source", "type", "time", "subject"):
-        v = doc.get(name)
-        if v is not None and not isinstance(v, str):
-            raise InvalidEvent(f"must be a string, got {type(v).__name__}", name)
-        attrs[name] = v
+    attrs = {name: _attribute(name, doc.get(name)) for name in _BINARY_ATTRS}
     _check_envelope(attrs)
     if "data_base64" in doc:
         raise InvalidEvent("data_base64 is not supported: send JSON data", "data_base64")
-    if "data" not in doc:
+    data = doc.get("data")
+    if data is None:
         raise InvalidEvent("missing: the event has no data", "data")
-    ctype = doc.get("datacontenttype")
-    if ctype is not None and not str(ctype).startswith("application/json"):
+    ctype = _attribute("datacontenttype", doc.get("datacontenttype"))
+    if ctype is not None and not ctype.startswith("application/json"):
         raise InvalidEvent(f"unsupported content type {ctype!r}; use application/json", "datacontenttype")
-    cls = payload_class(attrs["type"])
-    try:
-        data = msgspec.convert(doc["data"], cls)
-    except msgspec.ValidationError as exc:
-        raise _field_error(exc) from None
-    extensions = {k: str(v) for k, v in doc.items() if k not in _CORE_ATTRS and k not in ("data", "partitionkey")}
-    bad = [k for k in extensions if not _EXTENSION_NAME.match(k)]
-    if bad:
-        raise InvalidEvent("extension names are 1-20 lowercase letters or digits", bad[0])
-    pkey = doc.get("partitionkey")
+    extensions: dict[str, str] = {}
+    for name, raw in doc.items():
+        if name not in _NOT_EXTENSIONS:
+            text = _extension_value(name, raw)
+            if text is not None:
+                _add_extension(extensions, name, text, name)
+    pkey = _extension_value("partitionkey", doc.get("partitionkey"))
+    if pkey is not None and len(pkey.encode()) > MAX_KEY_BYTES:
+        raise InvalidEvent(over("partitionkey", len(pkey.encode()), MAX_KEY_BYTES), "partitionkey")
+    raw_data = bytes(data)
     return Event(
-        id=attrs["id"],
-        source=attrs["source"],
-        type=attrs["type"],
+        id=attrs["id"],  # type: ignore[arg-type]
+        source=attrs["source"],  # type: ignore[arg-type]
+        type=attrs["type"],  # type: ignore[arg-type]
         time=attrs["time"],
         subject=attrs["subject"],
-        data=data,
-        key=key if key is not None else (str(pkey) if pkey is not None else None),
+        data=decode_data(attrs["type"], raw_data),  # type: ignore[arg-type]
+        key=key if key is not None else pkey,
         extensions=extensions,
-        raw_data=_ENCODER.encode(doc["data"]),
+        raw_data=raw_data,
     )
 
 
@@ -173,11 +221,69 @@ def decode_data(type_: str, data: bytes) -> Payload:
     cls = payload_class(type_)
     dec = _DECODERS.get(cls) or _DECODERS.setdefault(cls, msgspec.json.Decoder(cls))
     try:
-        return dec.decode(data)
+        payload = dec.decode(data)
     except msgspec.ValidationError as exc:
         raise _field_error(exc) from None
     except msgspec.DecodeError as exc:
         raise InvalidEvent(f"payload is not valid JSON ({exc})", "data") from None
+    except RecursionError:
+        raise InvalidEvent(TOO_DEEP, "data") from None
+    untyped = _UNTYPED_FIELDS.get(cls)
+    if untyped and data.count(b"[") + data.count(b"{") > MAX_DEPTH:  # else it cannot nest that deep
+        for name in untyped:
+            if _deeper_than(getattr(payload, name), MAX_DEPTH - 1):
+                raise InvalidEvent(TOO_DEEP, f"data.{name}")
+    return payload
+
+
+def _key(key: bytes) -> str:
+    if len(key) > MAX_KEY_BYTES:
+        raise InvalidEvent(over("key", len(key), MAX_KEY_BYTES), "key")
+    try:
+        return key.decode()
+    except UnicodeDecodeError:
+        raise InvalidEvent("not valid UTF-8", "key") from None
+
+
+def _add_extension(extensions: dict[str, str], name: str, text: str, field: str) -> None:
+    if not EXTENSION_NAME.match(name):
+        raise InvalidEvent("extension names are 1-20 lowercase letters or digits", field[:MAX_HEADER_NAME_BYTES])
+    if len(extensions) >= MAX_EXTENSIONS and name not in extensions:
+        raise InvalidEvent(over("the event", len(extensions) + 1, MAX_EXTENSIONS, "extension attributes"), field)
+    extensions[name] = text
+
+
+def _attribute(name: str, raw: msgspec.Raw | None) -> str | None:
+    """A structured-mode context attribute: a string within its size limit."""
+    return _structured_value(name, raw, _ATTRIBUTE, "a string", ATTRIBUTE_BYTES[name])
+
+
+def _extension_value(name: str, raw: msgspec.Raw | None) -> str | None:
+    """A structured-mode extension attribute: CloudEvents allows strings, integers and booleans."""
+    return _structured_value(name, raw, _EXTENSION_VALUE, "a string, integer or boolean", MAX_HEADER_BYTES)
+
+
+def _structured_value(
+    name: str, raw: msgspec.Raw | None, decoder: msgspec.json.Decoder, expected: str, limit: int
+) -> str | None:
+    """One attribute of a structured CloudEvent as text (null is absent), within ``limit`` UTF-8 bytes."""
+    if raw is None:
+        return None
+    try:
+        value = decoder.decode(raw)
+    except msgspec.DecodeError:
+        raise InvalidEvent(f"must be {expected}, got {_kind(raw)}", name) from None
+    if value is None:
+        return None
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    if len(raw) > limit and len(text.encode()) > limit:
+        raise InvalidEvent(over(name, len(text.encode()), limit), name)
+    return text
+
+
+def _kind(raw: msgspec.Raw) -> str:
+    first = bytes(raw).lstrip()[:1]
+    return _JSON_KINDS.get(first[0], "number") if first else "nothing"
 
 
 def _check_envelope(attrs: dict[str, str | None], prefix: str = "") -> None:
@@ -195,11 +301,39 @@ def _check_envelope(attrs: dict[str, str | None], prefix: str = "") -> None:
             raise InvalidEvent(f"not an RFC 3339 timestamp: {attrs['time']!r}", f"{prefix}time") from None
 
 
-def _text(raw: bytes, field: str) -> str:
-    try:
-        return raw.decode()
-    except UnicodeDecodeError:
-        raise InvalidEvent("not valid UTF-8", field) from None
+def _deeper_than(value: object, levels: int) -> bool:
+    """Whether ``value`` nests more than ``levels`` levels of containers; walks no deeper than that."""
+    if isinstance(value, dict):
+        children: Any = value.values()
+    elif isinstance(value, list | tuple):
+        children = value
+    elif isinstance(value, msgspec.Struct):
+        children = msgspec.structs.astuple(value)
+    else:
+        return False
+    if levels <= 0:
+        return True
+    return any(isinstance(child, _CONTAINERS) and _deeper_than(child, levels - 1) for child in children)
+
+
+def _holds_any(t: mi.Type) -> bool:
+    """Whether a field's type can hold an ``Any`` value (the only way a typed payload nests without bound)."""
+    if isinstance(t, mi.AnyType):
+        return True
+    if isinstance(t, mi.StructType):
+        return any(_holds_any(f.type) for f in t.fields)
+    inner = [getattr(t, a) for a in ("type", "item_type", "key_type", "value_type") if hasattr(t, a)]
+    inner += [x for a in ("types", "item_types") for x in getattr(t, a, ())]
+    return any(_holds_any(x) for x in inner)
+
+
+def _untyped_fields(cls: type[Payload]) -> tuple[str, ...]:
+    info = mi.type_info(cls)
+    assert isinstance(info, mi.StructType)
+    return tuple(f.name for f in info.fields if _holds_any(f.type))
+
+
+_UNTYPED_FIELDS: dict[type, tuple[str, ...]] = {cls: _untyped_fields(cls) for cls in PAYLOAD_TYPES.values()}
 
 
 def _field_error(exc: msgspec.ValidationError) -> InvalidEvent:

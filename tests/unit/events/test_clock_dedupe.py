@@ -49,3 +49,14 @@ def test_recent_ids_is_bounded() -> None:
         seen.add(str(i))
     assert len(seen) == 3
     assert "0" not in seen and "1" not in seen and "4" in seen
+
+
+def test_recent_ids_is_bounded_in_bytes_too() -> None:
+    """Long ids fill the byte budget long before the count: the window holds what fits, newest first."""
+    seen = RecentIds(capacity=100_000, max_bytes=100_000)
+    for i in range(1000):
+        seen.add(f"{i:04d}" + "x" * 252)  # the longest id the contract allows
+    assert seen.bytes <= 100_000 and 150 < len(seen) < 300
+    assert "0999" + "x" * 252 in seen and "0000" + "x" * 252 not in seen
+    seen.add("0999" + "x" * 252)  # seen again: counted once
+    assert seen.bytes <= 100_000

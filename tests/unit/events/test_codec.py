@@ -84,7 +84,7 @@ def test_invalid_payloads_name_the_field(mutate, field: str, reason: str) -> Non
     ("value", "headers", "field", "reason"),
     [
         (None, [], "value", "no value"),
-        (b"x" * 2000, [], "value", "over the 1000-byte limit"),
+        (b"x" * 2000, [], "value", "the record is 2000 bytes; the limit is 1000"),
         (b"\xff\xfe not json", [], "value", "not valid JSON"),
         (b"[1, 2]", [], "value", "JSON object"),
         (b'{"hello": "world"}', [], "specversion", "not a CloudEvent"),

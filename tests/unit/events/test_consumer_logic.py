@@ -5,15 +5,21 @@ tests/integration/events. The dead-letter producer is a recorder, since only wha
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from aiokafka import ConsumerRecord
+from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
 from events.bus import EventConsumer
+from events.bus.consumer import DeadLetterUnsent
 from events.clock import SimClock
 from events.codec import encode
-from events.deadletter import dead_letter_info
+from events.deadletter import dead_letter_info, field_kind
 from events.envelope import new_event
 from events.examples import example_payloads, node_sample
 from events.settings import KafkaSettings
+from events.signing import Verifier
 
 
 class InstantClock(SimClock):
@@ -116,3 +122,114 @@ async def test_records_keyed_for_someone_else_are_skipped_before_decoding() -> N
     await consumer.process(garbage)
     await consumer.process(_record(new_event(node_sample("mine", gpus=1), "agent/x"), 1))
     assert seen == ["mine"] and consumer.stats.skipped == 1 and not dlq.sent
+
+
+class Boom(BaseException):
+    """Neither an Exception nor cancellation."""
+
+
+@pytest.mark.parametrize("error", [RecursionError("deep"), Boom("odd"), MemoryError()])
+async def test_a_handler_failing_in_any_way_but_cancellation_is_dead_lettered(error: BaseException) -> None:
+    async def handler(event, info):
+        raise error
+
+    dlq = DeadLetters()
+    consumer = _consumer(handler, dlq)
+    await consumer.process(_record(new_event(node_sample(gpus=1), "agent/x")))
+    assert consumer.stats.dead_lettered == 1 and consumer.stats.handler_retries == 2
+    assert dead_letter_info(dlq.sent[0][3])["reason"].startswith(f"handler failed: {type(error).__name__}")
+
+
+@pytest.mark.parametrize("error", [asyncio.CancelledError(), KeyboardInterrupt(), SystemExit(3)])
+async def test_cancellation_and_exit_are_never_swallowed(error: BaseException) -> None:
+    async def handler(event, info):
+        raise error
+
+    dlq = DeadLetters()
+    consumer = _consumer(handler, dlq)
+    with pytest.raises(type(error)):
+        await consumer.process(_record(new_event(node_sample(gpus=1), "agent/x")))
+    assert not dlq.sent and consumer.stats.dead_lettered == 0
+
+
+async def test_a_check_failing_with_any_exception_is_dead_lettered() -> None:
+    class Crashing(Verifier):
+        def verify(self, event):
+            raise RecursionError("maximum recursion depth exceeded")
+
+    dlq = DeadLetters()
+    consumer = EventConsumer(
+        KafkaSettings(bootstrap="127.0.0.1:1"), ["myolo.node.samples"], "g", _never, dead_letters=dlq,
+        clock=InstantClock(), verifier=Crashing([]),
+    )  # fmt: skip
+    await consumer.process(_record(new_event(node_sample(gpus=1), "agent/x")))
+    info = dead_letter_info(dlq.sent[0][3])
+    assert info["reason"] == "cannot accept the record: RecursionError: maximum recursion depth exceeded"
+    assert info["field"] == "value"
+
+
+async def _never(event, info):
+    raise AssertionError("must not be called")
+
+
+async def test_dead_lettering_survives_headers_that_are_not_bytes() -> None:
+    dlq = DeadLetters()
+    consumer = _consumer(_never, dlq)
+    headers = [("ce_specversion", "1.0"), (b"raw-name", 7), "not a pair", ("x", None)]
+    await consumer.process(ConsumerRecord("myolo.node.samples", 0, 5, 0, 0, None, b"{}", None, 0, 2, headers))
+    _, value, _, sent = dlq.sent[0]
+    assert value == b"{}"
+    assert sent[:4] == [("ce_specversion", b"1.0"), ("raw-name", b"7"), sent[2], ("x", None)]
+    assert sent[2][0] == "myolo-dlq-header" and b"not a pair" in sent[2][1]
+    assert dead_letter_info(sent)["offset"] == "5"
+
+
+class FlakySink(DeadLetters):
+    """Fails ``failures`` times (the broker is away), then takes the letters."""
+
+    def __init__(self, failures: int, error: Exception | None = None) -> None:
+        super().__init__()
+        self.failures = failures
+        self.error = error or KafkaConnectionError("broker away")
+
+    async def send_raw(self, topic, value, key, headers):
+        if self.failures:
+            self.failures -= 1
+            raise self.error
+        await super().send_raw(topic, value, key, headers)
+
+
+async def test_a_dead_letter_is_retried_until_the_broker_takes_it() -> None:
+    dlq = FlakySink(failures=4)
+    clock = InstantClock()
+    consumer = _consumer(_never, dlq, clock)
+    await consumer.process(ConsumerRecord("myolo.node.samples", 0, 0, 0, 0, None, b"nope", None, 0, 4, []))
+    assert len(dlq.sent) == 1 and consumer.stats.dead_lettered == 1
+    assert consumer.stats.dead_letter_failures == 4 and clock.monotonic() > 0  # backed off between tries
+
+
+async def test_a_letter_too_large_for_the_broker_goes_without_the_original_value() -> None:
+    dlq = FlakySink(failures=1, error=MessageSizeTooLargeError("too large"))
+    consumer = _consumer(_never, dlq)
+    record = ConsumerRecord("myolo.node.samples", 0, 0, 0, 0, b"k", b"x" * 1000, None, 1, 1000, [("h", b"v")])
+    await consumer.process(record)
+    _, value, key, headers = dlq.sent[0]
+    info = dead_letter_info(headers)
+    assert value is None and key == b"k" and ("h", b"v") not in headers
+    assert info["dropped"].startswith("original value (1000 bytes) and headers not kept: MessageSizeTooLargeError")
+    assert info["reason"] and info["offset"] == "0" and consumer.stats.dead_lettered == 1
+
+
+async def test_stopped_while_the_broker_is_away_the_record_is_not_passed() -> None:
+    dlq = FlakySink(failures=10**9)
+    consumer = _consumer(_never, dlq)
+    await consumer.stop()
+    with pytest.raises(DeadLetterUnsent):
+        await consumer.process(ConsumerRecord("myolo.node.samples", 0, 0, 0, 0, None, b"nope", None, 0, 4, []))
+    assert consumer.stats.dead_lettered == 0 and consumer.stats.dead_letter_failures == 1
+
+
+def test_the_dead_letter_metric_names_a_field_from_a_fixed_set() -> None:
+    assert field_kind("data.gpus[0].index") == "data"
+    assert field_kind("header ce_id") == "header"
+    assert field_kind("anything-a-producer-chose") == "other" and field_kind(None) == "other"

@@ -1,0 +1,56 @@
+"""What one record may carry: every bound of the event contract, in one place.
+
+Every input is hostile, so each part of a record has a size, and a record over any of them is dead-lettered
+with a reason that names the limit (``id is 900000 bytes; the limit is 256``). The figures leave ample room
+for what our producers and sane external ones send (ids are 32 hex digits, type names ~30 characters,
+payloads nest at most 5 levels) and keep what one record can cost a consumer small and predictable.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_RECORD_BYTES = 1 << 20
+"""The record's value (the JSON payload, or the whole structured CloudEvent)."""
+
+MAX_DEPTH = 32
+"""Levels of JSON arrays and objects in a payload, the payload object itself being the first."""
+
+MAX_KEY_BYTES = 256
+"""The Kafka key: the entity an event is about (node, job, model, component), an id like the others."""
+
+ATTRIBUTE_BYTES: dict[str, int] = {
+    "specversion": 8,
+    "id": 256,
+    "source": 512,
+    "type": 256,
+    "subject": 512,
+    "time": 64,
+    "datacontenttype": 256,
+}
+"""CloudEvents context attributes, in UTF-8 bytes."""
+
+MAX_HEADER_BYTES = 4096
+"""Any other header value or extension attribute (a W3C ``tracestate`` is at most 512)."""
+
+MAX_HEADER_NAME_BYTES = 256
+MAX_HEADERS = 64
+"""Kafka headers of one record, ours and those other tools add."""
+
+MAX_EXTENSIONS = 16
+"""CloudEvents extension attributes of one event (we use four: traceparent, tracestate, sigkeyid, sig)."""
+
+EXTENSION_NAME = re.compile(r"^[a-z0-9]{1,20}$")
+"""CloudEvents: extension names are lowercase letters and digits, at most 20 of them."""
+
+MAX_REASON_BYTES = 1024
+"""A dead letter's reason and field headers; longer ones are cut (they may quote the hostile input)."""
+
+DEDUPE_WINDOW_IDS = 100_000
+DEDUPE_WINDOW_BYTES = 24 << 20
+"""The consumer's memory of recent event ids: whichever bound is reached first forgets the oldest."""
+
+
+def over(what: str, size: int, limit: int, unit: str = "bytes") -> str:
+    """The reason for a value over its limit, in the words every such reason uses."""
+    return f"{what} is {size} {unit}; the limit is {limit}"
