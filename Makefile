@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 APT_PACKAGES := kcat openjdk-17-jre-headless maven
 
-.PHONY: help venv sysdeps test test-unit test-integration bench demo lint format clean
+.PHONY: help venv sysdeps test test-unit test-integration fuzz bench demo lint format clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ test-unit: venv  ## Only the unit tests (no broker)
 
 test-integration: venv sysdeps  ## Only the integration tests
 	$(BIN)/pytest -q tests/integration
+
+fuzz: venv  ## Property-test the consumer on MYOLO_FUZZ_EXAMPLES hostile records (default 1000000: long, niced)
+	MYOLO_FUZZ_EXAMPLES=$${MYOLO_FUZZ_EXAMPLES:-1000000} nice -n 19 $(BIN)/pytest -q -s -p no:cacheprovider \
+	  --timeout=0 tests/unit/events/test_fuzz_consumer.py
 
 bench: venv sysdeps  ## Run the benchmarks; JSON results in tests/benchmarks/results/
 	$(BIN)/python -m tests.benchmarks
