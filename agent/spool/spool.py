@@ -22,11 +22,11 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import structlog
 
 from agent.spool import cursor
+from agent.spool.fsync import FsyncPolicy, FsyncSchedule
 from agent.spool.record import SpoolRecord, pack
 from agent.spool.recovery import recover, segment_path
 from agent.spool.segment import Damage, Segment, SegmentFile, records_between
@@ -35,7 +35,6 @@ from events.clock import Clock, SystemClock
 from events.files import fsync_dir
 
 log = structlog.get_logger("myolo.agent.spool")
-FsyncPolicy = Literal["always", "interval", "never"]
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,7 @@ class Spool:
         self._segments: list[Segment] = []
         self._fd: int | None = None
         self._fd_lock = threading.Lock()
-        self._dirty = False
-        self._last_sync = self._clock.monotonic()
+        self._fsync = FsyncSchedule(fsync, fsync_interval_s, self._clock)
         self._acked = 0
         self._cursor_written = 0
         self._pending = 0
@@ -114,7 +112,7 @@ class Spool:
         active.size += len(frame)
         self._pending += 1
         self.appended += 1
-        self._dirty = True
+        self._fsync.dirty = True
         if sync or self.fsync == "always":
             self.sync()
         self._enforce_cap()
@@ -123,24 +121,20 @@ class Spool:
     def sync(self) -> None:
         """fsync the active segment if anything was written since the last one. Safe from a worker thread."""
         with self._fd_lock:
-            if self._fd is None or not self._dirty:
+            if self._fd is None or not self._fsync.dirty:
                 return
-            self._dirty = False
+            self._fsync.dirty = False
             try:
                 os.fsync(self._fd)
             except OSError as exc:
                 log.error("spool fsync failed", error=str(exc))
-                self._dirty = True
+                self._fsync.dirty = True
                 raise
-        self._last_sync = self._clock.monotonic()
+        self._fsync.synced()
 
     def sync_due(self) -> bool:
         """Whether the ``interval`` policy wants an fsync now."""
-        return (
-            self.fsync == "interval"
-            and self._dirty
-            and self._clock.monotonic() - self._last_sync >= self.fsync_interval_s
-        )
+        return self._fsync.due()
 
     # -- reading ------------------------------------------------------------------------------------------
     def peek(self, max_records: int, max_bytes: int = 4 << 20) -> list[SpoolEntry]:
@@ -256,12 +250,12 @@ class Spool:
         path = segment_path(self.dir, first)
         with self._fd_lock:
             if self._fd is not None:
-                if self.fsync != "never" and self._dirty:
+                if self.fsync != "never" and self._fsync.dirty:
                     os.fsync(self._fd)
                 os.close(self._fd)
                 self._fd = None
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-            self._dirty = False
+            self._fsync.dirty = False
         seg = Segment(path, first, first - 1, 0)
         if not self._segments:
             self._read_seg, self._read_off = first, 0

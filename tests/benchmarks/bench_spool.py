@@ -107,27 +107,41 @@ def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 2)
 
 
-def steady(kind: str, directory: Path) -> dict:
-    records = node_samples()
-    clock = TickClock()
-    gc.collect()
-    rss0 = rss_mib()
-    sp = open_spool(kind, directory, clock)
-    c0, w0 = time.process_time(), time.perf_counter()
-    for i in range(STEADY_SECONDS):
+class Stopwatch:
+    """CPU and wall time of a block."""
+
+    def __enter__(self) -> Stopwatch:
+        self.c0, self.w0 = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.cpu, self.wall = time.process_time() - self.c0, time.perf_counter() - self.w0
+
+
+def feed(sp, records: list[SpoolRecord], clock: TickClock, n: int, step_s: float, *, send: bool) -> None:
+    """Append ``n`` records ``step_s`` apart with the interval fsync, acknowledging each at once if ``send``."""
+    for i in range(n):
         sp.append(records[i % len(records)])
         if sp.sync_due():
             sp.sync()
-        entries = sp.peek(BATCH)
-        sp.commit(entries[-1])
-        clock.t += 1.0
-    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        if send:
+            sp.commit(sp.peek(BATCH)[-1])
+        clock.t += step_s
+
+
+def steady(kind: str, directory: Path) -> dict:
+    records, clock = node_samples(), TickClock()
+    gc.collect()
+    rss0 = rss_mib()
+    sp = open_spool(kind, directory, clock)
+    with Stopwatch() as run:
+        feed(sp, records, clock, STEADY_SECONDS, 1.0, send=True)
     result = {
         "records": STEADY_SECONDS,
         "record_bytes": len(records[0].value),
-        "cpu_per_record_ms": round(1e3 * cpu / STEADY_SECONDS, 4),
-        "cpu_share_of_one_core_at_1hz_pct": round(100 * cpu / STEADY_SECONDS, 4),
-        "wall_per_record_ms": round(1e3 * wall / STEADY_SECONDS, 4),
+        "cpu_per_record_ms": round(1e3 * run.cpu / STEADY_SECONDS, 4),
+        "cpu_share_of_one_core_at_1hz_pct": round(100 * run.cpu / STEADY_SECONDS, 4),
+        "wall_per_record_ms": round(1e3 * run.wall / STEADY_SECONDS, 4),
         "rss_before_mib": rss0,
         "rss_after_mib": rss_mib(),
         "rss_added_mib": round(rss_mib() - rss0, 2),
@@ -138,39 +152,31 @@ def steady(kind: str, directory: Path) -> dict:
 
 
 def backlog(kind: str, directory: Path) -> dict:
-    records = node_samples()
-    clock = TickClock()
+    records, clock = node_samples(), TickClock()
     gc.collect()
     rss0 = rss_mib()
     sp = open_spool(kind, directory, clock)
-    c0, w0 = time.process_time(), time.perf_counter()
-    for i in range(BACKLOG):
-        sp.append(records[i % len(records)])
-        if sp.sync_due():
-            sp.sync()
-        clock.t += 0.001
-    append_cpu, append_wall = time.process_time() - c0, time.perf_counter() - w0
+    with Stopwatch() as append:
+        feed(sp, records, clock, BACKLOG, 0.001, send=False)
     appended_disk = disk_bytes(directory)
     sp.close()
-    c0, w0 = time.process_time(), time.perf_counter()
-    sp = open_spool(kind, directory, clock)
-    reopen_cpu, reopen_wall = time.process_time() - c0, time.perf_counter() - w0
+    with Stopwatch() as reopen:
+        sp = open_spool(kind, directory, clock)
     assert sp.pending == BACKLOG, (kind, sp.pending)
-    c0, w0 = time.process_time(), time.perf_counter()
     drained = 0
-    while entries := sp.peek(BATCH):
-        drained += len(entries)
-        sp.commit(entries[-1])
-    drain_cpu, drain_wall = time.process_time() - c0, time.perf_counter() - w0
+    with Stopwatch() as drain:
+        while entries := sp.peek(BATCH):
+            drained += len(entries)
+            sp.commit(entries[-1])
     assert drained == BACKLOG and sp.pending == 0, (kind, drained)
     result = {
         "records": BACKLOG,
-        "append_records_per_s": round(BACKLOG / append_wall),
-        "append_cpu_s": round(append_cpu, 3),
-        "reopen_ms": round(1e3 * reopen_wall, 1),
-        "reopen_cpu_ms": round(1e3 * reopen_cpu, 1),
-        "drain_records_per_s": round(BACKLOG / drain_wall),
-        "drain_cpu_s": round(drain_cpu, 3),
+        "append_records_per_s": round(BACKLOG / append.wall),
+        "append_cpu_s": round(append.cpu, 3),
+        "reopen_ms": round(1e3 * reopen.wall, 1),
+        "reopen_cpu_ms": round(1e3 * reopen.cpu, 1),
+        "drain_records_per_s": round(BACKLOG / drain.wall),
+        "drain_cpu_s": round(drain.cpu, 3),
         "disk_bytes_with_backlog": appended_disk,
         "disk_bytes_after_drain": disk_bytes(directory),
         "rss_before_mib": rss0,

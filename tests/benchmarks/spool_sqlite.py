@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 
 from agent.spool import SpoolEntry, SpoolRecord, SpoolStats
+from agent.spool.fsync import FsyncPolicy, FsyncSchedule
 from events.clock import Clock, SystemClock
 
 _ENC = msgspec.msgpack.Encoder()
@@ -33,7 +34,7 @@ class SqliteSpool:
         *,
         max_bytes: int,
         segment_bytes: int,
-        fsync: str = "interval",
+        fsync: FsyncPolicy = "interval",
         fsync_interval_s: float = 1.0,
         clock: Clock | None = None,
     ) -> None:
@@ -44,7 +45,7 @@ class SqliteSpool:
         self.chunk_bytes = segment_bytes
         self.fsync = fsync
         self.fsync_interval_s = fsync_interval_s
-        self._clock = clock or SystemClock()
+        self._fsync = FsyncSchedule(fsync, fsync_interval_s, clock or SystemClock())
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
@@ -55,8 +56,6 @@ class SqliteSpool:
         self._pending, self._bytes, first, last = row.fetchone()
         self._acked = (first - 1) if first is not None else 0
         self._last = last or 0
-        self._dirty = False
-        self._last_sync = self._clock.monotonic()
         self.appended = self.committed = self.over_cap = self.corrupt_frames = 0
         self._bad: set[int] = set()
 
@@ -68,30 +67,26 @@ class SqliteSpool:
         self._pending += 1
         self._bytes += len(body)
         self.appended += 1
-        self._dirty = True
+        self._fsync.dirty = True
         if sync:
             self.sync()
         self._enforce_cap()
         return seq
 
     def sync(self) -> None:
-        if not self._dirty:
+        if not self._fsync.dirty:
             return
-        self._dirty = False
+        self._fsync.dirty = False
         if self.fsync != "always":  # FULL already synced every commit
             fd = os.open(f"{self.path}-wal", os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        self._last_sync = self._clock.monotonic()
+        self._fsync.synced()
 
     def sync_due(self) -> bool:
-        return (
-            self.fsync == "interval"
-            and self._dirty
-            and self._clock.monotonic() - self._last_sync >= self.fsync_interval_s
-        )
+        return self._fsync.due()
 
     def peek(self, max_records: int, max_bytes: int = 4 << 20) -> list[SpoolEntry]:
         out: list[SpoolEntry] = []
