@@ -97,7 +97,9 @@ def sample(
     from agent.gpu.sample import build_sample
     from agent.health import HealthState
     from events.clock import SystemClock
+    from events.logs import configure_logging
 
+    configure_logging("warning")  # the GPUs' warnings go to stderr: stdout carries the sample
     cfg = _config(config, simulate_gpus)
     clock = SystemClock()
     backend = make_backend(cfg.simulate_gpus or None, clock, node_tag=cfg.node_id)

@@ -20,7 +20,6 @@ Ack sends never raise: a lost ack is repaired by the coordinator's retry, which 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import msgspec
+import structlog
 
 from agent.commands.args import PARSERS, ArgsError
 from agent.commands.ledger import DEFAULT_MAX_IDS, Entry, Ledger
@@ -38,7 +38,7 @@ from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck, Payload
 from events.signing import Verifier
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.commands")
 ActionFn = Callable[..., Awaitable[Mapping[str, Any] | None]]
 AckStatus = Literal["accepted", "done", "rejected", "failed", "duplicate"]
 DEFAULT_MAX_AGE_S = 3600.0
@@ -188,7 +188,7 @@ class CommandExecutor:
                     raise
                 except Exception as exc:
                     status, reason, result = "failed", f"{type(exc).__name__}: {exc}", {}
-                    log.warning("command %s (%s) failed: %s", cmd.command_id, cmd.action, reason)
+                    log.warning("command failed", command_id=cmd.command_id, action=cmd.action, reason=reason)
         finally:
             self._running.pop(cmd.command_id, None)
         self.ledger.finish(cmd.command_id, status, reason, result, self.clock.now())
@@ -213,7 +213,7 @@ class CommandExecutor:
 
     async def _reject(self, cmd: Command, reason: str, result: dict[str, Any] | None = None) -> None:
         self.stats.rejected += 1
-        log.warning("command %s (%s) rejected: %s", cmd.command_id, cmd.action, reason)
+        log.warning("command rejected", command_id=cmd.command_id, action=cmd.action, reason=reason)
         await self._ack(cmd, "rejected", reason, result or {})
 
     async def _ack(
@@ -231,7 +231,7 @@ class CommandExecutor:
             await self._acks.send(ack)
         except Exception as exc:
             self.stats.ack_errors += 1
-            log.warning("ack %s of command %s not sent: %s", status, cmd.command_id, exc)
+            log.warning("command ack not sent", status=status, command_id=cmd.command_id, error=str(exc))
 
     def _track(self, task: asyncio.Future) -> None:
         self._tasks.add(task)

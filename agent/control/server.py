@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import structlog
+
 from agent.control.protocol import MAX_LINE, Reply, Request, decode_request, encode
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.control")
 Handler = Callable[[Request], Reply]
 
 
@@ -40,7 +41,7 @@ class ControlServer:
             self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_LINE)
         finally:
             os.umask(old)
-        log.info("control socket on %s", self.path)
+        log.info("control socket listening", path=str(self.path))
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -57,7 +58,7 @@ class ControlServer:
                 writer.write(encode(self._answer(line)))
                 await writer.drain()
         except (ConnectionError, asyncio.LimitOverrunError, ValueError) as exc:
-            log.debug("control client went away: %r", exc)
+            log.debug("control client went away", error=repr(exc))
         finally:
             writer.close()
 

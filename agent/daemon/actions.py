@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import msgspec
+import structlog
 
 from agent.commands import (
     ActionFn,
@@ -39,7 +39,7 @@ from agent.daemon.runtime import Runtime, event_source
 from events.bus import EventConsumer, EventProducer
 from events.clock import sleep_or_wake
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.daemon")
 RETRY_MIN_S, RETRY_MAX_S = 1.0, 30.0
 STOP_TIMEOUT_S = 5.0
 
@@ -61,7 +61,7 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
         previous = rt.cfg.sample_interval_s
         rt.cfg = msgspec.structs.replace(rt.cfg, sample_interval_s=interval_s)
         rt.sampler.wake.set()
-        log.info("command: sample interval %gs -> %gs", previous, interval_s)
+        log.info("command: sample interval changed", interval_s=interval_s, previous_s=previous)
         return {"interval_s": interval_s, "previous_s": previous}
 
     async def report_sample() -> dict[str, Any]:
@@ -83,12 +83,7 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
 
 def set_draining(rt: Runtime, draining: bool, reason: str | None = None) -> None:
     if draining != rt.draining:
-        log.warning(
-            "node %s: %s%s",
-            rt.cfg.node_id,
-            "draining" if draining else "drain lifted",
-            f" ({reason})" if reason else "",
-        )
+        log.warning("node draining" if draining else "drain lifted", node_id=rt.cfg.node_id, reason=reason)
     rt.draining = draining
     rt.drain_reason = reason if draining else None
 
@@ -132,7 +127,7 @@ class KafkaCommandSource:
                 delay = RETRY_MIN_S
             except Exception as exc:
                 self.restarts += 1
-                log.warning("commands: consumer failed (%r); retrying in %gs", exc, delay)
+                log.warning("commands: consumer failed; retrying", error=repr(exc), retry_in_s=delay)
             finally:
                 self._consumer = None
                 with contextlib.suppress(Exception):
@@ -156,7 +151,7 @@ async def stop_commands(source: CommandSource, task: asyncio.Task) -> None:
     await source.stop()
     done, _ = await asyncio.wait([task], timeout=STOP_TIMEOUT_S)
     if not done:
-        log.warning("commands: consumer did not stop within %gs; cancelling it", STOP_TIMEOUT_S)
+        log.warning("commands: consumer did not stop in time; cancelling it", timeout_s=STOP_TIMEOUT_S)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task

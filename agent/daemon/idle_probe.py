@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import sys
 from collections.abc import Awaitable, Callable
+
+import structlog
 
 from agent.daemon.runtime import Runtime
 from agent.nccl.probe import ProbeSpec, run_probe
 from events.payloads import BandwidthReport, NodeSample
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.daemon")
 ProbeRunner = Callable[[ProbeSpec, float], Awaitable[BandwidthReport]]
 
 
@@ -74,12 +75,12 @@ class IdleProbe:
 
     async def _run(self, spec: ProbeSpec) -> None:
         async with self.rt.probe_lock:
-            log.info("node idle: running the scheduled bandwidth probe (world size %d)", spec.world_size)
+            log.info("node idle: running the scheduled bandwidth probe", world_size=spec.world_size)
             try:
                 report = await self._runner(spec, self.rt.cfg.probe.timeout_s)
             except Exception as exc:
                 self.failures += 1
-                log.warning("scheduled bandwidth probe failed: %s", exc)
+                log.warning("scheduled bandwidth probe failed", error=str(exc))
                 return
         self.runs += 1
         self.rt.publisher.publish(report)

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 from collections.abc import Callable
 
 import psutil
+import structlog
 
 from agent.daemon.runtime import Runtime
 from agent.health import fault_from_event
 from events.clock import sleep_or_wake
 from events.payloads import HostReading, NodeFault, NodeSample
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.daemon")
 Observer = Callable[[NodeSample], None]
 
 
@@ -105,12 +105,12 @@ async def _tick(rt: Runtime, observers: list[Observer], *, extra: bool = False) 
             try:
                 observe(sample)
             except Exception:
-                log.exception("sample observer %r failed", observe)
+                log.exception("sample observer failed", observer=repr(observe))
         for fut in waiters:
             if not fut.done():
                 fut.set_result(sample)
         if extra:
-            log.info("extra sample seq %d published on request", sample.seq)
+            log.info("extra sample published on request", seq=sample.seq)
     rt.sampler.ticks += 1
 
 
@@ -145,7 +145,7 @@ def publish_health_changes(rt: Runtime, sample: NodeSample) -> None:
 
 def publish_fault(rt: Runtime, fault: NodeFault) -> None:
     rt.publisher.publish(fault, urgent=True)
-    log.warning("fault published: %s %s gpu=%s %s", fault.kind, fault.health, fault.gpu_index, "; ".join(fault.reasons))
+    log.warning("fault published", kind=fault.kind, health=fault.health, gpu=fault.gpu_index, reasons=fault.reasons)
 
 
 async def fault_loop(rt: Runtime) -> None:
@@ -170,7 +170,7 @@ async def ready(rt: Runtime) -> None:
     while rt.sampler.last_sample is None:  # READY means sampling works; wait for it whatever Kafka does
         await rt.clock.sleep(rt.cfg.sample_interval_s / 4)
     rt.notifier.ready(status_line(rt))
-    log.info("ready: %s", status_line(rt))
+    log.info("ready", status=status_line(rt))
 
 
 async def watchdog_loop(rt: Runtime, status_every_s: float = 10.0) -> None:
@@ -188,7 +188,7 @@ async def watchdog_loop(rt: Runtime, status_every_s: float = 10.0) -> None:
         if usec and not stalled:
             rt.notifier.watchdog()
         elif stalled:
-            log.error("sample loop has not ticked for %.1fs: not petting the watchdog", now - last_progress)
+            log.error("sample loop stalled: not petting the watchdog", stalled_s=round(now - last_progress, 1))
         line = status_line(rt)
         changed = line.rsplit("; seq", 1)[0] != last_status.rsplit("; seq", 1)[0]
         if changed or now - last_status_at >= 60.0:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 from collections.abc import AsyncIterator, Callable
+
+import structlog
 
 from agent.control import ControlServer
 from agent.control.inject import apply as apply_injection
@@ -26,7 +27,7 @@ from agent.daemon.wiring import leak_observer, nccl_task
 from agent.gpu import GpuBackendError
 from agent.healthz import HealthServer
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.daemon")
 EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2
 
 
@@ -54,14 +55,16 @@ async def serve(
         try:
             rt.backend.open()
         except GpuBackendError as exc:
-            return _failed_start(rt, f"cannot open the GPUs: {exc}", exc)
+            log.error("cannot open the GPUs", error=str(exc))
+            return _failed_start(rt, exc)
         stack.callback(rt.backend.close)
         try:
             for server in _servers(rt):
                 await server.start()
                 stack.push_async_callback(server.stop)
         except OSError as exc:
-            return _failed_start(rt, str(exc), exc)
+            log.error("cannot listen", error=str(exc))
+            return _failed_start(rt, exc)
         essential = [start_sending()]
         leak = leak_observer(rt)
         probe = idle_probe or IdleProbe(rt)
@@ -82,18 +85,17 @@ async def serve(
             consuming = asyncio.create_task(source.run(), name="commands")
             stack.push_async_callback(stop_commands, source, consuming)
             essential.append(consuming)
-            log.info("obeying signed coordinator commands (ledger %s)", rt.commands.ledger.path)
+            log.info("obeying signed coordinator commands", ledger=str(rt.commands.ledger.path))
         if install_signals:
             _install_signals(rt)
             stack.callback(_remove_signals)
         code = await _wait(rt, essential)
         rt.notifier.stopping(f"stopping: flushing {rt.publisher.spool.pending} events")
-        log.info("stopping: flushing %d spooled events", rt.publisher.spool.pending)
+        log.info("stopping: flushing the spool", pending=rt.publisher.spool.pending)
         return code
 
 
-def _failed_start(rt: Runtime, message: str, exc: Exception) -> int:
-    log.error("%s", message)
+def _failed_start(rt: Runtime, exc: Exception) -> int:
     rt.notifier.status(f"failed: {exc}")
     return EXIT_START
 
@@ -133,7 +135,7 @@ async def _publisher(rt: Runtime, flush_timeout_s: float) -> AsyncIterator[Calla
         if sender:
             await rt.publisher.close(flush_timeout_s)
             await loops.cancel_all(sender)
-            log.info("stopped; %d events left in the spool for the next start", rt.publisher.spool.pending)
+            log.info("stopped", left_in_spool=rt.publisher.spool.pending)
         else:
             rt.publisher.spool.close()
 
@@ -154,7 +156,7 @@ async def _wait(rt: Runtime, essential: list[asyncio.Task]) -> int:
                 return EXIT_OK
             for task in done:
                 exc = task.exception() if not task.cancelled() else None
-                log.error("agent loop %r ended unexpectedly: %r", task.get_name(), exc, exc_info=exc)
+                log.error("agent loop ended unexpectedly", loop=task.get_name(), error=repr(exc), exc_info=exc)
             return EXIT_CRASH
     finally:
         stop.cancel()
@@ -166,7 +168,7 @@ def handle_control(rt: Runtime, req: Request) -> Reply:
         reply = apply_injection(rt.backend, req)
         if req.clear:
             rt.health.clear(req.gpu)  # the operator's word: forget the sticky fault verdicts too
-        log.warning("control: %s", reply.message)
+        log.warning("control: fault injection", message=reply.message)
         return reply
     rep = status.current_report(rt)
     return Reply(

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 
 import msgspec
+import structlog
 
 from agent.config import AgentConfig, load_agent_config
 from agent.daemon.runtime import Runtime
 from events.errors import ConfigError
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.daemon")
 RESTART_ONLY = ("node_id", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka", "commands")
 
 
@@ -26,7 +27,7 @@ def reload_config(rt: Runtime) -> bool:
     try:
         new = load_agent_config(rt.config_path, simulate_gpus=old.simulate_gpus or None)
     except ConfigError as exc:
-        log.error("SIGHUP: configuration not reloaded, keeping the running one: %s", exc)
+        log.error("SIGHUP: configuration not reloaded, keeping the running one", error=str(exc))
         return False
     kept = [name for name in RESTART_ONLY if getattr(new, name) != getattr(old, name)]
     if (
@@ -36,7 +37,7 @@ def reload_config(rt: Runtime) -> bool:
     ):
         kept.append("health.host/port/enabled")
     if kept:
-        log.warning("SIGHUP: %s changed but take effect only after a restart", ", ".join(kept))
+        log.warning("SIGHUP: changed keys take effect only after a restart", keys=kept)
     merged = msgspec.structs.replace(
         new,
         **{name: getattr(old, name) for name in RESTART_ONLY},
@@ -45,7 +46,7 @@ def reload_config(rt: Runtime) -> bool:
         ),
     )
     apply(rt, merged)
-    log.info("SIGHUP: configuration reloaded from %s", rt.config_path or "defaults and environment")
+    log.info("SIGHUP: configuration reloaded", source=rt.config_path or "defaults and environment")
     return True
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import glob
-import logging
 from collections.abc import Callable
 from pathlib import Path
+
+import structlog
 
 from agent.daemon.loops import publish_fault
 from agent.daemon.runtime import Runtime
@@ -27,7 +28,7 @@ from agent.nccl.tracker import NcclTracker
 from agent.nccl.watch import watch_lines
 from events.payloads import NcclReport, NodeFault, NodeSample
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.daemon")
 MAX_FOLLOWED = 256
 
 
@@ -47,7 +48,7 @@ async def nccl_task(rt: Runtime) -> None:
                 if path in followed or len(followed) >= MAX_FOLLOWED:
                     continue
                 followed[path] = asyncio.create_task(_follow(rt, path), name=f"nccl:{path}")
-                log.info("following NCCL log %s", path)
+                log.info("following NCCL log", path=str(path))
             for path in [p for p, t in followed.items() if t.done() or not p.exists()]:
                 followed.pop(path).cancel()
             await rt.clock.sleep(rt.cfg.nccl.poll_interval_s)
@@ -72,7 +73,7 @@ async def _follow(rt: Runtime, path: Path) -> None:
     try:
         await watch_lines(follower.lines(), tracker, lambda p: emit_nccl(rt, p), rt.clock)
     except Exception:
-        log.exception("NCCL log %s: follower stopped", path)
+        log.exception("NCCL log follower stopped", path=str(path))
     finally:
         follower.close()
 

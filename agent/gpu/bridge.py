@@ -8,11 +8,12 @@ so a fault reaches the publisher at once rather than at the next sample tick.
 from __future__ import annotations
 
 import asyncio
-import logging
+
+import structlog
 
 from agent.gpu.backend import GpuEvent
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.gpu")
 
 
 class EventBridge:
@@ -52,7 +53,7 @@ class EventBridge:
         if self.queue.full():
             self.queue.get_nowait()
             self.dropped += 1
-            log.warning("gpu event queue full: dropped the oldest event (%d dropped so far)", self.dropped)
+            log.warning("gpu event queue full: dropped the oldest event", dropped=self.dropped)
         self.queue.put_nowait(event)
 
 

@@ -7,10 +7,10 @@ a test double in its place and exercise every wrapping, absence and isolation ru
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 import pynvml
+import structlog
 
 from agent.gpu.backend import BackendName, GpuBackendError, GpuEvent, format_cuda_version
 from agent.gpu.bridge import EventBridge, resolve_loop
@@ -20,7 +20,7 @@ from agent.gpu.nvml_read import DeviceInfo, discover_nvlinks, read_device
 from events.clock import Clock, SystemClock
 from events.payloads import GpuReading
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.gpu")
 
 _NO_DRIVER_HINT = (
     "no NVIDIA driver/NVML on this machine ({err}). Install the NVIDIA driver, or run the agent with "
@@ -81,7 +81,7 @@ class NvmlBackend:
             name = text(lib.nvmlDeviceGetName(h))
         except Exception as e:
             self.failed_open[i] = f"{type(e).__name__}: {e}"
-            log.error("nvml: gpu %d cannot be opened: %s", i, e)
+            log.error("nvml: gpu cannot be opened", gpu=i, error=str(e))
             return None
         return DeviceInfo(index=i, handle=h, uuid=uuid, name=name, nvlinks=discover_nvlinks(lib, self.caller, i, h))
 
@@ -99,7 +99,7 @@ class NvmlBackend:
             try:
                 self.lib.nvmlShutdown()
             except Exception as e:
-                log.warning("nvml: shutdown failed: %s", e)
+                log.warning("nvml: shutdown failed", error=str(e))
             self.lib = None
 
     # -- readings --------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ class NvmlBackend:
             except GpuLost as e:
                 out.append(_failed(i, dev.uuid, dev.name, f"gpu lost: {e}"))
             except Exception as e:  # a bug or an odd driver on one GPU must not cost the others
-                log.exception("nvml: reading gpu %d failed", i)
+                log.exception("nvml: reading a gpu failed", gpu=i)
                 out.append(_failed(i, dev.uuid, dev.name, f"read failed: {type(e).__name__}: {e}"))
         return out
 

@@ -15,12 +15,13 @@ wrong once in forty places.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger(__name__)
+import structlog
+
+log = structlog.get_logger("myolo.agent.gpu")
 
 
 class GpuLost(Exception):
@@ -74,7 +75,9 @@ class NvmlCaller:
         self.errors[field] += 1
         if (gpu, field) not in self._logged:
             self._logged.add((gpu, field))
-            log.warning("nvml: gpu %d field %s failed (%s: %s); reported as absent", gpu, field, type(e).__name__, e)
+            log.warning(
+                "nvml: field failed; reported as absent", gpu=gpu, field=field, error=f"{type(e).__name__}: {e}"
+            )
 
 
 def _error_class(lib: Any, name: str) -> type[BaseException]:

@@ -7,17 +7,18 @@ every event goes through :class:`~agent.gpu.bridge.EventBridge` to the loop's qu
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
+
+import structlog
 
 from agent.gpu.backend import GpuEvent, GpuEventKind
 from agent.gpu.bridge import EventBridge
 from agent.gpu.nvml_calls import text
 from agent.gpu.nvml_read import DeviceInfo
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.gpu")
 
 # NVML event type bits (nvml.h) we listen for, and how the agent names them.
 EVENT_KINDS: dict[int, GpuEventKind] = {
@@ -65,7 +66,7 @@ class NvmlEventThread:
                     self.lib.nvmlDeviceRegisterEvents(d.handle, mask, self._set)
                     self.registered[d.index] = mask
             except Exception as e:  # one GPU without events must not stop the others
-                log.warning("nvml: gpu %d cannot deliver XID/ECC events (%s)", d.index, e)
+                log.warning("nvml: gpu cannot deliver XID/ECC events", gpu=d.index, error=str(e))
         self._thread = threading.Thread(target=self._run, name="nvml-events", daemon=True)
         self._thread.start()
 
@@ -82,7 +83,7 @@ class NvmlEventThread:
             try:
                 self.lib.nvmlEventSetFree(self._set)
             except Exception as e:
-                log.warning("nvml: freeing the event set failed: %s", e)
+                log.warning("nvml: freeing the event set failed", error=str(e))
             self._set = None
 
     @property
@@ -99,7 +100,7 @@ class NvmlEventThread:
                 if timeout_cls is not None and isinstance(e, timeout_cls):
                     continue
                 failures += 1
-                log.warning("nvml: event wait failed (%s); retrying", e)
+                log.warning("nvml: event wait failed; retrying", error=str(e))
                 if failures >= 100 or self._stop.wait(min(5.0, 0.05 * failures)):
                     return
                 continue

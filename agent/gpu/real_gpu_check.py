@@ -32,6 +32,7 @@ from agent.gpu.nvml import NvmlBackend
 from agent.gpu.sample import build_sample
 from agent.health import HealthState
 from events.clock import SystemClock
+from events.logs import configure_logging
 from events.payloads import GpuReading
 
 OPTIONAL_FIELDS = [
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--listen", type=float, default=1.0, help="seconds to listen for XID/ECC events (default 1)")
     ap.add_argument("--no-cli", action="store_true", help="skip running 'myolo-agent sample --json'")
     args = ap.parse_args(argv)
+    configure_logging("warning")  # NVML's warnings go to stderr: stdout carries the JSON result
 
     result: dict[str, Any] = {"check": "real_gpu", "python": sys.version.split()[0]}
     clock = SystemClock()

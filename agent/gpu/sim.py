@@ -8,11 +8,12 @@ is measured apart (:attr:`SimBackend.cost`) so the benchmark can report the agen
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import time
 import zlib
 from dataclasses import dataclass
+
+import structlog
 
 from agent.gpu.backend import BackendName, GpuBackendError, GpuEvent, GpuEventKind
 from agent.gpu.bridge import EventBridge, resolve_loop
@@ -34,7 +35,7 @@ from agent.gpu.sim_model import GpuSpec, GpuState, LoadProfile, SimProcess, memo
 from events.clock import Clock, SystemClock
 from events.payloads import GpuProcess, GpuReading, NvLink
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.agent.gpu")
 
 
 @dataclass
@@ -264,6 +265,6 @@ class SimBackend:
     def _emit(self, i: int, kind: GpuEventKind, xid: int | None) -> None:
         event = GpuEvent(gpu_index=i, gpu_uuid=self.uuids[i], kind=kind, time=self.clock.now(), xid=xid, simulated=True)
         if self._bridge is None:
-            log.info("sim: %s on gpu %d not delivered: no event listener (start_events not called)", kind, i)
+            log.info("sim: event not delivered: no listener (start_events not called)", kind=kind, gpu=i)
             return
         self._bridge.put(event)

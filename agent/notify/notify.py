@@ -10,12 +10,13 @@ subprocesses the agent starts (the bandwidth probe) do not speak for it.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 from collections.abc import MutableMapping
 
-log = logging.getLogger(__name__)
+import structlog
+
+log = structlog.get_logger("myolo.agent.notify")
 
 
 class Notifier:
@@ -58,7 +59,7 @@ class Notifier:
         except OSError as exc:
             self.errors += 1
             if self.errors <= 3:
-                log.warning("sd_notify to %s failed: %s", self.address, exc)
+                log.warning("sd_notify failed", address=self.address, error=str(exc))
             return False
         self.sent += 1
         return True
@@ -103,7 +104,7 @@ def _watchdog_usec(usec: str | None, pid: str | None) -> int | None:
     try:
         value = int(usec)
     except ValueError:
-        log.warning("ignoring WATCHDOG_USEC=%r: not an integer", usec)
+        log.warning("ignoring WATCHDOG_USEC: not an integer", value=usec)
         return None
     return value if value > 0 else None
 

@@ -7,12 +7,14 @@ of outage costs milliseconds and every tick is accounted for.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from pathlib import Path
 
 import msgspec
 import pytest
+import structlog
 
 from agent.config import load_agent_config
 from agent.control import InjectRequest, StatusRequest
@@ -228,7 +230,7 @@ async def test_watchdog_stops_petting_when_the_sample_loop_stalls(short_dir):
     rt.publisher.spool.close()
 
 
-async def test_sighup_reload_applies_live_keys_and_keeps_restart_only_ones(short_dir, caplog, monkeypatch):
+async def test_sighup_reload_applies_live_keys_and_keeps_restart_only_ones(short_dir, monkeypatch, restore_logging):
     monkeypatch.setenv("XDG_STATE_HOME", str(short_dir))  # the reload reads the process environment
     clock, broker = SimClock(), FakeBroker()
     rt = make_runtime(short_dir, broker, clock)
@@ -236,21 +238,27 @@ async def test_sighup_reload_applies_live_keys_and_keeps_restart_only_ones(short
     await settle()
     await play(clock, 5, 0.5)
     (short_dir / "agent.toml").write_text(
-        "node_id = 'node-b'\nsimulate_gpus = 4\nsample_interval_s = 0.25\n[health]\nenabled = false\n"
+        "node_id = 'node-b'\nsimulate_gpus = 4\nsample_interval_s = 0.25\nlog_level = 'debug'\n"
+        "[health]\nenabled = false\n"
     )
-    rt.reload_requested.set()
-    await settle()
+    with structlog.testing.capture_logs() as logs:
+        rt.reload_requested.set()
+        await settle()
     assert rt.cfg.sample_interval_s == 0.25
     assert rt.cfg.node_id == "node-a"  # identity needs a restart
-    assert "node_id changed but take effect only after a restart" in caplog.text
+    assert logging.getLogger().level == logging.DEBUG  # the log level is live
+    restart_only = [e["keys"] for e in logs if e["event"] == "SIGHUP: changed keys take effect only after a restart"]
+    assert restart_only == [["node_id"]]
     before = rt.sampler.seq
     await play(clock, 5, 0.25)
     assert rt.sampler.seq - before >= 16  # four a second now (after the tick already scheduled at the old rate)
     (short_dir / "agent.toml").write_text("sample_interval_s = -1\n")
-    rt.reload_requested.set()
-    await settle()
+    with structlog.testing.capture_logs() as logs:
+        rt.reload_requested.set()
+        await settle()
     assert rt.cfg.sample_interval_s == 0.25  # a bad file keeps the running configuration
-    assert "configuration not reloaded" in caplog.text
+    bad = [e for e in logs if e["event"] == "SIGHUP: configuration not reloaded, keeping the running one"]
+    assert len(bad) == 1 and "sample_interval_s" in bad[0]["error"]
     rt.stop_event.set()
     assert await asyncio.wait_for(task, 10) == 0
 

@@ -6,21 +6,9 @@ import io
 import json
 import logging
 
-import pytest
 import structlog
 
 from events.logs import configure_logging
-
-
-@pytest.fixture
-def restore_logging():
-    """configure_logging sets process-wide state: put it back for the tests that follow."""
-    root, kafka = logging.getLogger(), logging.getLogger("aiokafka")
-    saved = root.handlers[:], root.level, kafka.level
-    yield
-    root.handlers[:], root.level = saved[0], saved[1]
-    kafka.setLevel(saved[2])
-    structlog.reset_defaults()
 
 
 def lines(stream: io.StringIO) -> list[dict]:
