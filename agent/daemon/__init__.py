@@ -1,1 +1,2 @@
-"""The agent daemon: runtime assembly, loops, lifecycle (signals, reload), health report."""
+"""The agent daemon: its state (``runtime``), assembly (``assemble``), loops, command actions, lifecycle
+(``main``: signals, clean stop; ``reload``: SIGHUP), health report (``status``)."""

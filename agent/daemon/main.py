@@ -65,7 +65,7 @@ async def serve(
         except OSError as exc:
             log.error("cannot listen", error=str(exc))
             return _failed_start(rt, exc)
-        essential = [start_sending()]
+        sending = start_sending()
         leak = leak_observer(rt)
         probe = idle_probe or IdleProbe(rt)
         observers = [leak, probe] if leak else [probe]
@@ -79,7 +79,7 @@ async def serve(
         helpers = [asyncio.create_task(loops.ready(rt), name="ready")]
         stack.push_async_callback(loops.cancel_all, helpers + producing)
         stack.push_async_callback(probe.close)
-        essential += producing
+        essential = [sending, *producing]
         if rt.commands is not None:
             source = (command_source or KafkaCommandSource)(rt, rt.commands)
             consuming = asyncio.create_task(source.run(), name="commands")
