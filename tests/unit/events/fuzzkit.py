@@ -35,6 +35,8 @@ TYPES = sorted(PAYLOAD_TYPES)
 INGEST_TOPICS = sorted({topic_for_type(t) for t in TYPES} - {COMMANDS})
 ALL_TOPICS = [*INGEST_TOPICS, COMMANDS]
 MODES = ["ok", "ok", "ok", "error", "recursion", "base", "flaky"]
+EXAMPLES = example_payloads(NODE)
+PLACES: dict[tuple[str, bool], list[tuple]] = {}  # every place in each type's JSON tree, binary and structured
 RAW = "__fuzz_raw__"  # a string in the JSON tree that is replaced by raw JSON text after encoding
 HEADER_NAMES = [
     "ce_specversion", "ce_id", "ce_source", "ce_type", "ce_time", "ce_subject", "content-type", "traceparent",
@@ -158,11 +160,12 @@ def some_key(rng: random.Random) -> bytes | None:
 
 
 def header_value(rng: random.Random) -> bytes | None:
-    return one_of(rng, None, one_of(rng, *HEADER_VALUES), rng.randbytes(rng.randrange(80)), b"i" * one_of(rng, *SIZES))
+    size = one_of(rng, *SIZES) if rng.random() < 0.02 else one_of(rng, *SIZES[:-2])
+    return one_of(rng, None, one_of(rng, *HEADER_VALUES), rng.randbytes(rng.randrange(80)), b"i" * size)
 
 
 def header_name(rng: random.Random) -> str:
-    text = "".join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(30)))
+    text = rng.randbytes(rng.randrange(30)).decode("latin-1")
     return one_of(rng, one_of(rng, *HEADER_NAMES), text, "ce_" + text.lower(), "ce_x" * rng.randrange(100))
 
 
@@ -191,7 +194,7 @@ def hostile_json(rng: random.Random) -> str:
 
 def example_event(rng: random.Random) -> tuple[str, Event]:
     type_ = one_of(rng, *TYPES)
-    event = new_event(example_payloads(NODE)[type_], "fuzz/src", event_id=one_of(rng, "dup-1", "dup-2", None))
+    event = new_event(EXAMPLES[type_], "fuzz/src", event_id=one_of(rng, "dup-1", "dup-2", None))
     return type_, sign(event, KEY) if type_ == "ai.myolo.command.v1" else event
 
 
@@ -200,10 +203,13 @@ def hostile_event(rng: random.Random) -> tuple[ConsumerRecord, str]:
     type_, event = example_event(rng)
     structured = rng.random() < 0.5
     tree = msgspec.json.decode(encode_structured(event) if structured else encode(event)[1])
+    places = PLACES.get((type_, structured)) or PLACES.setdefault((type_, structured), paths(tree))
     raws = []
-    for _ in range(rng.randrange(1, 4)):
-        places = paths(tree)  # the root is an object: a new field there is an unknown field (or an extension)
-        put(tree, one_of(rng, *places) if places and rng.random() < 0.7 else ("fuzzextra",), RAW)
+    for _ in range(rng.randrange(4)):  # none: the valid event itself, to be delivered (or a duplicate)
+        # the root is an object: a new field there is an unknown field (or an extension); a place under one
+        # replaced before is gone, and goes to the root too
+        if rng.random() > 0.7 or not put(tree, one_of(rng, *places), RAW):
+            put(tree, ("fuzzextra",), RAW)
         raws.append(hostile_json(rng))
     value = msgspec.json.encode(tree)
     for raw in raws:
@@ -261,10 +267,15 @@ def paths(tree: Any, prefix: tuple = ()) -> list[tuple]:
     return out
 
 
-def put(tree: Any, path: tuple, value: Any) -> None:
-    for k in path[:-1]:
-        tree = tree[k]
-    tree[path[-1]] = value
+def put(tree: Any, path: tuple, value: Any) -> bool:
+    """Set the value at ``path``; False when the path is no longer there."""
+    try:
+        for k in path[:-1]:
+            tree = tree[k]
+        tree[path[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 GENERATORS = {"arbitrary": arbitrary, "events": hostile_event, "records": damaged_record}

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from tests.unit.events.fuzzkit import GENERATORS, Rig
 
 FUZZ_EXAMPLES = int(os.environ.get("MYOLO_FUZZ_EXAMPLES", "0"))
-CI_INPUTS = 400
-BATCH = 8  # records per drawn seed: hypothesis's own cost per example is far above a record's
-CHUNK = 5_000  # examples per hypothesis run in a long one
+CI_INPUTS = 384
+BATCH = 32  # records per drawn seed: hypothesis's own cost per example is far above a record's
+CHUNK = 2_000  # examples per hypothesis run in a long one
 SHARES = {"arbitrary": 0.2, "events": 0.4, "records": 0.4}
 seeds = st.integers(0, 2**64 - 1)
 
