@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from events import types
+
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
@@ -61,7 +63,7 @@ CATALOGUE: tuple[Topic, ...] = (
         NODE_SAMPLES,
         12,
         "node id",
-        ("ai.myolo.node.sample.v1",),
+        (types.NODE_SAMPLE_V1,),
         1 * DAY_MS,
         description="periodic per-node GPU samples from agents",
     ),
@@ -69,7 +71,7 @@ CATALOGUE: tuple[Topic, ...] = (
         NODE_FAULTS,
         6,
         "node id",
-        ("ai.myolo.node.fault.v1",),
+        (types.NODE_FAULT_V1,),
         30 * DAY_MS,
         description="faults (XID, ECC, health, NCCL, leaks) published the moment they are seen",
     ),
@@ -77,7 +79,7 @@ CATALOGUE: tuple[Topic, ...] = (
         NODE_REPORTS,
         6,
         "node id",
-        ("ai.myolo.nccl.report.v1", "ai.myolo.nccl.bandwidth.v1", "ai.myolo.memory.leak.v1"),
+        (types.NCCL_REPORT_V1, types.NCCL_BANDWIDTH_V1, types.MEMORY_LEAK_V1),
         7 * DAY_MS,
         description="NCCL communicator reports, bandwidth probes, memory-leak trends",
     ),
@@ -85,7 +87,7 @@ CATALOGUE: tuple[Topic, ...] = (
         TRAINING_PROGRESS,
         12,
         "job id",
-        ("ai.myolo.training.progress.v1",),
+        (types.TRAINING_PROGRESS_V1,),
         3 * DAY_MS,
         description="per-step training progress republished by agents",
     ),
@@ -93,7 +95,7 @@ CATALOGUE: tuple[Topic, ...] = (
         DRIFT_SAMPLES,
         6,
         "model",
-        ("ai.myolo.drift.sample.v1",),
+        (types.DRIFT_SAMPLE_V1,),
         7 * DAY_MS,
         description="features of production traffic, from serving systems (external)",
     ),
@@ -101,7 +103,7 @@ CATALOGUE: tuple[Topic, ...] = (
         RELEASES,
         1,
         "component",
-        ("ai.myolo.release.published.v1",),
+        (types.RELEASE_PUBLISHED_V1,),
         90 * DAY_MS,
         description="releases published by pipelines (external)",
     ),
@@ -109,7 +111,7 @@ CATALOGUE: tuple[Topic, ...] = (
         COMMANDS,
         12,
         "node id",
-        ("ai.myolo.command.v1",),
+        (types.COMMAND_V1,),
         1 * DAY_MS,
         description="signed commands from the leading coordinator to agents",
     ),
@@ -117,7 +119,7 @@ CATALOGUE: tuple[Topic, ...] = (
         COMMAND_ACKS,
         6,
         "node id",
-        ("ai.myolo.command.ack.v1",),
+        (types.COMMAND_ACK_V1,),
         1 * DAY_MS,
         description="agents' acknowledgements of commands",
     ),

@@ -25,17 +25,29 @@ from events.payloads import (
     TrainingProgress,
 )
 
+# each type name is written here once; the topic catalogue and everything else refer to these
+NODE_SAMPLE_V1 = "ai.myolo.node.sample.v1"
+NODE_FAULT_V1 = "ai.myolo.node.fault.v1"
+NCCL_REPORT_V1 = "ai.myolo.nccl.report.v1"
+NCCL_BANDWIDTH_V1 = "ai.myolo.nccl.bandwidth.v1"
+MEMORY_LEAK_V1 = "ai.myolo.memory.leak.v1"
+TRAINING_PROGRESS_V1 = "ai.myolo.training.progress.v1"
+DRIFT_SAMPLE_V1 = "ai.myolo.drift.sample.v1"
+RELEASE_PUBLISHED_V1 = "ai.myolo.release.published.v1"
+COMMAND_V1 = "ai.myolo.command.v1"
+COMMAND_ACK_V1 = "ai.myolo.command.ack.v1"
+
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
-    "ai.myolo.node.sample.v1": NodeSample,
-    "ai.myolo.node.fault.v1": NodeFault,
-    "ai.myolo.nccl.report.v1": NcclReport,
-    "ai.myolo.nccl.bandwidth.v1": BandwidthReport,
-    "ai.myolo.memory.leak.v1": LeakReport,
-    "ai.myolo.training.progress.v1": TrainingProgress,
-    "ai.myolo.drift.sample.v1": DriftSample,
-    "ai.myolo.release.published.v1": ReleasePublished,
-    "ai.myolo.command.v1": Command,
-    "ai.myolo.command.ack.v1": CommandAck,
+    NODE_SAMPLE_V1: NodeSample,
+    NODE_FAULT_V1: NodeFault,
+    NCCL_REPORT_V1: NcclReport,
+    NCCL_BANDWIDTH_V1: BandwidthReport,
+    MEMORY_LEAK_V1: LeakReport,
+    TRAINING_PROGRESS_V1: TrainingProgress,
+    DRIFT_SAMPLE_V1: DriftSample,
+    RELEASE_PUBLISHED_V1: ReleasePublished,
+    COMMAND_V1: Command,
+    COMMAND_ACK_V1: CommandAck,
 }
 TYPE_NAMES: dict[type[Payload], str] = {cls: name for name, cls in PAYLOAD_TYPES.items()}
 _VERSIONED = re.compile(r"^(?P<base>.+)\.v(?P<major>\d+)$")
