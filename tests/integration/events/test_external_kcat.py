@@ -7,12 +7,19 @@ import uuid
 
 from events.bus import EventConsumer
 from events.examples import node_sample
+from events.payloads import NodeFault
 from tests.helpers import DROP, kcat, structured, wait_until
 from tests.integration.events.conftest import Running, dead_letters_from
 
 
 def sample_event(**changes) -> bytes:
     return structured(node_sample("ext-node", gpus=2), **changes)
+
+
+def nested_event(depth: int) -> bytes:
+    """A structured fault whose data is ``depth`` nested arrays (3,000 of them make the issue's 6 KB record)."""
+    doc = structured(NodeFault(node_id="ext-node", kind="xid", health="fail"))
+    return doc[: doc.index(b'"data":') + len(b'"data":')] + b"[" * depth + b"]" * depth + b"}"
 
 
 BINARY_HEADERS = {
@@ -32,7 +39,14 @@ MALFORMED = {
     "mistyped-field": (sample_event(data__gpus__0__index="zero"), None, "data.gpus[0].index", "Expected `int`"),
     "impossible-value": (sample_event(data__gpus__1__util_gpu=140), None, "data.gpus[1].util_gpu", "<= 100"),
     "bad-time": (sample_event(time="last tuesday"), None, "time", "RFC 3339"),
-    "too-big": (sample_event(data__padding="x" * 20_000), None, "value", "over the 16384-byte limit"),
+    "too-big": (sample_event(data__padding="x" * 20_000), None, "value", "; the limit is 16384"),
+    "nested-3000": (nested_event(3000), None, "value", "nests deeper than 32 levels"),
+    "huge-id": (
+        b"{}",
+        {**BINARY_HEADERS, "ce_id": "i" * 100_000},
+        "header ce_id",
+        "id is 100000 bytes; the limit is 256",
+    ),
     "binary-bad-payload": (b'{"node_id": 5}', BINARY_HEADERS, "data.node_id", "Expected `str`"),
 }
 

@@ -1,0 +1,240 @@
+"""One record must never stop a consumer: the records of issue 11, written with kcat against real processes.
+
+Two ``myolo-coordinator run`` processes: a 6 KB structured CloudEvent whose data is 3,000 nested arrays on
+myolo.node.faults, a 2 KB binary-mode ack nesting 1,000 arrays on myolo.command.acks and an ack with a
+100 KB id are dead-lettered by both (read back from myolo.deadletter with their reasons); both keep serving
+their HTTP API, a leader is still known, and a FAIL fault written after the poison on the same partition
+still cordons its node. A ``myolo-agent run`` process with commands enabled dead-letters such records on
+myolo.commands and goes on executing signed commands. Only the processes' public surfaces are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events.bus import EventConsumer, EventProducer
+from events.deadletter import dead_letter_info
+from events.examples import node_sample
+from events.payloads import Command, CommandAck, NodeFault
+from events.signing import SigningKey
+from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
+from tests.helpers import kcat, read_topic, structured, wait_until
+from tests.integration.agent.agent_proc import AgentProc, free_port
+
+pytestmark = pytest.mark.kafka
+ROOT = Path(__file__).resolve().parents[3]
+TOO_DEEP = "nests deeper than 32 levels of arrays and objects; the limit is 32"
+
+
+def nested_structured(node: str, depth: int = 3000) -> bytes:
+    """The issue's record: a structured fault whose data is ``depth`` nested JSON arrays (6 KB for 3,000)."""
+    doc = structured(NodeFault(node_id=node, kind="xid", health="fail"))
+    return doc[: doc.index(b'"data":') + len(b'"data":')] + b"[" * depth + b"]" * depth + b"}"
+
+
+def binary_headers(type_: str, event_id: str) -> dict[str, str]:
+    return {"ce_specversion": "1.0", "ce_id": event_id, "ce_source": "ext/kcat", "ce_type": type_,
+            "content-type": "application/json"}  # fmt: skip
+
+
+def nested_ack(node: str, depth: int = 1000) -> bytes:
+    """A binary-mode ack whose ``result`` nests ``depth`` arrays (2 KB for 1,000)."""
+    head = f'{{"command_id":"c-1","node_id":"{node}","epoch":1,"status":"done","result":{{"r":'.encode()
+    return head + b"[" * depth + b"]" * depth + b"}}"
+
+
+HUGE_ID = "id is 100000 bytes; the limit is 256"
+
+
+def poison(bootstrap: str, node: str, structured_topic: str, binary_topic: str, binary_type: str) -> None:
+    """Write the poison records, keyed by ``node``: each is dead-lettered with the limit it broke."""
+    kcat(bootstrap, structured_topic, node, nested_structured(node))
+    kcat(bootstrap, binary_topic, node, nested_ack(node), binary_headers(binary_type, f"deep-{uuid.uuid4().hex}"))
+    kcat(bootstrap, binary_topic, node, b"{}", binary_headers(binary_type, "i" * 100_000))
+
+
+async def poll(cond: Callable[[], Any], timeout: float, what: str) -> None:
+    """Poll a condition on other processes or the broker (sync or async) twice a second, with a deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not ((await r) if inspect.isawaitable(r := cond()) else r):
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(0.5)
+
+
+async def letters_for(settings: Any, key: str) -> list[dict[str, str]]:
+    return [dead_letter_info(r.headers) for r in await read_topic(settings, DEAD_LETTER) if r.key == key.encode()]
+
+
+def get(port: int, path: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+    except OSError:
+        return 0, None
+
+
+class Coordinators:
+    """``myolo-coordinator run`` processes, each with its own config, API port and log."""
+
+    def __init__(self, tmp: Path, bootstrap: str, n: int = 2) -> None:
+        tag = uuid.uuid4().hex[:6]
+        key = tmp / "coordinator.key"
+        key.write_text(os.urandom(32).hex())
+        self.tmp, self.ports, self.procs = tmp, [free_port() for _ in range(n)], []
+        for i, port in enumerate(self.ports):
+            (tmp / f"c{i}.toml").write_text(
+                f'instance_id = "poison-{i}-{tag}"\ntick_s = 0.2\n[kafka]\nbootstrap = "{bootstrap}"\n'
+                f'[signing]\nkey_file = "{key}"\n[leader]\ngroup_id = "poison-{tag}"\n[api]\nport = {port}\n'
+            )
+
+    def start(self) -> None:
+        for i in range(len(self.ports)):
+            log = (self.tmp / f"c{i}.log").open("w")
+            args = [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(self.tmp / f"c{i}.toml")]
+            self.procs.append(subprocess.Popen([*args, "--log-json"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+
+    def get_all(self, path: str) -> list[tuple[int, Any]]:
+        return [get(port, path) for port in self.ports]
+
+    def serving_with_one_leader(self) -> bool:
+        health = self.get_all("/healthz")
+        leaders = self.get_all("/v1/leader")
+        if any(code != 200 for code, _ in health + leaders):
+            return False
+        known = {body["leader_id"] for _, body in leaders}
+        roles = sorted(body["role"] for _, body in health)
+        return roles == ["leader", "standby"] and len(known) == 1 and None not in known
+
+    def node(self, node_id: str) -> list[dict | None]:
+        return [body if code == 200 else None for code, body in self.get_all(f"/v1/nodes/{node_id}")]
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"---- c{i} ----\n{(self.tmp / f'c{i}.log').read_text()[-3000:]}" for i in range(len(self.ports))
+        )
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+async def test_poison_records_stop_no_coordinator(kafka, settings, tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    node = f"poison-node-{tag}"
+    coords = Coordinators(tmp_path, kafka.bootstrap)
+    coords.start()
+    try:
+        await poll(coords.serving_with_one_leader, 90, "both coordinators serving, one leading")
+
+        def both_see_node() -> bool:
+            kcat(kafka.bootstrap, NODE_SAMPLES, node, structured(node_sample(node, gpus=2)))
+            return all(coords.node(node))
+
+        # they read from "latest": a sample seen by both means their ingest is assigned and reading
+        await poll(both_see_node, 90, "both coordinators reading the samples")
+        poison(kafka.bootstrap, node, NODE_FAULTS, COMMAND_ACKS, "ai.myolo.command.ack.v1")
+        fault = NodeFault(node_id=node, kind="xid", health="fail", xid=79, gpu_index=1, reasons=["xid 79"])
+        kcat(kafka.bootstrap, NODE_FAULTS, node, structured(fault))  # after the poison, on its partition
+
+        found: list[dict[str, str]] = []
+
+        async def all_dead_lettered() -> bool:
+            found[:] = [i for i in await letters_for(settings, node) if i["topic"] in (NODE_FAULTS, COMMAND_ACKS)]
+            return len(found) >= 6
+
+        await poll(all_dead_lettered, 90, "three dead letters from each coordinator")
+        await poll(lambda: all(n and n["cordoned"] for n in coords.node(node)), 60, "the fault after the poison")
+        assert all("FAIL" in n["cordon"]["reason"] for n in coords.node(node)), coords.node(node)
+        assert all(p.poll() is None for p in coords.procs), "no coordinator stopped"
+        assert coords.serving_with_one_leader(), "both still serve, and a leader is known"
+        assert all(code == 200 and any(n["node_id"] == node for n in body["items"])
+                   for code, body in coords.get_all("/v1/nodes"))  # fmt: skip
+    except BaseException:
+        print(coords.logs())
+        raise
+    finally:
+        coords.stop()
+
+    assert len({i["group"] for i in found}) == 2, "each coordinator dead-lettered them"
+    assert sorted((i["topic"], i["field"], i["reason"]) for i in found) == sorted(
+        [(NODE_FAULTS, "value", TOO_DEEP), (COMMAND_ACKS, "data", TOO_DEEP), (COMMAND_ACKS, "header ce_id", HUGE_ID)]
+        * 2
+    )
+
+
+async def test_an_agent_goes_on_executing_commands_after_poison(settings, kafka, tmp_path, monkeypatch) -> None:
+    key_file = tmp_path / "coordinator.key"
+    key_file.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
+    monkeypatch.setenv("MYOLO_COMMANDS_ENABLED", "true")
+    monkeypatch.setenv("MYOLO_COMMANDS_KEY_FILES", f'["{key_file}"]')
+    agent = AgentProc(kafka.bootstrap, gpus=2, interval_s=0.5)
+    acks: list[CommandAck] = []
+
+    async def on_ack(event, info) -> None:
+        if isinstance(event.data, CommandAck) and event.data.node_id == agent.node_id:
+            acks.append(event.data)
+
+    def done(command_id: str) -> bool:
+        return any(a.command_id == command_id and a.status == "done" for a in acks)
+
+    key = SigningKey.from_file(key_file)
+    async with (
+        EventProducer(settings, source="/myolo/coordinator/it", signing_key=key) as leader,
+        EventProducer(settings, source="/myolo/test/acks") as dlq,
+    ):
+        reader = EventConsumer(settings, [COMMAND_ACKS], f"it-acks-{uuid.uuid4().hex}", on_ack, dead_letters=dlq)
+        reader_task = asyncio.create_task(reader.run())
+        try:
+            await agent.start()
+            await wait_until(lambda: "READY" in agent.kinds(), timeout=60, what=f"READY=1\n{agent.log_text()}")
+            await leader.send(Command(command_id="before", node_id=agent.node_id, epoch=1, action="report_sample"))
+            await wait_until(lambda: done("before"), 60, f"a command before the poison\n{agent.log_text()}")
+
+            poison(kafka.bootstrap, agent.node_id, COMMANDS, COMMANDS, "ai.myolo.command.v1")
+            await leader.send(Command(command_id="after", node_id=agent.node_id, epoch=1, action="report_sample"))
+            await wait_until(lambda: done("after"), 60, f"a command after the poison\n{agent.log_text()}")
+            assert agent.proc is not None and agent.proc.poll() is None
+            code, body = await asyncio.to_thread(agent.health)
+            assert code == 200, body
+
+            found: list[dict[str, str]] = []
+
+            async def dead_lettered() -> bool:
+                found[:] = [i for i in await letters_for(settings, agent.node_id) if i["topic"] == COMMANDS]
+                return len(found) >= 3
+
+            await poll(dead_lettered, 60, "the poison commands dead-lettered")
+            assert sorted((i["field"], i["reason"]) for i in found) == sorted(
+                [("value", TOO_DEEP), ("data", TOO_DEEP), ("header ce_id", HUGE_ID)]
+            )
+            agent.signal(signal.SIGTERM)
+            assert await asyncio.to_thread(agent.proc.wait, 30) == 0, agent.log_text()
+            assert "Traceback" not in agent.log_text()
+        finally:
+            await reader.stop()
+            await asyncio.wait_for(reader_task, 30)
+            await agent.cleanup()
