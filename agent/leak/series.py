@@ -80,7 +80,7 @@ class LeakSeries:
     bounded: the raw readings of one floor horizon, and one floor value per block of the window.
     """
 
-    # what reset() forgets, besides the floor and the noise
+    # set afresh by reset(), which also empties the deques built in __init__
     start: float | None  # time of the first reading
     samples: int
     alert: bool
