@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from coordinator.config import CoordinatorConfig, load_coordinator_config
+from coordinator.config import CoreConfig, load_coordinator_config
 from events.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/myolo/coordinator.toml")
@@ -27,7 +27,7 @@ def _main() -> None:
     """(keeps `run` a sub-command, so more can follow)"""
 
 
-def _config(path: Path | None, api_port: int | None) -> CoordinatorConfig:
+def _config(path: Path | None, api_port: int | None) -> CoreConfig:
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
     try:
@@ -44,7 +44,7 @@ def run(
         "--config",
         "-c",
         help="Config file (TOML). Default: /etc/myolo/coordinator.toml when it exists. "
-        "MYOLO_* environment variables override it (lost_after_s -> MYOLO_LOST_AFTER_S).",
+        "MYOLO_* environment variables override it (fleet.lost_after_s -> MYOLO_FLEET_LOST_AFTER_S).",
     ),
     api_port: int | None = typer.Option(None, "--api-port", help="Port of the HTTP API (overrides api.port)."),
     log_json: bool | None = typer.Option(None, "--log-json/--log-text", help="Default: JSON unless a terminal."),
@@ -58,14 +58,14 @@ def run(
     configure_logging(cfg.log_level, json=log_json)
 
     async def main() -> int:
-        from coordinator.service import CoordinatorService
+        from coordinator.core.coordinator import Coordinator
 
         try:
             await ensure_topics(cfg.kafka.client_kwargs())
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             return 2
-        service = CoordinatorService(cfg)
+        service = Coordinator(cfg)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, service.request_stop)

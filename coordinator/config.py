@@ -1,22 +1,29 @@
 """The coordinator's configuration: ``/etc/myolo/coordinator.toml`` plus ``MYOLO_*`` overrides.
 
-Loaded with :func:`events.config.load_config`, so ``lost_after_s`` is also ``MYOLO_LOST_AFTER_S`` and
-``api.port`` is ``MYOLO_API_PORT``. Everything time-related is configurable, because a fleet on a slow network
-and a test on a laptop need different numbers; the defaults detect a dead node in seconds.
+The file has the core's keys (identity, ticks, API, signing, leadership, Kafka) and one section per component
+(``[fleet]``, ``[cordons]``, ``[commands]``, ...), each validated by the Struct the component declares; the
+schema is assembled from the component list, so a new component brings its section without editing this file.
+Loaded with :func:`events.config.load_config`, so ``fleet.lost_after_s`` is also ``MYOLO_FLEET_LOST_AFTER_S``
+and ``api.port`` is ``MYOLO_API_PORT``.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
 from events.config import load_config
 from events.errors import ConfigError
 from events.settings import KafkaSettings
+
+if TYPE_CHECKING:
+    from coordinator.core.component import Component
 
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
@@ -52,45 +59,75 @@ class LeaderConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     heartbeat_interval_ms: Annotated[int, msgspec.Meta(ge=100)] = 1000
 
 
-class CommandsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Unacknowledged commands are sent again with the same command id every ``retry_after_s``."""
-
-    retry_after_s: Positive = 5.0
-    max_attempts: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
-    request_sample_on_suspect: bool = True
-
-
-class CoordinatorConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The ``coordinator.toml`` file. See ``systemd/coordinator.toml`` for a commented example."""
+class CoreConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The core's keys of ``coordinator.toml``. See ``systemd/coordinator.toml`` for a commented example."""
 
     instance_id: str = ""  # default: the host name; must differ between coordinators
-    lost_after_s: Positive = 10.0
-    suspect_after_intervals: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 3
-    act_on_warn: bool = False
     tick_s: Positive = 0.5
-    # where a coordinator that has never run starts reading samples: "latest" (samples repeat every second,
+    # where a coordinator that has never run starts reading events: "latest" (samples repeat every second,
     # so nothing is lost that matters) or "earliest" (replays the retained history first)
     ingest_from: Literal["latest", "earliest"] = "latest"
-    status_file: str = ""  # if set, a JSON snapshot of leadership and the fleet view, rewritten every tick
+    status_file: str = ""  # if set, a JSON snapshot of leadership and every component, rewritten every tick
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     api: ApiConfig = msgspec.field(default_factory=ApiConfig)
     signing: SigningConfig = msgspec.field(default_factory=SigningConfig)
     leader: LeaderConfig = msgspec.field(default_factory=LeaderConfig)
-    commands: CommandsConfig = msgspec.field(default_factory=CommandsConfig)
     kafka: KafkaSettings = msgspec.field(default_factory=KafkaSettings)
 
 
+def schema(components: Sequence[type[Component]]) -> type[CoreConfig]:
+    """The whole file's Struct: the core's keys plus one section per component that declares a config."""
+    return _schema(tuple(components))
+
+
+@cache
+def _schema(components: tuple[type[Component], ...]) -> type[CoreConfig]:
+    fields: list[tuple[str, Any, Any]] = []
+    for comp in components:
+        if comp.config is not None:
+            fields.append((comp.name, comp.config, msgspec.field(default_factory=comp.config)))
+    return msgspec.defstruct(
+        "CoordinatorConfig", fields, bases=(CoreConfig,), kw_only=True, forbid_unknown_fields=True, module=__name__
+    )
+
+
+def section(cfg: CoreConfig, name: str) -> Any:
+    """A component's section of an assembled config."""
+    return getattr(cfg, name)
+
+
+def default_config(components: Sequence[type[Component]] | None = None, **core: Any) -> CoreConfig:
+    """An assembled config with every default (tests and benchmarks set what they need by keyword)."""
+    from coordinator.components import COMPONENTS
+
+    return schema(components or COMPONENTS)(**core)
+
+
 def load_coordinator_config(
-    path: str | Path | None = None, *, env: dict[str, str] | None = None, api_port: int | None = None
-) -> CoordinatorConfig:
+    path: str | Path | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    api_port: int | None = None,
+    components: Sequence[type[Component]] | None = None,
+) -> CoreConfig:
     """Read, override from the environment and the command line, check. Raises :class:`ConfigError`."""
-    cfg = load_config(path, CoordinatorConfig, env=env)
+    from coordinator.components import COMPONENTS
+
+    comps = tuple(components or COMPONENTS)
+    cfg = load_config(path, schema(comps), env=env)
     if api_port is not None:
         if not 0 <= api_port <= 65535:
             raise ConfigError("api.port", f"--api-port must be between 0 and 65535, got {api_port}")
         cfg.api.port = api_port
     if not cfg.instance_id:
         cfg.instance_id = socket.gethostname().split(".")[0]
+    check_core(cfg)
+    for comp in comps:
+        comp.check_config(section(cfg, comp.name) if comp.config else None, cfg)
+    return cfg
+
+
+def check_core(cfg: CoreConfig) -> None:
     if not cfg.signing.key_file:
         raise ConfigError(
             "signing.key_file",
@@ -99,12 +136,9 @@ def load_coordinator_config(
         )
     if not os.path.isfile(cfg.signing.key_file):
         raise ConfigError("signing.key_file", f"file {cfg.signing.key_file!r} does not exist")
-    if cfg.commands.retry_after_s < cfg.tick_s:
-        raise ConfigError("commands.retry_after_s", f"must be >= tick_s ({cfg.tick_s}); retries are checked each tick")
     if cfg.leader.heartbeat_interval_ms * 3 > cfg.leader.session_timeout_ms:
         raise ConfigError(
             "leader.heartbeat_interval_ms",
             f"must be at most a third of leader.session_timeout_ms ({cfg.leader.session_timeout_ms}), "
             "so a live leader never misses its session",
         )
-    return cfg

@@ -90,8 +90,21 @@ def main(argv: list[str] | None = None) -> int:
 
 def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     _say(f"Start the local stack: Kafka, {COORDINATORS} coordinators, {NODES} agents with {GPUS} simulated GPUs")
-    _run(*_myoloctl("local", "up", "--nodes", str(NODES), "--gpus", str(GPUS), "--coordinators", str(COORDINATORS),
-                    "--timeout", f"{timeout:g}"), env)  # fmt: skip
+    _run(
+        *_myoloctl(
+            "local",
+            "up",
+            "--nodes",
+            str(NODES),
+            "--gpus",
+            str(GPUS),
+            "--coordinators",
+            str(COORDINATORS),
+            "--timeout",
+            f"{timeout:g}",
+        ),
+        env,
+    )
     stack = state.load(state_dir)
     records = {p.name: p for p in stack.processes}
     api_urls = [p.info["api_url"] for p in records.values() if p.role == "coordinator"]
@@ -102,24 +115,39 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     _say(f"Inject XID {XID} (GPU fallen off the bus) into GPU {VICTIM_GPU} of {VICTIM}")
     socket = records[VICTIM].info["socket"]
     injected = time.monotonic()
-    _run(f"myolo-agent inject --socket {socket} --gpu {VICTIM_GPU} --xid {XID}",
-         [sys.executable, "-m", "agent", "inject", "--socket", socket, "--gpu", str(VICTIM_GPU), "--xid", str(XID)],
-         env)  # fmt: skip
+    _run(
+        f"myolo-agent inject --socket {socket} --gpu {VICTIM_GPU} --xid {XID}",
+        [sys.executable, "-m", "agent", "inject", "--socket", socket, "--gpu", str(VICTIM_GPU), "--xid", str(XID)],
+        env,
+    )
     node = _cordoned_within(api_urls, VICTIM, timeout=30.0)
     if node is None:
         print(f"demo: {VICTIM} was not cordoned within 30 s; see `myoloctl local status` and the coordinator logs")
         return 1
     cordon = node["cordon"]
-    print(f"{VICTIM} cordoned {time.monotonic() - injected:.2f} s after the injection, "
-          f"by {cordon['by']} (epoch {cordon['epoch']}): {cordon['reason']}")  # fmt: skip
+    print(
+        f"{VICTIM} cordoned {time.monotonic() - injected:.2f} s after the injection, "
+        f"by {cordon['by']} (epoch {cordon['epoch']}): {cordon['reason']}"
+    )
 
     _say("The fleet after")
     _run(*_myoloctl("get", "nodes"), env)
     _say(f"What the coordinators know about {VICTIM}")
     _run(*_myoloctl("describe", "node", VICTIM), env)
     _say("The fault events on the bus")
-    _run(*_myoloctl("events", "tail", "myolo.node.faults", "--from-beginning", "--idle-timeout", "2",
-                    "--bootstrap", stack.bootstrap or ""), env)  # fmt: skip
+    _run(
+        *_myoloctl(
+            "events",
+            "tail",
+            "myolo.node.faults",
+            "--from-beginning",
+            "--idle-timeout",
+            "2",
+            "--bootstrap",
+            stack.bootstrap or "",
+        ),
+        env,
+    )
     return 0
 
 

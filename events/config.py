@@ -64,7 +64,7 @@ def load_config(
     try:
         return msgspec.convert(doc, schema, strict=False)
     except msgspec.ValidationError as exc:
-        raise _config_error(exc, origins, source) from None
+        raise _config_error(exc, origins, source, schema) from None
 
 
 def _parse_env(raw: str) -> Any:
@@ -87,7 +87,9 @@ def _struct_type(tp: Any) -> type[msgspec.Struct] | None:
     return None
 
 
-def _config_error(exc: msgspec.ValidationError, origins: dict[tuple[str, ...], str], source: str) -> ConfigError:
+def _config_error(
+    exc: msgspec.ValidationError, origins: dict[tuple[str, ...], str], source: str, schema: type[msgspec.Struct]
+) -> ConfigError:
     msg = str(exc)
     key = ""
     if " - at `$." in msg:
@@ -97,6 +99,9 @@ def _config_error(exc: msgspec.ValidationError, origins: dict[tuple[str, ...], s
         name = msg.split("`")[1]
         key = f"{key}.{name}" if key else name
         msg = "unknown key (check the spelling; see the configuration reference in the README)"
+        elsewhere = sorted(".".join(p) for p in env_names(schema, "").values() if p[-1] == name and len(p) > 1)
+        if elsewhere and "." not in key:
+            msg = f"unknown key here; did you mean {' or '.join(elsewhere)} (in its [section])?"
     keypath = tuple(key.split(".")) if key else ()
     where = origins.get(keypath, source)
     return ConfigError(key or "(root)", f"{msg} (from {where})")

@@ -56,6 +56,7 @@ STATE_JOBS = "myolo.state.jobs"
 STATE_ROLLOUTS = "myolo.state.rollouts"
 STATE_REGISTRY = "myolo.state.registry"
 STATE_DRIFT = "myolo.state.drift"
+STATE_COORDINATOR = "myolo.state.coordinator"
 LEADER = "myolo.coordinator.leader"
 
 CATALOGUE: tuple[Topic, ...] = (
@@ -167,6 +168,14 @@ CATALOGUE: tuple[Topic, ...] = (
         description="coordinator state: model registry",
     ),
     Topic(STATE_DRIFT, 3, "model", compacted=True, retention_ms=None, description="coordinator state: drift baselines"),
+    Topic(
+        STATE_COORDINATOR,
+        1,
+        "record name",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: the leadership term (its epoch), owned by the core",
+    ),
     Topic(LEADER, 1, "-", retention_ms=1 * DAY_MS, description="one partition: leadership by group membership"),
 )
 BY_NAME: dict[str, Topic] = {t.name: t for t in CATALOGUE}

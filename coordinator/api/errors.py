@@ -1,18 +1,22 @@
 """Errors as JSON ``{error, field?, hint?}`` with the right status, for every failure the API can have.
 
-A middleware turns aiohttp's own errors (unknown path, wrong method) and unexpected exceptions into the same
-shape, so a client never has to parse an HTML error page.
+A middleware turns aiohttp's own errors (unknown path, wrong method), the core's errors and unexpected
+exceptions into the same shape, so a client never has to parse an HTML error page. A write that reaches a
+standby (``NotLeader``) is redirected with ``307 Temporary Redirect`` (method and body kept) to the same path
+on the leader's API, so ``curl -L`` and ``myoloctl`` work whichever coordinator they ask first.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import structlog
 from aiohttp import web
 
-log = logging.getLogger("coordinator.api")
+from coordinator.core.errors import NotLeader, UnknownNode
+
+log = structlog.get_logger("myolo.coordinator.api")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -49,6 +53,12 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         return await handler(request)
     except ApiError as exc:
         return error_response(exc)
+    except NotLeader as exc:
+        return to_leader(request, exc.leader_url)
+    except UnknownNode as exc:
+        return error_response(
+            ApiError(404, f"node {exc.node_id!r} is not known", field="id", hint="list the nodes with GET /v1/nodes")
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -56,7 +66,20 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         error = f"{exc.reason}: {request.method} {request.path}"
         return error_response(ApiError(exc.status, error, hint=_HINTS.get(exc.status)), headers)
     except Exception as exc:
-        log.exception("api handler failed", extra={"path": request.path})
+        log.exception("api handler failed", path=request.path)
         return error_response(
             ApiError(500, f"internal error: {type(exc).__name__}: {exc}", hint="see the coordinator's log")
         )
+
+
+def to_leader(request: web.Request, leader_url: str | None) -> web.Response:
+    """307 to the same path on the leader, or 503 with Retry-After while no leader is known."""
+    if not leader_url:
+        return web.json_response(
+            error_body("no leader is known right now", hint="a leader is elected within seconds; retry"),
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+    location = leader_url.rstrip("/") + request.path_qs
+    body = error_body("this coordinator is a standby; writes go to the leader", hint=location)
+    return web.json_response(body, status=307, headers={"Location": location})

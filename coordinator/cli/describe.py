@@ -16,7 +16,7 @@ from rich.text import Text
 from coordinator.cli import render
 from coordinator.cli.client import ApiClient, ApiError, ApiOption
 from coordinator.cli.common import fail
-from coordinator.cli.render import Cell, age, memory, num, reasons, styled
+from coordinator.cli.render import Cell, age, reasons, styled
 
 app = typer.Typer(help="Show one object of the fleet in full.", no_args_is_help=True)
 
@@ -73,46 +73,78 @@ def print_node(console: Console, node: dict[str, Any]) -> None:
     _field(console, "Agent", f"{node.get('agent_version') or '-'}   driver {node.get('driver_version') or '-'}")
 
     _section(console, f"GPUs ({len(node.get('gpus', []))}):")
-    render.table(console, ("GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "HEALTH", "REASONS"), [
-        [str(g["index"]), g.get("name", "-"), num(g.get("util_gpu"), "%"),
-         memory(g.get("mem_used_bytes"), g.get("mem_total_bytes")), num(g.get("temp_gpu_c"), "C"),
-         num(g.get("power_w"), "W"), styled(g.get("health", "ok")), reasons(g.get("health_reasons", []), 80)]
-        for g in node.get("gpus", [])
-    ], indent=2)  # fmt: skip
+    render.table(
+        console,
+        ("GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "HEALTH", "REASONS"),
+        [render.gpu_cells(g, reasons_limit=80) for g in node.get("gpus", [])],
+        indent=2,
+    )
 
     _section(console, "Recent faults (newest last):")
     faults = node.get("recent_faults", [])
     if faults:
-        render.table(console, ("AGE", "KIND", "HEALTH", "GPU", "XID", "REASONS"), [
-            [render.since(now, f["time"]), f["kind"], styled(f["health"]), _opt(f.get("gpu_index")),
-             _opt(f.get("xid")), reasons(f.get("reasons") or ([f["message"]] if f.get("message") else []), 80)]
-            for f in faults
-        ], indent=2)  # fmt: skip
+        render.table(
+            console,
+            ("AGE", "KIND", "HEALTH", "GPU", "XID", "REASONS"),
+            [
+                [
+                    render.since(now, f["time"]),
+                    f["kind"],
+                    styled(f["health"]),
+                    _opt(f.get("gpu_index")),
+                    _opt(f.get("xid")),
+                    reasons(f.get("reasons") or ([f["message"]] if f.get("message") else []), 80),
+                ]
+                for f in faults
+            ],
+            indent=2,
+        )
     else:
         console.print("  none")
 
     _section(console, "NCCL communicators:")
     nccl = node.get("nccl", [])
     if nccl:
-        render.table(console, ("PID", "RANK", "NODES", "VERSION", "NETWORK", "TRANSPORTS", "INIT", "WARNINGS"), [
-            [str(c["pid"]), f"{_opt(c.get('rank'))}/{_opt(c.get('nranks'))}", _opt(c.get("nnodes")),
-             c.get("version") or "-", c.get("network") or "-", ",".join(c.get("transports", [])) or "-",
-             "done" if c.get("init_complete") else styled("pending", "yellow"),
-             styled(reasons(c.get("warnings", [])), "yellow") if c.get("warnings") else "-"]
-            for c in nccl
-        ], indent=2)  # fmt: skip
+        render.table(
+            console,
+            ("PID", "RANK", "NODES", "VERSION", "NETWORK", "TRANSPORTS", "INIT", "WARNINGS"),
+            [
+                [
+                    str(c["pid"]),
+                    f"{_opt(c.get('rank'))}/{_opt(c.get('nranks'))}",
+                    _opt(c.get("nnodes")),
+                    c.get("version") or "-",
+                    c.get("network") or "-",
+                    ",".join(c.get("transports", [])) or "-",
+                    "done" if c.get("init_complete") else styled("pending", "yellow"),
+                    styled(reasons(c.get("warnings", [])), "yellow") if c.get("warnings") else "-",
+                ]
+                for c in nccl
+            ],
+            indent=2,
+        )
     else:
         console.print("  none reported (no NCCL job has run here yet)")
 
     _section(console, "Memory leak trend (Theil-Sen slope, % of capacity per hour):")
     leaks = node.get("leaks", [])
     if leaks:
-        render.table(console, ("SERIES", "SLOPE", "RANGE", "WINDOW", "SAMPLES", "ALERT"), [
-            [_series(s), f"{s['slope_pct_per_h']:+.3f}%/h",
-             f"{s['lower_pct_per_h']:+.3f}..{s['upper_pct_per_h']:+.3f}", age(s.get("window_s")),
-             str(s.get("samples", "-")), styled("LEAK", "bold red") if s.get("alert") else "no"]
-            for s in leaks
-        ], indent=2)  # fmt: skip
+        render.table(
+            console,
+            ("SERIES", "SLOPE", "RANGE", "WINDOW", "SAMPLES", "ALERT"),
+            [
+                [
+                    _series(s),
+                    f"{s['slope_pct_per_h']:+.3f}%/h",
+                    f"{s['lower_pct_per_h']:+.3f}..{s['upper_pct_per_h']:+.3f}",
+                    age(s.get("window_s")),
+                    str(s.get("samples", "-")),
+                    styled("LEAK", "bold red") if s.get("alert") else "no",
+                ]
+                for s in leaks
+            ],
+            indent=2,
+        )
     else:
         console.print("  no series reported yet")
 

@@ -139,11 +139,22 @@ def status(state_dir: StateDir = None) -> None:
         out.print("start it with: myoloctl local up")
     if members:
         out.print()
-        render.table(out, ("NAME", "ROLE", "PID", "STATE", "HEALTH", "ENDPOINT", "LOG"), [
-            [m.name, m.role, str(m.pid), render.styled("running", "green") if m.running else render.styled("exited", "bold red"),
-             render.styled(m.health, _HEALTH_STYLE.get(m.health, "yellow")), m.endpoint, m.log]
-            for m in members
-        ])  # fmt: skip
+        render.table(
+            out,
+            ("NAME", "ROLE", "PID", "STATE", "HEALTH", "ENDPOINT", "LOG"),
+            [
+                [
+                    m.name,
+                    m.role,
+                    str(m.pid),
+                    render.styled("running", "green") if m.running else render.styled("exited", "bold red"),
+                    render.styled(m.health, _HEALTH_STYLE.get(m.health, "yellow")),
+                    m.endpoint,
+                    m.log,
+                ]
+                for m in members
+            ],
+        )
     if not st.running or not all(m.running for m in members):
         raise typer.Exit(1)
 

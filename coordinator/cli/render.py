@@ -17,10 +17,16 @@ from rich.table import Table
 from rich.text import Text
 
 STYLES = {
-    "ok": "green", "warn": "yellow", "fail": "bold red",
-    "Ready": "green", "Suspect": "yellow", "Lost": "bold red", "Cordoned": "magenta",
-    "yes": "magenta", "no": "",
-}  # fmt: skip
+    "ok": "green",
+    "warn": "yellow",
+    "fail": "bold red",
+    "Ready": "green",
+    "Suspect": "yellow",
+    "Lost": "bold red",
+    "Cordoned": "magenta",
+    "yes": "magenta",
+    "no": "",
+}
 
 Cell = str | Text
 GIB = 1 << 30
@@ -112,25 +118,40 @@ def nodes_rows(items: list[dict[str, Any]]) -> list[list[Cell]]:
         why = list(n.get("health_reasons", []))
         if n.get("cordoned") and n.get("cordon"):
             why.append(f"cordoned: {n['cordon']['reason']}")
-        rows.append([
-            n["node_id"], node_status(n), styled(n["health"]), gpus, age(n.get("last_seen_age_s")),
-            n.get("backend") or "-", n.get("agent_version") or "-", reasons(why),
-        ])  # fmt: skip
+        rows.append(
+            [
+                n["node_id"],
+                node_status(n),
+                styled(n["health"]),
+                gpus,
+                age(n.get("last_seen_age_s")),
+                n.get("backend") or "-",
+                n.get("agent_version") or "-",
+                reasons(why),
+            ]
+        )
     return rows
 
 
 GPU_COLUMNS = ("NODE", "GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "HEALTH", "REASONS")
 
 
-def gpus_rows(items: list[dict[str, Any]]) -> list[list[Cell]]:
+def gpu_cells(g: dict[str, Any], reasons_limit: int = 60) -> list[Cell]:
+    """GPU, NAME, UTIL, MEMORY, TEMP, POWER, HEALTH, REASONS of one GPU row (``get gpus``, ``describe node``)."""
     return [
-        [
-            g["node_id"], str(g["index"]), g.get("name", "-"), num(g.get("util_gpu"), "%"),
-            memory(g.get("mem_used_bytes"), g.get("mem_total_bytes")), num(g.get("temp_gpu_c"), "C"),
-            num(g.get("power_w"), "W"), styled(g.get("health", "ok")), reasons(g.get("health_reasons", [])),
-        ]
-        for g in items
-    ]  # fmt: skip
+        str(g["index"]),
+        g.get("name", "-"),
+        num(g.get("util_gpu"), "%"),
+        memory(g.get("mem_used_bytes"), g.get("mem_total_bytes")),
+        num(g.get("temp_gpu_c"), "C"),
+        num(g.get("power_w"), "W"),
+        styled(g.get("health", "ok")),
+        reasons(g.get("health_reasons", []), reasons_limit),
+    ]
+
+
+def gpus_rows(items: list[dict[str, Any]]) -> list[list[Cell]]:
+    return [[g["node_id"], *gpu_cells(g)] for g in items]
 
 
 def print_nodes(console: Console, body: dict[str, Any]) -> None:

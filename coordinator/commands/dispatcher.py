@@ -14,8 +14,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.state.records import CommandIntent
-from coordinator.state.store import StateStore
+from coordinator.commands.records import CommandIntent
+from coordinator.core.errors import NotLeader
+from coordinator.state import StateStore
 from events.bus import EventProducer
 from events.clock import Clock
 from events.envelope import new_id
@@ -26,10 +27,6 @@ from events.topics import STATE_COMMANDS
 
 KEEP_FINISHED_S = 3600.0
 log = structlog.get_logger("myolo.coordinator.commands")
-
-
-class NotLeading(RuntimeError):
-    """Raised when a command is issued by a coordinator that is not (or no longer) the leader."""
 
 
 def check_args(action: str, args: dict[str, Any]) -> None:
@@ -103,15 +100,20 @@ class Dispatcher:
         args = dict(args or {})
         check_args(action, args)
         if self.epoch is None:
-            raise NotLeading("only the leading coordinator sends commands")
+            raise NotLeader()
         now = self._clock.now()
         intent = CommandIntent(
-            command_id=new_id(), node_id=node_id, action=action, args=args, epoch=self.epoch, created=now,
+            command_id=new_id(),
+            node_id=node_id,
+            action=action,
+            args=args,
+            epoch=self.epoch,
+            created=now,
             issued_by=self._instance,
-        )  # fmt: skip
-        self.intents[intent.command_id] = intent
-        await self._send(intent, now)
-        return intent
+        )
+        # remembered only once written and sent (inside _send): a retry running meanwhile must not see a
+        # half-made intent and send it a second time
+        return await self._send(intent, now)
 
     async def on_ack(self, ack: CommandAck) -> CommandIntent | None:
         intent = self.intents.get(ack.command_id)
@@ -153,24 +155,35 @@ class Dispatcher:
                     self.intents.pop(intent.command_id, None)
         return resent
 
-    async def _send(self, intent: CommandIntent, now: float) -> None:
+    async def _send(self, intent: CommandIntent, now: float) -> CommandIntent:
         epoch = self.epoch
         if epoch is None:
-            raise NotLeading("leadership was lost before the command was sent")
+            raise NotLeader()
         async with self._lock:
             updated = msgspec.structs.replace(intent, epoch=epoch, attempts=intent.attempts + 1, last_sent=now)
             await self._store.put(STATE_COMMANDS, intent.command_id, updated)  # the intent first, then the act
             self.intents[intent.command_id] = updated
             if self.epoch != epoch:
-                raise NotLeading("leadership was lost while the intent was written")
+                raise NotLeader()
             command = Command(
-                command_id=intent.command_id, node_id=intent.node_id, epoch=epoch, action=intent.action,
-                args=intent.args, issued_by=self._instance,
-            )  # fmt: skip
+                command_id=intent.command_id,
+                node_id=intent.node_id,
+                epoch=epoch,
+                action=intent.action,
+                args=intent.args,
+                issued_by=self._instance,
+            )
             await self._producer.send(command)
             self.sent += 1
-        log.info("command sent", command_id=intent.command_id, node=intent.node_id, action=intent.action,
-                 epoch=epoch, attempt=updated.attempts)  # fmt: skip
+        log.info(
+            "command sent",
+            command_id=intent.command_id,
+            node=intent.node_id,
+            action=intent.action,
+            epoch=epoch,
+            attempt=updated.attempts,
+        )
+        return updated
 
     async def _update(self, intent: CommandIntent, **changes: Any) -> None:
         async with self._lock:

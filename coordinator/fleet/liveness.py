@@ -35,14 +35,31 @@ class Transition:
     silent_s: float
 
 
-def tick(view: FleetView, policy: LivenessPolicy, now: float) -> list[Transition]:
+def last_alive(view: FleetView, node: NodeState, now: float) -> float:
+    """When the node was last known alive; a node known only from the state counts from when it appeared."""
+    return node.last_seen if node.last_seen is not None else view.since.get(node.node_id, now)
+
+
+def all_silent(view: FleetView, policy: LivenessPolicy, now: float, min_nodes: int) -> bool:
+    """Did every node that was not Lost fall silent at once (at least ``min_nodes`` of them)? Then it is far
+    more likely that the bus or the network went away than that every node died."""
+    live = [n for n in view.nodes_by_id.values() if n.liveness != "Lost"]
+    if len(live) < min_nodes:
+        return False
+    return all(policy.evaluate(last_alive(view, n, now), n.sample_interval_s, now) != "Ready" for n in live)
+
+
+def tick(view: FleetView, policy: LivenessPolicy, now: float, *, hold_lost: bool = False) -> list[Transition]:
     """Re-evaluate every node; return the changes (the node's ``liveness`` is updated in place).
 
-    A node known only from the state topics (no sample yet) counts from when it entered the view."""
+    With ``hold_lost`` (the coordinator cannot tell a silent node from a silent bus) no node becomes Lost:
+    it stays Suspect until the verdict can be trusted again; a node already Lost stays Lost."""
     changes = []
     for node in view.nodes_by_id.values():
-        last = node.last_seen if node.last_seen is not None else view.since.get(node.node_id, now)
+        last = last_alive(view, node, now)
         after = policy.evaluate(last, node.sample_interval_s, now)
+        if hold_lost and after == "Lost" and node.liveness != "Lost":
+            after = "Suspect"
         if after != node.liveness:
             changes.append(Transition(node, node.liveness, after, now - last))
             node.liveness = after

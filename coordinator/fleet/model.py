@@ -29,8 +29,15 @@ class FaultEntry(msgspec.Struct, kw_only=True):
 
     @classmethod
     def from_event(cls, fault: NodeFault, time: float) -> FaultEntry:
-        return cls(time=time, kind=fault.kind, health=fault.health, reasons=list(fault.reasons),
-                   gpu_index=fault.gpu_index, xid=fault.xid, message=fault.message)  # fmt: skip
+        return cls(
+            time=time,
+            kind=fault.kind,
+            health=fault.health,
+            reasons=list(fault.reasons),
+            gpu_index=fault.gpu_index,
+            xid=fault.xid,
+            message=fault.message,
+        )
 
 
 class CordonRecord(msgspec.Struct, kw_only=True):
@@ -39,9 +46,10 @@ class CordonRecord(msgspec.Struct, kw_only=True):
     node_id: str
     cordoned: bool
     reason: str
-    by: str  # "auto:fault", "auto:lost", "operator:<name>"
+    by: str  # "auto:fault", "auto:lost", "auto:alive", "operator:<name>"
     time: float
     epoch: int = 0
+    silent_since: float | None = None  # auto:lost only: when the node was last known alive
 
 
 class NodeState(msgspec.Struct, kw_only=True):
@@ -53,7 +61,12 @@ class NodeState(msgspec.Struct, kw_only=True):
     health_reasons: list[str] = []
     backend: str | None = None  # "nvml" | "sim"
     gpus: list[GpuReading] = []
-    last_seen: float | None = None  # clock time of the last sample
+    # when the node was last known alive (coordinator clock): a fresh sample's arrival, or a delayed one's own time
+    last_seen: float | None = None
+    last_event_time: float | None = None  # the newest sample's own time (the node's clock)
+    # since when the node's samples follow each other without a gap longer than lost_after_s (the node's clock):
+    # delayed samples that cover a silence show the node never stopped
+    continuous_since: float | None = None
     last_seq: int | None = None
     sample_interval_s: float = 1.0
     agent_version: str | None = None

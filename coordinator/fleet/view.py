@@ -44,14 +44,19 @@ class Applied:
 @dataclass
 class FleetView:
     """Nodes by id. ``accept_unknown_nodes`` lets faults and reports introduce a node (default: only a
-    sample, or the durable state, does; a fault for a node nobody knows is more likely garbage)."""
+    sample, or the durable state, does; a fault for a node nobody knows is more likely garbage).
+
+    ``max_nodes`` bounds memory whatever producers send: a node beyond it is not added; its events are
+    flagged (counted in ``refused_nodes``) so a flood of made-up node ids shows instead of growing the view."""
 
     stale_after_s: float = 10.0
     accept_unknown_nodes: bool = False
+    max_nodes: int = 10_000
     nodes_by_id: dict[str, NodeState] = field(default_factory=dict)
     since: dict[str, float] = field(default_factory=dict)  # when each node entered the view
     rejections: deque[Rejection] = field(default_factory=lambda: deque(maxlen=200))
     rejected_total: int = 0
+    refused_nodes: int = 0
 
     # ---- reads -------------------------------------------------------------------------------------------
     def nodes(self) -> list[NodeState]:
@@ -85,10 +90,12 @@ class FleetView:
             return Applied(node=self.nodes_by_id.get(data.node_id))
         return Applied(rejected=f"type: {event.type} is not something the fleet view keeps")
 
-    def set_cordon(self, record: CordonRecord, now: float) -> NodeState:
-        """A cordon decision from the state topics (or just written there by this leader)."""
+    def set_cordon(self, record: CordonRecord, now: float) -> NodeState | None:
+        """A cordon decision from the state topics (or just written there by this leader). None when the
+        node is new and the view is full (the record stays in the state topic)."""
         node = self._get_or_add(record.node_id, now)
-        node.cordon = record
+        if node is not None:
+            node.cordon = record
         return node
 
     def flag(self, node_id: str, type_: str, reason: str, now: float) -> None:
@@ -99,12 +106,19 @@ class FleetView:
             node.flags = [*node.flags[-(MAX_FLAGS - 1) :], f"{type_}: {reason}"]
 
     # ---- internals ---------------------------------------------------------------------------------------
-    def _get_or_add(self, node_id: str, now: float) -> NodeState:
+    def _get_or_add(self, node_id: str, now: float) -> NodeState | None:
         node = self.nodes_by_id.get(node_id)
         if node is None:
+            if len(self.nodes_by_id) >= self.max_nodes:
+                self.refused_nodes += 1
+                return None
             node = self.nodes_by_id[node_id] = NodeState(node_id=node_id)
             self.since[node_id] = now
         return node
+
+    def _full(self, node_id: str, event: Event, now: float) -> Applied:
+        reason = f"node_id: the fleet view holds its limit of {self.max_nodes} nodes (fleet.max_nodes); not added"
+        return self._reject(node_id, event, reason, now)
 
     def _reject(self, node_id: str, event: Event, reason: str, now: float) -> Applied:
         self.flag(node_id, event.type, reason, now)
@@ -115,6 +129,8 @@ class FleetView:
         if bad is not None:
             return self._reject(s.node_id, event, bad, now)
         node = self._get_or_add(s.node_id, now)
+        if node is None:
+            return self._full(s.node_id, event, now)
         node.gpus = s.gpus
         node.health = s.health
         node.health_reasons = s.health_reasons
@@ -124,8 +140,7 @@ class FleetView:
         node.driver_version = s.driver_version or node.driver_version
         node.agent_version = s.agent_version or node.agent_version
         node.samples_seen += 1
-        if not self._stale(event, now):  # a replayed backlog says nothing about the node being alive now
-            node.last_seen = now
+        self._alive(node, _event_time(event, now), now)
         return Applied(node=node)
 
     def _fault(self, f: NodeFault, event: Event, now: float) -> Applied:
@@ -136,6 +151,8 @@ class FleetView:
         if bad is not None:
             return self._reject(f.node_id, event, bad, now)
         node = self._get_or_add(f.node_id, now)
+        if node is None:
+            return self._full(f.node_id, event, now)
         node.recent_faults = [
             *node.recent_faults[-(MAX_FAULTS - 1) :],
             FaultEntry.from_event(f, _event_time(event, now)),
@@ -154,6 +171,8 @@ class FleetView:
         if bad is not None:
             return self._reject(r.node_id, event, bad, now)
         node = self._get_or_add(r.node_id, now)
+        if node is None:
+            return self._full(r.node_id, event, now)
         if attr == "nccl":
             ident = (r.pid, r.comm_id, r.rank)
             kept = [x for x in node.nccl if (x.pid, x.comm_id, x.rank) != ident]
@@ -164,8 +183,21 @@ class FleetView:
             node.leaks = [*kept[-(MAX_LEAKS - 1) :], r]
         return Applied(node=node)
 
-    def _stale(self, event: Event, now: float) -> bool:
-        return _event_time(event, now) < now - self.stale_after_s
+    def _alive(self, node: NodeState, sampled: float, now: float) -> None:
+        """What a sample taken at ``sampled`` (the node's clock) says about when the node was alive.
+
+        A fresh sample means alive now (arrival, so a node clock a few seconds off does not matter); a delayed
+        one (a backlog after an outage) means alive when it was taken, which is all it can prove. Samples
+        closer together than ``stale_after_s`` extend the node's continuous run of samples."""
+        fresh = sampled >= now - self.stale_after_s
+        alive = now if fresh else sampled
+        if node.last_seen is None or alive > node.last_seen:
+            node.last_seen = alive
+        last = node.last_event_time
+        if last is None or sampled - last > self.stale_after_s:
+            node.continuous_since = sampled
+        if last is None or sampled > last:
+            node.last_event_time = sampled
 
 
 def _event_time(event: Event, default: float) -> float:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
+from coordinator.leader.aiokafka_internals import group_generation
 from events.settings import KafkaSettings
 from events.topics import LEADER
 
@@ -67,8 +68,7 @@ class LeaderElector:
         self.generation = -1  # the last group generation this member joined
 
     def _generation(self) -> int:
-        coordinator = getattr(self._consumer, "_coordinator", None)  # aiokafka keeps it there; -1 if unknown
-        return int(getattr(coordinator, "generation", -1) or -1)
+        return group_generation(self._consumer) if self._consumer is not None else -1
 
     def _elected(self) -> None:
         self.holds_partition = True

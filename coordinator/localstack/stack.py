@@ -72,12 +72,25 @@ def _launch(
     with open(log, "ab") as sink:
         sink.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(cmd)}\n".encode())
         sink.flush()
-        proc = subprocess.Popen(cmd, cwd=workdir, env=_child_env(extra_env or {}), stdin=subprocess.DEVNULL, stdout=sink,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=_child_env(extra_env or {}),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     return state.ProcessRecord(
-        name=name, role=role, pid=proc.pid, marker=str(config), log=str(log), ports=ports,
-        started_at=time.time(), info={**info, "config": str(config)},
-    )  # fmt: skip
+        name=name,
+        role=role,
+        pid=proc.pid,
+        marker=str(config),
+        log=str(log),
+        ports=ports,
+        started_at=time.time(),
+        info={**info, "config": str(config)},
+    )
 
 
 def start_members(

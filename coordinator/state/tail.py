@@ -16,7 +16,8 @@ import msgspec
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from coordinator.state.codec import KIND_HEADER, BadStateRecord, decode_state
+from coordinator.leader.aiokafka_internals import load_metadata
+from coordinator.state.codec import BadStateRecord, StateCodec, record_kind
 from events.settings import KafkaSettings
 
 # (topic, key, record or None for a tombstone, kind)
@@ -27,7 +28,8 @@ log = structlog.get_logger("myolo.coordinator.state")
 class StateTail:
     """Follows ``topics`` from offset 0 and hands each record to ``apply`` (synchronously, in log order)."""
 
-    def __init__(self, settings: KafkaSettings, topics: list[str], apply: Apply) -> None:
+    def __init__(self, settings: KafkaSettings, topics: list[str], codec: StateCodec, apply: Apply) -> None:
+        self._codec = codec
         self._kwargs = {**settings.client_kwargs(), "enable_auto_commit": False, "group_id": None}
         self._topics = topics
         self._apply = apply
@@ -41,8 +43,7 @@ class StateTail:
     async def start(self) -> None:
         consumer = AIOKafkaConsumer(**self._kwargs)
         await consumer.start()
-        # an assigned (group-less) consumer tracks no topics yet: ask for their metadata so the partitions are known
-        await consumer._client.set_topics(self._topics)
+        await load_metadata(consumer, self._topics)  # an assigned consumer knows no partitions until asked
         parts: list[TopicPartition] = []
         for topic in self._topics:
             found = consumer.partitions_for_topic(topic)
@@ -74,16 +75,20 @@ class StateTail:
             await consumer.stop()
 
     def _one(self, topic: str, key: bytes | None, value: bytes | None, headers) -> None:
-        kind = next((v.decode(errors="replace") for k, v in headers or () if k == KIND_HEADER), "")
+        """Apply one record; a record that cannot be read or applied is skipped, loudly, and never stops us."""
+        kind = record_kind(headers) or ""
         try:
             if key is None:
                 raise BadStateRecord("record has no key")
-            record = None if value is None else decode_state(value, headers)
+            record = None if value is None else self._codec.decode(value, headers)
             self._apply(topic, key.decode(errors="replace"), record, kind)
             self.applied += 1
-        except BadStateRecord as exc:  # a damaged record must not stop the coordinator: skip it, loudly
+        except BadStateRecord as exc:
             self.skipped += 1
             log.error("state record skipped", topic=topic, key=key, reason=str(exc))
+        except Exception as exc:  # a component's bug on one record must not stop every coordinator
+            self.skipped += 1
+            log.exception("state record not applied", topic=topic, key=key, kind=kind, error=repr(exc))
 
     async def caught_up(self, timeout_s: float = 60.0) -> None:
         """Wait until every record written before this call has been applied."""

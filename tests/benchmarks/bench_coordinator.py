@@ -2,7 +2,7 @@
 
 (a) Ingest on one core: the same prefilled node samples (2,000 nodes x 8 GPUs, from the fleet simulator) are
     read by a bare aiokafka loop (untyped JSON decode, the least any consumer does) and by the coordinator's
-    real ingest (``CoordinatorService``: its EventConsumer with CloudEvents decoding, typed validation,
+    real ingest (the ``Coordinator`` with its components: EventConsumer with CloudEvents decoding, typed validation,
     dedupe, plausibility checks, fleet-view update and cordon policy), alternately, in this process pinned to
     one CPU. Target: coordinator >= 50% of the bare loop's samples/s.
 (b) Fault to cordon: ``myolo-coordinator run`` as a real subprocess leads; the simulator publishes 2,000
@@ -33,10 +33,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from agent.fleetsim import FleetSimulator
-from coordinator.config import ApiConfig, CoordinatorConfig, SigningConfig
+from coordinator.config import ApiConfig, SigningConfig, default_config
+from coordinator.core.coordinator import Coordinator, state_codec
+from coordinator.fleet.component import Fleet
+from coordinator.fleet.config import FleetConfig
 from coordinator.fleet.model import CordonRecord
-from coordinator.service import CoordinatorService
-from coordinator.state.codec import decode_state
 from events.codec import decode
 from events.payloads import Command
 from events.settings import KafkaSettings
@@ -71,9 +72,12 @@ async def prefill(settings: KafkaSettings) -> dict:
 async def bare_ingest(settings: KafkaSettings, expected: int) -> dict:
     """What a hand-written consumer does at least: fetch, and JSON-decode each value (untyped)."""
     consumer = AIOKafkaConsumer(
-        NODE_SAMPLES, **settings.client_kwargs(), group_id=f"bare-{uuid.uuid4().hex}",
-        auto_offset_reset="earliest", enable_auto_commit=False,
-    )  # fmt: skip
+        NODE_SAMPLES,
+        **settings.client_kwargs(),
+        group_id=f"bare-{uuid.uuid4().hex}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     await consumer.start()
     json_decode = msgspec.json.decode
     n, t0 = 0, 0.0
@@ -96,13 +100,16 @@ async def bare_ingest(settings: KafkaSettings, expected: int) -> dict:
 
 async def coordinator_ingest(settings: KafkaSettings, key_file: str, expected: int) -> dict:
     """The real service, reading the same records from the start; timed from its first handled sample."""
-    cfg = CoordinatorConfig(
+    cfg = default_config(
         instance_id=f"bench-ingest-{uuid.uuid4().hex[:6]}",
-        lost_after_s=3600.0,  # the backlog is minutes old: keep liveness out of a throughput measurement
-        suspect_after_intervals=1000, ingest_from="earliest", api=ApiConfig(enabled=False),
-        signing=SigningConfig(key_file=key_file), kafka=settings,
-    )  # fmt: skip
-    service = CoordinatorService(cfg)
+        # the backlog is minutes old: keep liveness out of a throughput measurement
+        fleet=FleetConfig(lost_after_s=3600.0, suspect_after_intervals=1000),
+        ingest_from="earliest",
+        api=ApiConfig(enabled=False),
+        signing=SigningConfig(key_file=key_file),
+        kafka=settings,
+    )
+    service = Coordinator(cfg)
     runner = asyncio.create_task(service.run())
     stats = service.ingest.stats
     t0 = 0.0
@@ -122,7 +129,7 @@ async def coordinator_ingest(settings: KafkaSettings, key_file: str, expected: i
         "samples": stats.consumed,
         "handled": stats.handled,
         "dead_lettered": stats.dead_lettered,
-        "nodes_in_view": len(service.view.nodes_by_id),
+        "nodes_in_view": len(service.get(Fleet).view.nodes_by_id),
         "seconds": round(seconds, 3),
         "samples_per_s": round(stats.consumed / seconds),
     }
@@ -149,7 +156,7 @@ async def ingest_comparison(settings: KafkaSettings, key_file: str) -> dict:
         "prefill": filled,
         "pinned_to_cpu": sorted(one),
         "bare_loop_does": "aiokafka getmany + untyped msgspec JSON decode per record + commit per batch",
-        "coordinator_does": "CoordinatorService ingest: CloudEvents decode + typed validation + dedupe + "
+        "coordinator_does": "Coordinator ingest: CloudEvents decode + typed validation + dedupe + "
         "plausibility + FleetView.apply + cordon policy + commit per batch",
         "rounds_bare": bares,
         "rounds_coordinator": ours,
@@ -192,7 +199,7 @@ class Watcher:
             for records in batches.values():
                 for r in records:
                     if r.topic == STATE_NODES and r.value is not None:
-                        rec = decode_state(r.value, r.headers)
+                        rec = STATE_CODEC.decode(r.value, r.headers)
                         if isinstance(rec, CordonRecord) and rec.cordoned:
                             self.cordons.setdefault(rec.node_id, (rec, r.timestamp / 1000, seen))
                     elif r.topic == COMMANDS:
@@ -237,6 +244,9 @@ class LagSampler:
             await admin.close()
 
 
+STATE_CODEC = state_codec()
+
+
 def _parts(*topics: str) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t in topics for p in range(BY_NAME[t].partitions)]
 
@@ -256,13 +266,13 @@ def _coordinator_config(tmp: Path, bootstrap: str, key_file: str, instance: str)
 
 
 async def wait_for_leader(settings: KafkaSettings, instance: str, proc: subprocess.Popen, timeout_s: float = 60) -> int:
-    from coordinator.state.records import TERM_KEY, LeaderTerm
-    from events.topics import STATE_COMMANDS
+    from coordinator.core.leadership import TERM_KEY, LeaderTerm
+    from events.topics import STATE_COORDINATOR
 
     c = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False, group_id=None)
     await c.start()
     try:
-        parts = _parts(STATE_COMMANDS)
+        parts = _parts(STATE_COORDINATOR)
         c.assign(parts)
         await c.seek_to_beginning(*parts)
         deadline = time.perf_counter() + timeout_s
@@ -272,7 +282,7 @@ async def wait_for_leader(settings: KafkaSettings, instance: str, proc: subproce
             for records in (await c.getmany(timeout_ms=200)).values():
                 for r in records:
                     if r.key == TERM_KEY.encode() and r.value:
-                        term = decode_state(r.value, r.headers)
+                        term = STATE_CODEC.decode(r.value, r.headers)
                         if isinstance(term, LeaderTerm) and term.instance_id == instance:
                             return term.epoch
         raise TimeoutError(f"coordinator {instance} did not lead within {timeout_s:.0f} s")
@@ -284,8 +294,13 @@ def _lat_summary(values: list[float]) -> dict:
     ms = [v * 1000 for v in values]
     if not ms:
         return {"count": 0}
-    return {"count": len(ms), "p50_ms": round(percentile(ms, 50), 1), "p99_ms": round(percentile(ms, 99), 1),
-            "max_ms": round(max(ms), 1), "min_ms": round(min(ms), 1)}  # fmt: skip
+    return {
+        "count": len(ms),
+        "p50_ms": round(percentile(ms, 50), 1),
+        "p99_ms": round(percentile(ms, 99), 1),
+        "max_ms": round(max(ms), 1),
+        "min_ms": round(min(ms), 1),
+    }
 
 
 async def fault_latency(settings: KafkaSettings, bootstrap: str, key_file: str, tmp: Path, broker_pid: int) -> dict:
@@ -294,8 +309,10 @@ async def fault_latency(settings: KafkaSettings, bootstrap: str, key_file: str, 
     log = (tmp / "coordinator.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(cfg), "--log-json"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     sim = FleetSimulator(settings, NODES, GPUS, 1.0, BACKGROUND_FAULTS_PER_S, seed=11, fault_mix=WARN_MIX)
     watcher = Watcher(settings)
     lag = LagSampler(settings, f"myolo-coordinator-{instance}")

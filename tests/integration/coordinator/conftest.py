@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import CoordinatorConfig, load_coordinator_config
-from coordinator.service import CoordinatorService
-from coordinator.state import decode_state
+from coordinator.commands.component import Commands
+from coordinator.config import CoreConfig, load_coordinator_config
+from coordinator.cordons.component import Cordons
+from coordinator.core.coordinator import Coordinator, state_codec
+from coordinator.fleet.component import Fleet
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
@@ -27,37 +29,49 @@ def key_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_config(settings: KafkaSettings, key_file: Path) -> Callable[..., CoordinatorConfig]:
+def make_config(settings: KafkaSettings, key_file: Path) -> Callable[..., CoreConfig]:
     """A config for one test: its own leader group, so tests never compete for leadership."""
     group = f"lead-{uuid.uuid4().hex[:8]}"
 
-    def make(instance: str, **env: str) -> CoordinatorConfig:
+    def make(instance: str, **env: str) -> CoreConfig:
         base = {
             "MYOLO_INSTANCE_ID": instance,
             "MYOLO_KAFKA_BOOTSTRAP": settings.bootstrap,
             "MYOLO_SIGNING_KEY_FILE": str(key_file),
             "MYOLO_LEADER_GROUP_ID": group,
             "MYOLO_API_ENABLED": "false",
-            "MYOLO_COMMANDS_REQUEST_SAMPLE_ON_SUSPECT": "false",
+            "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
         }
         return load_coordinator_config(None, env={**base, **env})
 
     return make
 
 
+def fleet(coord: Coordinator) -> Fleet:
+    return coord.get(Fleet)
+
+
+def cordons(coord: Coordinator) -> Cordons:
+    return coord.get(Cordons)
+
+
+def commands(coord: Coordinator) -> Commands:
+    return coord.get(Commands)
+
+
 class Services:
     """Coordinators started in this process (stopped at the end of the test)."""
 
     def __init__(self) -> None:
-        self.running: list[CoordinatorService] = []
+        self.running: list[Coordinator] = []
 
-    async def start(self, cfg: CoordinatorConfig, clock: Clock) -> CoordinatorService:
-        svc = CoordinatorService(cfg, clock)
+    async def start(self, cfg: CoreConfig, clock: Clock) -> Coordinator:
+        svc = Coordinator(cfg, clock)
         await svc.start()
         self.running.append(svc)
         return svc
 
-    async def stop(self, svc: CoordinatorService) -> None:
+    async def stop(self, svc: Coordinator) -> None:
         self.running.remove(svc)
         await svc.stop()
 
@@ -88,17 +102,18 @@ async def read_topic(settings: KafkaSettings, topic: str) -> list:
 
 
 async def state_records(settings: KafkaSettings, topic: str, key: str) -> list:
-    return [decode_state(v, h) for k, v, h in await read_topic(settings, topic) if k == key and v is not None]
+    codec = state_codec()
+    return [codec.decode(v, h) for k, v, h in await read_topic(settings, topic) if k == key and v is not None]
 
 
-async def one_leader(*svcs: CoordinatorService, timeout: float = 60.0) -> CoordinatorService:
+async def one_leader(*svcs: Coordinator, timeout: float = 60.0) -> Coordinator:
     """Wait until every coordinator joined the same generation of the leader group and one leads in it (a
     member joining makes the group rebalance, which may move leadership: only then is it settled)."""
 
     def settled() -> bool:
         gens = {s.elector.generation for s in svcs}
         leaders = [s for s in svcs if s.is_leader]
-        return len(gens) == 1 and len(leaders) == 1 and leaders[0].term.generation == next(iter(gens))
+        return len(gens) == 1 and len(leaders) == 1 and leaders[0].leadership.term.generation == next(iter(gens))
 
     await wait_until(settled, timeout, "one settled leader")
     return next(s for s in svcs if s.is_leader)

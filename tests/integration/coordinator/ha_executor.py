@@ -41,9 +41,12 @@ async def main(args: argparse.Namespace) -> None:
 
     async with EventProducer(settings, source=f"agent/{args.node}") as producer:
         executor = CommandExecutor(
-            args.node, args.state_dir, Verifier([SigningKey.from_file(args.key)]), producer,
+            args.node,
+            args.state_dir,
+            Verifier([SigningKey.from_file(args.key)]),
+            producer,
             {a: recorder(a) for a in ("report_sample", "set_interval")},
-        )  # fmt: skip
+        )
         handle = executor.handle
 
         async def tagged(event, info=None) -> None:

@@ -15,7 +15,7 @@ from events.examples import node_sample
 from events.payloads import NodeFault
 from events.topics import DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
 from tests.helpers import DROP, kcat, structured, wait_until
-from tests.integration.coordinator.conftest import read_topic
+from tests.integration.coordinator.conftest import fleet, read_topic
 
 
 def fault(node: str, **kw) -> NodeFault:
@@ -35,34 +35,67 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
     await sim.start()
     try:
         node, other = sim.node_ids[0], sim.node_ids[1]
-        while not all(svc.node(n) for n in sim.node_ids):  # the coordinator reads from "latest": until it sees
+        while not all(fleet(svc).node(n) for n in sim.node_ids):  # the coordinator reads from "latest": until it sees
             await sim.send_round()
             await sim.sink.flush()
             await wait_until(lambda: True)
-        seq_before = svc.node(node).last_seq
-        gpus_before = svc.node(node).gpus
+        seq_before = fleet(svc).node(node).last_seq
+        gpus_before = fleet(svc).node(node).gpus
 
         bad = node_sample(node, gpus=2)
         dead = {  # key -> (topic, value, headers, field, reason)
             "not-json": (NODE_SAMPLES, b"this is not json {", None, "value", "not valid JSON"),
-            "unknown-type": (NODE_SAMPLES, structured(bad, type="com.example.unknown.v1"), None, "type",
-                             "unknown event type"),
-            "missing-field": (NODE_SAMPLES, structured(bad, data__node_id=DROP), None, "data.node_id",
-                              "missing required field"),
-            "util-140": (NODE_SAMPLES, structured(bad, data__gpus__1__util_gpu=140.0), None,
-                         "data.gpus[1].util_gpu", "<= 100"),
-            "negative-memory": (NODE_SAMPLES, structured(bad, data__gpus__0__mem_used_bytes=-1), None,
-                                "data.gpus[0].mem_used_bytes", ">= 0"),
-            "fault-on-samples-topic": (NODE_SAMPLES, structured(fault(node)), None, "type",
-                                       "does not belong on topic"),
-            "binary-bad-payload": (NODE_SAMPLES, b'{"node_id": 5}', {
-                "ce_specversion": "1.0", "ce_id": f"{tag}-bin", "ce_source": "ext/kcat",
-                "ce_type": "ai.myolo.node.sample.v1", "content-type": "application/json"},
-                "data.node_id", "Expected `str`"),
+            "unknown-type": (
+                NODE_SAMPLES,
+                structured(bad, type="com.example.unknown.v1"),
+                None,
+                "type",
+                "unknown event type",
+            ),
+            "missing-field": (
+                NODE_SAMPLES,
+                structured(bad, data__node_id=DROP),
+                None,
+                "data.node_id",
+                "missing required field",
+            ),
+            "util-140": (
+                NODE_SAMPLES,
+                structured(bad, data__gpus__1__util_gpu=140.0),
+                None,
+                "data.gpus[1].util_gpu",
+                "<= 100",
+            ),
+            "negative-memory": (
+                NODE_SAMPLES,
+                structured(bad, data__gpus__0__mem_used_bytes=-1),
+                None,
+                "data.gpus[0].mem_used_bytes",
+                ">= 0",
+            ),
+            "fault-on-samples-topic": (NODE_SAMPLES, structured(fault(node)), None, "type", "does not belong on topic"),
+            "binary-bad-payload": (
+                NODE_SAMPLES,
+                b'{"node_id": 5}',
+                {
+                    "ce_specversion": "1.0",
+                    "ce_id": f"{tag}-bin",
+                    "ce_source": "ext/kcat",
+                    "ce_type": "ai.myolo.node.sample.v1",
+                    "content-type": "application/json",
+                },
+                "data.node_id",
+                "Expected `str`",
+            ),
             "fault-not-json": (NODE_FAULTS, b"\x00\x01 binary garbage", None, "value", "not valid JSON"),
-            "fault-bad-health": (NODE_FAULTS, structured(fault(node), data__health="dead"), None, "data.health",
-                                 "Invalid enum value 'dead'"),
-        }  # fmt: skip
+            "fault-bad-health": (
+                NODE_FAULTS,
+                structured(fault(node), data__health="dead"),
+                None,
+                "data.health",
+                "Invalid enum value 'dead'",
+            ),
+        }
         flagged = {  # well-formed, yet not true: (topic, value, what the reason names)
             "unknown-node": (NODE_FAULTS, structured(fault(f"ghost-{tag}")), "node_id: no sample or state"),
             "no-such-gpu": (NODE_FAULTS, structured(fault(other, gpu_index=7)), "gpu_index: GPU 7 does not exist"),
@@ -72,36 +105,36 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
                 "mem_used_bytes",
             ),
         }
-        dl0, rej0 = svc.ingest.stats.dead_lettered, svc.view.rejected_total
+        dl0, rej0 = svc.ingest.stats.dead_lettered, fleet(svc).view.rejected_total
         for key, (topic, value, headers, *_) in dead.items():
             kcat(kafka.bootstrap, topic, f"{tag}-{key}", value, headers)
         for key, (topic, value, _) in flagged.items():
             kcat(kafka.bootstrap, topic, f"{tag}-{key}", value)
         await wait_until(lambda: svc.ingest.stats.dead_lettered >= dl0 + len(dead), 60, "dead letters")
-        await wait_until(lambda: svc.view.rejected_total >= rej0 + len(flagged), 60, "flags")
+        await wait_until(lambda: fleet(svc).view.rejected_total >= rej0 + len(flagged), 60, "flags")
 
         # valid samples after the bad ones are applied; a FAIL fault still cordons: nothing stopped
         await sim.send_round()
         await sim.sink.flush()
-        await wait_until(lambda: svc.node(node).last_seq > seq_before, 60, "the samples after the bad ones")
+        await wait_until(lambda: fleet(svc).node(node).last_seq > seq_before, 60, "the samples after the bad ones")
         kcat(kafka.bootstrap, NODE_SAMPLES, f"kcat-{tag}", structured(node_sample(f"kcat-{tag}", gpus=2)))
-        await wait_until(lambda: svc.node(f"kcat-{tag}") is not None, 60, "a valid kcat sample")
+        await wait_until(lambda: fleet(svc).node(f"kcat-{tag}") is not None, 60, "a valid kcat sample")
         kcat(kafka.bootstrap, NODE_FAULTS, other, structured(fault(other, gpu_index=1)))
-        await wait_until(lambda: svc.node(other).cordoned, 60, "a cordon after the bad input")
-        assert all(not t.done() for t in svc._tasks), "every coordinator component is still running"
+        await wait_until(lambda: fleet(svc).node(other).cordoned, 60, "a cordon after the bad input")
+        assert svc.ended_tasks() == [], "every coordinator component is still running"
     finally:
         await sim.stop()
 
     # flagged, with the reason, and not applied
-    reasons = [r.reason for r in svc.view.rejections]
+    reasons = [r.reason for r in fleet(svc).view.rejections]
     for key, (_, _, why) in flagged.items():
         assert any(why in r for r in reasons), (key, reasons)
-    assert svc.node(f"ghost-{tag}") is None, "a fault for an unknown node does not invent the node"
-    assert any("mem_used_bytes" in f for f in svc.node(node).flags)
-    assert svc.node(node).gpus[0].mem_used_bytes != 200 << 30 and svc.node(node).gpus is not gpus_before
-    assert svc.node(node).health == "ok" and not svc.node(node).cordoned, "garbage cordons nothing"
-    assert svc.node(other).cordon.reason.startswith("FAIL xid 79 on GPU 1"), svc.node(other).cordon.reason
-    assert svc.node(f"kcat-{tag}").gpus[0].util_gpu == 87.5
+    assert fleet(svc).node(f"ghost-{tag}") is None, "a fault for an unknown node does not invent the node"
+    assert any("mem_used_bytes" in f for f in fleet(svc).node(node).flags)
+    assert fleet(svc).node(node).gpus[0].mem_used_bytes != 200 << 30 and fleet(svc).node(node).gpus is not gpus_before
+    assert fleet(svc).node(node).health == "ok" and not fleet(svc).node(node).cordoned, "garbage cordons nothing"
+    assert fleet(svc).node(other).cordon.reason.startswith("FAIL xid 79 on GPU 1"), fleet(svc).node(other).cordon.reason
+    assert fleet(svc).node(f"kcat-{tag}").gpus[0].util_gpu == 87.5
 
     # dead-lettered: the original bytes kept, with the field and the reason, by this coordinator's group
     letters = {}

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from coordinator.api import serve
+from coordinator.api.app import serve
 from coordinator.cli.main import app
 from events.broker.ports import free_ports
-from tests.unit.coordinator.api_fleet import MemoryFleet, node, sick_node
+from tests.unit.coordinator.api_fleet import MemoryFleet, node, parts_for, sick_node
 
 
 class ApiThread:
@@ -25,7 +25,9 @@ class ApiThread:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.runner, port = asyncio.run_coroutine_threadsafe(serve(fleet, port=0), self.loop).result(10)
+        self.runner, port = asyncio.run_coroutine_threadsafe(serve(fleet, parts_for(fleet), port=0), self.loop).result(
+            10
+        )
         self.url = f"http://127.0.0.1:{port}"
 
     def close(self) -> None:

@@ -8,13 +8,13 @@ import uuid
 
 import pytest
 
-from coordinator.leader.errors import NotLeader
-from coordinator.state import CommandIntent
+from coordinator.commands.records import CommandIntent
+from coordinator.core.errors import NotLeader
 from events.codec import decode
 from events.payloads import Command, CommandAck, GpuReading, NodeSample
 from events.signing import SigningKey, Verifier
 from events.topics import COMMANDS, STATE_COMMANDS
-from tests.integration.coordinator.conftest import one_leader, read_topic, state_records, wait_until
+from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
 
 
 async def commands_for(settings, node: str) -> list:
@@ -31,26 +31,32 @@ async def test_intent_signed_command_retry_ack_expiry(
     tag = uuid.uuid4().hex[:6]
     node, silent = f"n-{tag}", f"s-{tag}"
     # nodes stay un-Lost however long the simulated retries take: liveness and its drains are tested elsewhere
-    env = {"MYOLO_COMMANDS_RETRY_AFTER_S": "2.0", "MYOLO_COMMANDS_MAX_ATTEMPTS": "3", "MYOLO_LOST_AFTER_S": "3600"}
+    env = {
+        "MYOLO_COMMANDS_RETRY_AFTER_S": "2.0",
+        "MYOLO_COMMANDS_MAX_ATTEMPTS": "3",
+        "MYOLO_FLEET_LOST_AFTER_S": "3600",
+    }
     svc = await services.start(make_config(f"c-{tag}", **env), clock)
     standby = await services.start(make_config(f"d-{tag}", **env), clock)
     if await one_leader(svc, standby) is standby:
         svc, standby = standby, svc
     await wait_until(lambda: svc.ingest.ready.is_set(), 30, "ingest")
     gpus = [GpuReading(index=0, uuid="GPU-0", name="sim")]
-    while not (svc.node(node) and svc.node(silent)):
+    while not (fleet(svc).node(node) and fleet(svc).node(silent)):
         for n in (node, silent):
             await producer.send(NodeSample(node_id=n, backend="sim", gpus=gpus))
         await wait_until(lambda: True)
 
     with pytest.raises(ValueError, match=r"args\.interval_s"):
-        await svc.send_command(node, "set_interval", {"interval_s": -1})
-    await wait_until(lambda: svc.node(node) is not None and standby.node(node) is not None, 30, "standby view")
+        await commands(svc).issue(node, "set_interval", {"interval_s": -1})
+    await wait_until(
+        lambda: fleet(svc).node(node) is not None and fleet(standby).node(node) is not None, 30, "standby view"
+    )
     with pytest.raises(NotLeader) as exc:
-        await standby.send_command(node, "report_sample")
+        await commands(standby).issue(node, "report_sample")
     assert exc.value.leader_id == svc.instance_id
 
-    intent = await svc.send_command(node, "set_interval", {"interval_s": 2.0})
+    intent = await commands(svc).issue(node, "set_interval", {"interval_s": 2.0})
     sent = await commands_for(settings, node)
     assert len(sent) == 1
     Verifier([SigningKey.from_file(key_file)]).verify(sent[0])  # signed with the configured key
@@ -62,27 +68,39 @@ async def test_intent_signed_command_retry_ack_expiry(
 
     # no ack within retry_after_s: sent again, same id
     await clock.advance(2.5)
-    await wait_until(lambda: svc.dispatcher.intents[intent.command_id].attempts == 2, 30, "retry")
+    await wait_until(lambda: commands(svc).dispatcher.intents[intent.command_id].attempts == 2, 30, "retry")
     again = await commands_for(settings, node)
     assert [e.data.command_id for e in again] == [intent.command_id] * 2 and again[0].id != again[1].id
 
     # the agent acknowledges: done, recorded; no more retries
-    await producer.send(CommandAck(command_id=intent.command_id, node_id=node, epoch=svc.epoch, status="done",
-                                   result={"interval_s": 2.0}))  # fmt: skip
-    await wait_until(lambda: svc.dispatcher.intents[intent.command_id].status == "done", 30, "done")
-    await wait_until(lambda: intent.command_id in standby.dispatcher.intents
-                     and standby.dispatcher.intents[intent.command_id].status == "done", 30, "standby sees done")  # fmt: skip
+    await producer.send(
+        CommandAck(
+            command_id=intent.command_id, node_id=node, epoch=svc.epoch, status="done", result={"interval_s": 2.0}
+        )
+    )
+    await wait_until(lambda: commands(svc).dispatcher.intents[intent.command_id].status == "done", 30, "done")
+    await wait_until(
+        lambda: (
+            intent.command_id in commands(standby).dispatcher.intents
+            and commands(standby).dispatcher.intents[intent.command_id].status == "done"
+        ),
+        30,
+        "standby sees done",
+    )
     await clock.advance(5.0)
     assert len(await commands_for(settings, node)) == 2
 
     # a node that never answers: expired after max_attempts, with the reason
-    lost = await svc.send_command(silent, "report_sample")
+    lost = await commands(svc).issue(silent, "report_sample")
     for attempts in (2, 3):
         await clock.advance(2.5)  # the retry does broker I/O: let it finish before time moves on
-        await wait_until(lambda a=attempts: svc.dispatcher.intents[lost.command_id].attempts == a, 30, "a retry")
-        await wait_until(lambda: clock.pending() >= 1, 30, "the tick loop waiting again")
+        await wait_until(
+            lambda a=attempts: commands(svc).dispatcher.intents[lost.command_id].attempts == a, 30, "a retry"
+        )
+        # both coordinators' tick loops (they share the clock) wait again, so the next advance reaches both
+        await wait_until(lambda: clock.pending() >= 2, 30, "the tick loops waiting again")
     await clock.advance(2.5)
-    await wait_until(lambda: svc.dispatcher.intents[lost.command_id].status == "expired", 30, "expiry")
-    final = svc.dispatcher.intents[lost.command_id]
+    await wait_until(lambda: commands(svc).dispatcher.intents[lost.command_id].status == "expired", 30, "expiry")
+    final = commands(svc).dispatcher.intents[lost.command_id]
     assert final.attempts == 3 and "3 attempts" in final.reason
     assert len(await commands_for(settings, silent)) == 3

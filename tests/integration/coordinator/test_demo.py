@@ -28,8 +28,13 @@ def test_demo_cordons_the_faulty_node_and_stops_cleanly(tmp_path: Path) -> None:
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "coordinator.demo", "--state-dir", str(tmp_path), "--down", "--timeout", "60"],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=240, check=False,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out
         before = _table(out.split("== The fleet before")[1].split("== Inject")[0])

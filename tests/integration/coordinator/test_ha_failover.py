@@ -13,8 +13,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -25,46 +23,7 @@ from events.payloads import Command, CommandAck
 from events.signing import SigningKey
 from events.topics import COMMAND_ACKS
 from tests.integration.coordinator.conftest import read_topic, wait_until
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-class Procs:
-    def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        self.running: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        out = (self.logs / f"{name}.log").open("w")
-        p = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**os.environ, **(env or {})},
-                             stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-        self.running[name] = p
-        return p
-
-    def signal(self, name: str, sig: int) -> None:
-        self.running[name].send_signal(sig)
-
-    def stop_all(self) -> None:
-        for p in self.running.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.terminate()
-        for p in self.running.values():
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-
-    def tail(self, name: str) -> str:
-        return (self.logs / f"{name}.log").read_text()[-3000:]
-
-
-def status(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+from tests.integration.coordinator.procs import Procs, status
 
 
 def view(st: dict) -> dict:
@@ -111,13 +70,34 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
     try:
         state_dir = tmp_path / "executor"
         state_dir.mkdir()
-        procs.start("executor", ["-m", "tests.integration.coordinator.ha_executor", "--node", node, "--key", str(key),
-                                 "--state-dir", str(state_dir), "--log", str(executed), "--bootstrap", kafka.bootstrap])  # fmt: skip
+        procs.start(
+            "executor",
+            [
+                "-m",
+                "tests.integration.coordinator.ha_executor",
+                "--node",
+                node,
+                "--key",
+                str(key),
+                "--state-dir",
+                str(state_dir),
+                "--log",
+                str(executed),
+                "--bootstrap",
+                kafka.bootstrap,
+            ],
+        )
         await wait_until(lambda: (state_dir / "ready").exists(), 60, "executor ready")
-        procs.start("agent", ["-m", "agent", "run", "--simulate-gpus", "2", "--log-json"], {
-            "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap, "MYOLO_NODE_ID": node,
-            "MYOLO_DATA_DIR": str(tmp_path / "agent"), "MYOLO_HEALTH_ENABLED": "false",
-        })  # fmt: skip
+        procs.start(
+            "agent",
+            ["-m", "agent", "run", "--simulate-gpus", "2", "--log-json"],
+            {
+                "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap,
+                "MYOLO_NODE_ID": node,
+                "MYOLO_DATA_DIR": str(tmp_path / "agent"),
+                "MYOLO_HEALTH_ENABLED": "false",
+            },
+        )
         for name in ("a", "b"):
             procs.start(
                 f"coord-{name}", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / f"{name}.toml")]
@@ -156,7 +136,11 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
         procs.signal("agent", signal.SIGCONT)
         cmd = pending_on(status(files[standby]))[0]
         assert cmd["action"] == "report_sample" and cmd["epoch"] == e1
-        await wait_until(lambda: any(n["node_id"] == node and n["liveness"] == "Ready" for n in status(files[standby])["nodes"]), 30, "node back")  # fmt: skip
+        await wait_until(
+            lambda: any(n["node_id"] == node and n["liveness"] == "Ready" for n in status(files[standby])["nodes"]),
+            30,
+            "node back",
+        )
         before = view(status(files[leader]))
         assert view(status(files[standby])) == before
 
@@ -182,8 +166,10 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
         procs.signal("executor", signal.SIGCONT)
 
         def finished() -> bool:
-            return any(c["command_id"] == cmd["command_id"] and c["status"] in ("done", "duplicate")
-                       for c in status(files[standby])["commands"])  # fmt: skip
+            return any(
+                c["command_id"] == cmd["command_id"] and c["status"] in ("done", "duplicate")
+                for c in status(files[standby])["commands"]
+            )
 
         await wait_until(finished, 60, "the command acknowledged as done")
         await asyncio.sleep(2.0)  # give a wrongly repeated execution the chance to show up in the log

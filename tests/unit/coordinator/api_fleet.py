@@ -1,7 +1,9 @@
 """An in-memory coordinator for API and CLI tests: a fleet of NodeStates, a leader flag, cordon records.
 
-It implements coordinator.api.FleetService the way the real service behaves towards the API (writes only
-when leading, NotLeader with the leader's URL otherwise, UnknownNode for nodes never seen), without Kafka.
+It implements what the API's routes need (the core's ``CoreView``, the fleet's ``FleetReads``, the cordons'
+``CordonWrites``) the way the real components behave towards the API (writes only when leading, NotLeader with
+the leader's URL otherwise, UnknownNode for nodes never seen), without Kafka. ``app_for`` serves it with the
+real routes and OpenAPI fragments of those components.
 """
 
 from __future__ import annotations
@@ -9,7 +11,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from coordinator.api.service import NotLeader, UnknownNode
+from aiohttp import web
+
+from coordinator.api.app import create_app
+from coordinator.cordons import routes as cordon_routes
+from coordinator.cordons.component import Cordons
+from coordinator.core.component import RouteSet
+from coordinator.core.errors import NotLeader, UnknownNode
+from coordinator.fleet import routes as fleet_routes
+from coordinator.fleet.component import Fleet
 from coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
 from events.clock import SimClock
 from events.payloads import GpuReading, LeakReport, NcclReport
@@ -19,28 +29,67 @@ GIB = 1 << 30
 
 def gpu(index: int, *, health: str = "ok", reasons: list[str] | None = None, util: float = 50.0) -> GpuReading:
     return GpuReading(
-        index=index, uuid=f"GPU-sim-{index:04d}", name="Simulated H100 80GB", util_gpu=util,
-        mem_total_bytes=80 * GIB, mem_used_bytes=20 * GIB, temp_gpu_c=55.0, power_w=300.0,
-        health=health, health_reasons=reasons or [],
-    )  # fmt: skip
+        index=index,
+        uuid=f"GPU-sim-{index:04d}",
+        name="Simulated H100 80GB",
+        util_gpu=util,
+        mem_total_bytes=80 * GIB,
+        mem_used_bytes=20 * GIB,
+        temp_gpu_c=55.0,
+        power_w=300.0,
+        health=health,
+        health_reasons=reasons or [],
+    )
 
 
 def node(node_id: str, now: float, *, gpus: int = 2, **kw) -> NodeState:
     return NodeState(
-        node_id=node_id, backend="sim", gpus=[gpu(i) for i in range(gpus)], last_seen=now - 0.5, last_seq=10,
-        agent_version="4.0.0", driver_version="sim", samples_seen=10, **kw,
-    )  # fmt: skip
+        node_id=node_id,
+        backend="sim",
+        gpus=[gpu(i) for i in range(gpus)],
+        last_seen=now - 0.5,
+        last_seq=10,
+        agent_version="4.0.0",
+        driver_version="sim",
+        samples_seen=10,
+        **kw,
+    )
 
 
 def sick_node(node_id: str, now: float) -> NodeState:
     """A node after XID 79 on GPU 1: failed, cordoned automatically, with NCCL and leak reports."""
     cordon = CordonRecord(node_id=node_id, cordoned=True, reason="xid 79 on GPU 1", by="auto:fault", time=now - 2)
-    fault = FaultEntry(time=now - 2, kind="xid", health="fail", reasons=["XID 79: GPU has fallen off the bus"],
-                       gpu_index=1, xid=79, message="GPU has fallen off the bus")  # fmt: skip
-    nccl = NcclReport(node_id=node_id, pid=4242, rank=0, nranks=16, nnodes=2, version="2.21.5",
-                      network="IB", transports=["P2P/NVLink", "NET/IB/GDRDMA"], init_complete=True)  # fmt: skip
-    leak = LeakReport(node_id=node_id, subject="gpu", gpu_index=0, slope_pct_per_h=0.42, lower_pct_per_h=0.35,
-                      upper_pct_per_h=0.5, window_s=3600, samples=3600, alert=True)  # fmt: skip
+    fault = FaultEntry(
+        time=now - 2,
+        kind="xid",
+        health="fail",
+        reasons=["XID 79: GPU has fallen off the bus"],
+        gpu_index=1,
+        xid=79,
+        message="GPU has fallen off the bus",
+    )
+    nccl = NcclReport(
+        node_id=node_id,
+        pid=4242,
+        rank=0,
+        nranks=16,
+        nnodes=2,
+        version="2.21.5",
+        network="IB",
+        transports=["P2P/NVLink", "NET/IB/GDRDMA"],
+        init_complete=True,
+    )
+    leak = LeakReport(
+        node_id=node_id,
+        subject="gpu",
+        gpu_index=0,
+        slope_pct_per_h=0.42,
+        lower_pct_per_h=0.35,
+        upper_pct_per_h=0.5,
+        window_s=3600,
+        samples=3600,
+        alert=True,
+    )
     state = node(node_id, now, health="fail", health_reasons=["gpu 1: XID 79"], cordon=cordon)
     state.gpus[1] = gpu(1, health="fail", reasons=["XID 79"], util=0.0)
     state.recent_faults = [fault]
@@ -100,8 +149,22 @@ class MemoryFleet:
         state = self.fleet.get(node_id)
         if state is None:
             raise UnknownNode(node_id)
-        record = CordonRecord(node_id=node_id, cordoned=cordoned, reason=reason, by=by, time=self.now(),
-                              epoch=self.epoch)  # fmt: skip
+        record = CordonRecord(
+            node_id=node_id, cordoned=cordoned, reason=reason, by=by, time=self.now(), epoch=self.epoch
+        )
         self.writes.append(record)
         state.cordon = record
         return record
+
+
+def parts_for(fleet: MemoryFleet) -> list[RouteSet]:
+    """The fleet's and the cordons' real routes and OpenAPI fragments, over the in-memory fleet."""
+    return [
+        RouteSet(fleet_routes.routes(fleet), Fleet.openapi, health=lambda: {"nodes": len(fleet.fleet)}),
+        RouteSet(cordon_routes.routes(fleet), Cordons.openapi),
+    ]
+
+
+def app_for(fleet: MemoryFleet) -> web.Application:
+    """The coordinator's API over the in-memory fleet: core, fleet and cordons routes."""
+    return create_app(fleet, parts_for(fleet))

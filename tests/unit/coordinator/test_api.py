@@ -7,13 +7,12 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api import create_app
-from coordinator.api.routes import MAX_REASON
-from tests.unit.coordinator.api_fleet import MemoryFleet, node, sick_node
+from coordinator.cordons.routes import MAX_REASON
+from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
 
 
 async def _client(fleet: MemoryFleet) -> TestClient:
-    client = TestClient(TestServer(create_app(fleet)))
+    client = TestClient(TestServer(app_for(fleet)))
     await client.start_server()
     return client
 
@@ -84,8 +83,12 @@ async def test_gpus_lists_every_gpu_with_its_node_state(client: TestClient) -> N
 async def test_leader_and_healthz(client: TestClient, fleet: MemoryFleet) -> None:
     leader = await (await client.get("/v1/leader")).json()
     assert leader == {
-        "leader_id": "coord-a", "epoch": 3, "api_url": "http://127.0.0.1:1", "instance_id": "coord-a", "is_leader": True
-    }  # fmt: skip
+        "leader_id": "coord-a",
+        "epoch": 3,
+        "api_url": "http://127.0.0.1:1",
+        "instance_id": "coord-a",
+        "is_leader": True,
+    }
     health = await client.get("/healthz")
     assert health.status == 200
     assert await health.json() == {"status": "ok", "instance_id": "coord-a", "role": "leader", "nodes": 3}
@@ -101,8 +104,15 @@ async def test_cordon_and_uncordon_on_the_leader(client: TestClient, fleet: Memo
     assert resp.status == 200
     body = await resp.json()
     assert body["node_id"] == "node-a"
-    assert body["cordon"] == {"node_id": "node-a", "cordoned": True, "reason": "bad fan", "by": "operator:alice@host1",
-                              "time": fleet.now(), "epoch": 3}  # fmt: skip
+    assert body["cordon"] == {
+        "node_id": "node-a",
+        "cordoned": True,
+        "reason": "bad fan",
+        "by": "operator:alice@host1",
+        "time": fleet.now(),
+        "epoch": 3,
+        "silent_since": None,
+    }
     listed = await (await client.get("/v1/nodes/node-a")).json()
     assert listed["cordoned"] is True and listed["schedulable"] is False
 

@@ -8,9 +8,13 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api import create_app, openapi_document
-from coordinator.api.app import OPENAPI_PATH
-from tests.unit.coordinator.api_fleet import MemoryFleet, node, sick_node
+from coordinator.api import openapi
+from coordinator.api.app import create_app
+from coordinator.components import COMPONENTS
+from coordinator.cordons.component import Cordons
+from coordinator.fleet.component import Fleet
+from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
+from tests.unit.coordinator.offline import offline_coordinator
 
 _TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
 
@@ -65,16 +69,21 @@ async def client() -> TestClient:
     fleet = MemoryFleet()
     fleet.add(node("node-a", fleet.now()))
     fleet.add(sick_node("node-c", fleet.now()))
-    client = TestClient(TestServer(create_app(fleet)))
+    client = TestClient(TestServer(app_for(fleet)))
     await client.start_server()
     yield client
     await client.close()
 
 
-def test_every_route_is_documented_and_every_documented_path_is_routed() -> None:
-    app = create_app(MemoryFleet())
+def openapi_document() -> dict:
+    return openapi.for_components(COMPONENTS)
+
+
+def test_every_route_is_documented_and_every_documented_path_is_routed(tmp_path) -> None:
+    """The real coordinator's app (every component's routes) against the assembled document."""
+    coord = offline_coordinator(tmp_path)
+    app = create_app(coord, [p for p in (c.api() for c in coord.peers) if p is not None])
     routed = {(r.resource.canonical, r.method.lower()) for r in app.router.routes() if r.method != "HEAD"}
-    routed = {(path.replace("{node_id}", "{node_id}"), m) for path, m in routed}
     doc = openapi_document()
     documented = {(p, m) for p, ops in doc["paths"].items() for m in ops if m != "parameters"}
     assert routed == documented
@@ -82,10 +91,31 @@ def test_every_route_is_documented_and_every_documented_path_is_routed() -> None
     assert all(op.get("operationId") for ops in doc["paths"].values() for op in ops.values())
 
 
-async def test_served_document_is_the_yaml_file(client: TestClient) -> None:
+async def test_served_document_is_the_assembled_one(client: TestClient) -> None:
     resp = await client.get("/openapi.json")
     assert resp.status == 200
-    assert await resp.json() == yaml.safe_load(OPENAPI_PATH.read_text())
+    served = await resp.json()
+    assert served == openapi.assemble([Fleet.openapi, Cordons.openapi])
+    assert served["paths"].keys() == yaml.safe_load(openapi.CORE_OPENAPI.read_text())["paths"].keys() | {
+        "/v1/nodes",
+        "/v1/nodes/{node_id}",
+        "/v1/gpus",
+        "/v1/nodes/{node_id}/cordon",
+        "/v1/nodes/{node_id}/uncordon",
+    }
+
+
+def test_fragments_that_define_one_name_differently_are_refused(tmp_path) -> None:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("components: {schemas: {Thing: {type: string}}}\n")
+    b.write_text("components: {schemas: {Thing: {type: integer}}}\n")
+    assert openapi.assemble([a, a])["components"]["schemas"]["Thing"] == {"type": "string"}  # identical: fine
+    with pytest.raises(ValueError, match=r"components\.schemas\.Thing is defined differently"):
+        openapi.assemble([a, b])
+    c = tmp_path / "c.yaml"
+    c.write_text("info: {title: x}\n")
+    with pytest.raises(ValueError, match="only paths and components"):
+        openapi.assemble([c])
 
 
 @pytest.mark.parametrize(

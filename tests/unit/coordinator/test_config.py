@@ -19,14 +19,14 @@ def key(tmp_path: Path) -> str:
 
 def test_defaults_and_env_overrides(key) -> None:
     cfg = load_coordinator_config(None, env={"MYOLO_SIGNING_KEY_FILE": key, "MYOLO_INSTANCE_ID": "c1"})
-    assert (cfg.lost_after_s, cfg.suspect_after_intervals, cfg.act_on_warn) == (10.0, 3, False)
+    assert (cfg.fleet.lost_after_s, cfg.fleet.suspect_after_intervals, cfg.cordons.act_on_warn) == (10.0, 3, False)
     assert cfg.api.url() == "http://127.0.0.1:8480" and cfg.instance_id == "c1"
     cfg = load_coordinator_config(
         None,
-        env={"MYOLO_SIGNING_KEY_FILE": key, "MYOLO_LOST_AFTER_S": "4.5", "MYOLO_ACT_ON_WARN": "true"},
+        env={"MYOLO_SIGNING_KEY_FILE": key, "MYOLO_FLEET_LOST_AFTER_S": "4.5", "MYOLO_CORDONS_ACT_ON_WARN": "true"},
         api_port=9000,
     )
-    assert cfg.lost_after_s == 4.5 and cfg.act_on_warn and cfg.api.port == 9000 and cfg.instance_id
+    assert cfg.fleet.lost_after_s == 4.5 and cfg.cordons.act_on_warn and cfg.api.port == 9000 and cfg.instance_id
 
 
 def test_toml_file(tmp_path: Path, key) -> None:
@@ -41,7 +41,8 @@ def test_toml_file(tmp_path: Path, key) -> None:
     [
         ({}, "signing.key_file", "required"),
         ({"MYOLO_SIGNING_KEY_FILE": "/nonexistent/k"}, "signing.key_file", "does not exist"),
-        ({"MYOLO_LOST_AFTER_S": "0"}, "lost_after_s", ">"),
+        ({"MYOLO_FLEET_LOST_AFTER_S": "0"}, "fleet.lost_after_s", ">"),
+        ({"MYOLO_FLEET_MAX_NODES": "0"}, "fleet.max_nodes", ">="),
         ({"MYOLO_INGEST_FROM": "middle"}, "ingest_from", "middle"),
         ({"MYOLO_LEADER_HEARTBEAT_INTERVAL_MS": "3000"}, "leader.heartbeat_interval_ms", "a third"),
         ({"MYOLO_COMMANDS_RETRY_AFTER_S": "0.1"}, "commands.retry_after_s", "tick_s"),
@@ -57,6 +58,9 @@ def test_errors_name_the_key(env, key_name, words, key) -> None:
 
 def test_unknown_key_and_bad_port(tmp_path: Path, key) -> None:
     p = tmp_path / "c.toml"
+    p.write_text("lost_after_s = 3\n")  # a fleet key at the top level: named, with the fix
+    with pytest.raises(ConfigError, match=r"did you mean fleet\.lost_after_s"):
+        load_coordinator_config(p, env={"MYOLO_SIGNING_KEY_FILE": key})
     p.write_text("lost_after = 3\n")
     with pytest.raises(ConfigError, match="unknown key"):
         load_coordinator_config(p, env={"MYOLO_SIGNING_KEY_FILE": key})
@@ -68,3 +72,4 @@ def test_the_example_config_is_valid(key) -> None:
     example = Path(__file__).resolve().parents[3] / "systemd" / "coordinator.toml"
     cfg = load_coordinator_config(example, env={"MYOLO_SIGNING_KEY_FILE": key})
     assert cfg.api.port == 8480 and cfg.leader.session_timeout_ms == 6000
+    assert cfg.fleet.lost_after_s == 10.0 and cfg.commands.retry_after_s == 5.0 and not cfg.cordons.act_on_warn

@@ -17,6 +17,6 @@ def test_missing_key_file_is_named(tmp_path) -> None:
 
 def test_bad_value_is_named(tmp_path) -> None:
     cfg = tmp_path / "c.toml"
-    cfg.write_text("lost_after_s = -1\n")
+    cfg.write_text("[fleet]\nlost_after_s = -1\n")
     result = CliRunner().invoke(app, ["run", "--config", str(cfg)])
-    assert result.exit_code == 2 and "lost_after_s" in result.output
+    assert result.exit_code == 2 and "fleet.lost_after_s" in result.output

@@ -3,10 +3,13 @@ written, in order (the same path against the real broker: tests/integration/coor
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from coordinator.commands import Dispatcher, NotLeading
-from coordinator.state import CommandIntent
+from coordinator.commands.dispatcher import Dispatcher
+from coordinator.commands.records import CommandIntent
+from coordinator.core.errors import NotLeader
 from events.clock import SimClock
 from events.payloads import Command, CommandAck
 from events.topics import STATE_COMMANDS
@@ -41,7 +44,7 @@ def make(clock: SimClock, **kw) -> tuple[Dispatcher, Recorder]:
 
 async def test_intent_is_written_before_the_command() -> None:
     d, rec = make(SimClock())
-    with pytest.raises(NotLeading):
+    with pytest.raises(NotLeader):
         await d.issue("n1", "report_sample")
     await d.lead(3)
     intent = await d.issue("n1", "set_interval", {"interval_s": 2})
@@ -50,8 +53,12 @@ async def test_intent_is_written_before_the_command() -> None:
     put, send = rec.log[0], rec.log[1][1]
     assert put[1] == STATE_COMMANDS and put[2] == intent.command_id and put[3].status == "pending"
     assert (send.command_id, send.epoch, send.action, send.args, send.issued_by) == (
-        intent.command_id, 3, "set_interval", {"interval_s": 2}, "c1",
-    )  # fmt: skip
+        intent.command_id,
+        3,
+        "set_interval",
+        {"interval_s": 2},
+        "c1",
+    )
 
 
 async def test_a_failed_intent_write_sends_nothing() -> None:
@@ -132,7 +139,7 @@ async def test_a_new_leader_resends_unfinished_commands_with_the_same_id_and_its
     d.apply_state("p1", pending)  # while leading, memory is ahead of the log: an echo does not roll it back
     assert d.intents["p1"].epoch == 5
     d.step_down()
-    with pytest.raises(NotLeading):
+    with pytest.raises(NotLeader):
         await d.issue("n1", "report_sample")
 
 
@@ -154,3 +161,25 @@ async def test_has_pending() -> None:
     assert d.has_pending("n1", "report_sample") and not d.has_pending("n2", "report_sample")
     await d.on_ack(CommandAck(command_id=a.command_id, node_id="n1", epoch=1, status="done"))
     assert not d.has_pending("n1", "report_sample")
+
+
+async def test_a_retry_running_while_a_command_is_issued_does_not_send_it_twice() -> None:
+    clock = SimClock()
+    d, rec = make(clock, retry_after_s=2.0)
+    await d.lead(1)
+    await clock.advance(10.0)
+    gate = asyncio.Event()
+    real_put = rec.put
+
+    async def slow_put(topic, key, record) -> None:
+        await gate.wait()  # the intent write is on its way to the broker
+        await real_put(topic, key, record)
+
+    rec.put = slow_put  # type: ignore[method-assign]
+    issuing = asyncio.create_task(d.issue("n1", "report_sample"))
+    await asyncio.sleep(0)
+    retrying = asyncio.create_task(d.retry_due())  # a tick, while the intent is being written
+    await asyncio.sleep(0)
+    gate.set()
+    intent, resent = await asyncio.gather(issuing, retrying)
+    assert resent == 0 and intent.attempts == 1 and len(rec.sends()) == 1

@@ -12,13 +12,33 @@ from coordinator.cli import render
 NODES = {
     "now": 100.0,
     "items": [
-        {"node_id": "node-1", "liveness": "Ready", "health": "ok", "health_reasons": [], "gpus": [{"health": "ok"}],
-         "gpu_count": 1, "last_seen_age_s": 0.4, "backend": "sim", "agent_version": "4.0.0", "cordoned": False},
-        {"node_id": "node-22", "liveness": "Lost", "health": "fail", "health_reasons": ["gpu 0: XID 79"],
-         "gpus": [{"health": "fail"}, {"health": "ok"}], "gpu_count": 2, "last_seen_age_s": 754.0, "backend": "nvml",
-         "agent_version": None, "cordoned": True, "cordon": {"reason": "node lost", "by": "auto:lost"}},
+        {
+            "node_id": "node-1",
+            "liveness": "Ready",
+            "health": "ok",
+            "health_reasons": [],
+            "gpus": [{"health": "ok"}],
+            "gpu_count": 1,
+            "last_seen_age_s": 0.4,
+            "backend": "sim",
+            "agent_version": "4.0.0",
+            "cordoned": False,
+        },
+        {
+            "node_id": "node-22",
+            "liveness": "Lost",
+            "health": "fail",
+            "health_reasons": ["gpu 0: XID 79"],
+            "gpus": [{"health": "fail"}, {"health": "ok"}],
+            "gpu_count": 2,
+            "last_seen_age_s": 754.0,
+            "backend": "nvml",
+            "agent_version": None,
+            "cordoned": True,
+            "cordon": {"reason": "node lost", "by": "auto:lost"},
+        },
     ],
-}  # fmt: skip
+}
 
 
 def _console(terminal: bool) -> tuple[Console, io.StringIO]:
@@ -62,9 +82,17 @@ def test_empty_fleet_says_so() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(None, "never"), (0.04, "0.0s"), (9.96, "10.0s"), (10.2, "10s"), (75, "1m15s"), (900, "15m"),
-     (7500, "2h5m"), (3 * 86400 + 5, "3d")],
-)  # fmt: skip
+    [
+        (None, "never"),
+        (0.04, "0.0s"),
+        (9.96, "10.0s"),
+        (10.2, "10s"),
+        (75, "1m15s"),
+        (900, "15m"),
+        (7500, "2h5m"),
+        (3 * 86400 + 5, "3d"),
+    ],
+)
 def test_age(seconds: float | None, text: str) -> None:
     assert render.age(seconds) == text
 

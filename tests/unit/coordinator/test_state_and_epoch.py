@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.commands.records import CommandIntent
+from coordinator.core.leadership import LeaderTerm, next_epoch
 from coordinator.fleet.model import CordonRecord
-from coordinator.leader import next_epoch
-from coordinator.state import BadStateRecord, CommandIntent, LeaderTerm, decode_state, encode_state
+from coordinator.state import BadStateRecord, StateCodec
+
+CODEC = StateCodec({"cordon": CordonRecord, "command": CommandIntent, "term": LeaderTerm})
+encode_state, decode_state = CODEC.encode, CODEC.decode
 
 
 @pytest.mark.parametrize(
@@ -32,6 +36,16 @@ def test_damaged_records_are_refused_with_the_reason() -> None:
         decode_state(value, [("myolo-state-kind", b"cordon")])
     with pytest.raises(TypeError, match="not a state record kind"):
         encode_state(object())  # type: ignore[arg-type]
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(BadStateRecord):
+        decode_state(deep, [("myolo-state-kind", b"command")])
+    with pytest.raises(BadStateRecord, match="no myolo-state-kind header"):
+        decode_state(value, [("myolo-state-kind", None)])  # type: ignore[list-item]
+
+
+def test_one_struct_is_one_kind() -> None:
+    with pytest.raises(ValueError, match="one state kind only"):
+        StateCodec({"a": LeaderTerm, "b": LeaderTerm})
 
 
 def test_intent_terminal_states() -> None:

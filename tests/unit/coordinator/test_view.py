@@ -109,14 +109,29 @@ def test_reports_replace_per_identity_and_are_checked() -> None:
     assert v.apply(ev(bad), NOW).rejected.startswith("slope_pct_per_h") and len(v.node("n1").leaks) == 1
 
 
-def test_a_replayed_backlog_does_not_make_a_node_alive() -> None:
+def test_a_replayed_backlog_proves_only_when_the_node_was_alive() -> None:
     old = SimClock(start=NOW - 3600)
     v = FleetView(stale_after_s=10.0)
     v.apply(ev(sample(), clock=old), NOW)
     n = v.node("n1")
-    assert n.samples_seen == 1 and n.last_seen is None  # the readings are kept, liveness is not refreshed
+    assert n.samples_seen == 1 and n.last_seen == NOW - 3600  # the readings are kept; alive an hour ago
     v.apply(ev(sample()), NOW)
     assert n.last_seen == NOW
+    skewed = SimClock(start=NOW - 4)  # a fresh sample from a node whose clock is 4 s behind: alive now
+    v.apply(ev(sample(), clock=skewed), NOW + 1)
+    assert n.last_seen == NOW + 1
+
+
+def test_continuity_follows_the_samples_own_times() -> None:
+    v = FleetView(stale_after_s=10.0)
+    for t in (0, 5, 14, 23):  # gaps of at most 9 s: one continuous run, whenever the samples arrive
+        v.apply(ev(sample(), clock=SimClock(start=NOW + t)), NOW + 30)
+    n = v.node("n1")
+    assert (n.continuous_since, n.last_event_time) == (NOW, NOW + 23)
+    v.apply(ev(sample(), clock=SimClock(start=NOW + 40)), NOW + 40)  # 17 s without a sample: a new run
+    assert (n.continuous_since, n.last_event_time) == (NOW + 40, NOW + 40)
+    v.apply(ev(sample(), clock=SimClock(start=NOW + 30)), NOW + 41)  # late and out of order: ignored
+    assert (n.continuous_since, n.last_event_time) == (NOW + 40, NOW + 40)
 
 
 def test_cordon_from_state_creates_the_node() -> None:
@@ -124,3 +139,13 @@ def test_cordon_from_state_creates_the_node() -> None:
     rec = CordonRecord(node_id="n9", cordoned=True, reason="r", by="operator:a", time=NOW)
     n = v.set_cordon(rec, NOW)
     assert n.cordoned and not n.schedulable and v.since["n9"] == NOW
+
+
+def test_nodes_beyond_the_limit_are_flagged_not_kept() -> None:
+    v = FleetView(max_nodes=2)
+    for name in ("a", "b", "c", "d"):
+        v.apply(ev(sample(node=name)), NOW)
+    assert sorted(v.nodes_by_id) == ["a", "b"] and v.refused_nodes == 2
+    assert v.rejected_total == 2 and "fleet.max_nodes" in v.rejections[-1].reason
+    assert v.apply(ev(sample(node="a")), NOW + 1).rejected is None  # known nodes still update
+    assert v.set_cordon(CordonRecord(node_id="z", cordoned=True, reason="r", by="auto:lost", time=0.0), NOW) is None

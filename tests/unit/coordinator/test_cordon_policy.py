@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.cordons.policy import AUTO_FAULT, AUTO_LOST, CordonPolicy, operator_by, record
 from coordinator.fleet.liveness import Transition
 from coordinator.fleet.model import CordonRecord, NodeState
-from coordinator.reactions import AUTO_FAULT, AUTO_LOST, CordonPolicy, operator_by, record
 from events.payloads import NodeFault, NodeSample
 
 

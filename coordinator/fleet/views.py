@@ -1,4 +1,4 @@
-"""The JSON shapes of the API: a node, a GPU row, the leader. Plain dicts, ready for json or yaml.
+"""The JSON shapes of the fleet's API: a node, a GPU row. Plain dicts, ready for json or yaml.
 
 Computed facts (cordoned, schedulable, seconds since the last sample) are added here so every client (the
 CLI, dashboards, scripts) reads the same answer instead of re-deriving it.
@@ -10,14 +10,25 @@ from typing import Any
 
 import msgspec
 
-from coordinator.api.service import LeaderView
 from coordinator.fleet.model import NodeState
 from events.payloads import GpuReading
 
 GPU_FIELDS = (
-    "index", "uuid", "name", "util_gpu", "util_mem", "mem_used_bytes", "mem_total_bytes", "temp_gpu_c",
-    "power_w", "power_limit_w", "clock_event_reasons", "ecc_uncorrected_volatile", "health", "health_reasons",
-)  # fmt: skip
+    "index",
+    "uuid",
+    "name",
+    "util_gpu",
+    "util_mem",
+    "mem_used_bytes",
+    "mem_total_bytes",
+    "temp_gpu_c",
+    "power_w",
+    "power_limit_w",
+    "clock_event_reasons",
+    "ecc_uncorrected_volatile",
+    "health",
+    "health_reasons",
+)
 
 
 def age(now: float, then: float | None) -> float | None:
@@ -68,14 +79,3 @@ def gpu_rows(nodes: list[NodeState]) -> list[dict[str, Any]]:
             row["node_cordoned"] = node.cordoned
             rows.append(row)
     return rows
-
-
-def leader_json(info: LeaderView | None, instance_id: str, is_leader: bool) -> dict[str, Any]:
-    """The leader (or the last one recorded; all None before any term) and whether that is the answerer."""
-    return {
-        "leader_id": info.instance_id if info else None,
-        "epoch": info.epoch if info else None,
-        "api_url": info.api_url if info else None,
-        "instance_id": instance_id,
-        "is_leader": is_leader,
-    }

@@ -1,0 +1,95 @@
+"""The commands component: intents in ``myolo.state.commands``, signed commands to agents, acks, retries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from coordinator.commands import routes
+from coordinator.commands.config import DispatchConfig, check
+from coordinator.commands.dispatcher import Dispatcher
+from coordinator.commands.records import CommandIntent
+from coordinator.core.component import Component, RouteSet, StateTopic
+from coordinator.core.context import Context
+from events.bus import RecordInfo
+from events.envelope import Event
+from events.payloads import CommandAck
+from events.topics import STATE_COMMANDS
+
+log = structlog.get_logger("myolo.coordinator.commands")
+
+
+class Commands(Component):
+    name = "commands"
+    openapi = Path(__file__).with_name("openapi.yaml")
+    config = DispatchConfig
+    consumes = (CommandAck,)
+    owns = (StateTopic(STATE_COMMANDS, {"command": CommandIntent}),)
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        cfg: DispatchConfig = ctx.config
+        self.dispatcher = Dispatcher(
+            ctx.store,
+            ctx.signed,
+            ctx.clock,
+            instance_id=ctx.instance_id,
+            retry_after_s=cfg.retry_after_s,
+            max_attempts=cfg.max_attempts,
+        )
+
+    @classmethod
+    def check_config(cls, section: DispatchConfig, core: Any) -> None:
+        check(section, core)
+
+    # ---- CommandSender --------------------------------------------------------------------------------------
+    async def issue(self, node_id: str, action: str, args: dict[str, Any] | None = None) -> CommandIntent:
+        self.ctx.leadership.require()  # NotLeader names the leader, for a caller to redirect to
+        return await self.dispatcher.issue(node_id, action, args)
+
+    def has_pending(self, node_id: str, action: str) -> bool:
+        return self.dispatcher.has_pending(node_id, action)
+
+    def intents(self) -> list[CommandIntent]:
+        """Every command remembered (finished ones for an hour), oldest first."""
+        return sorted(self.dispatcher.intents.values(), key=lambda i: i.created)
+
+    # ---- hooks ----------------------------------------------------------------------------------------------
+    async def on_event(self, event: Event, info: RecordInfo) -> None:
+        ack = event.data
+        assert isinstance(ack, CommandAck)
+        try:
+            await self.dispatcher.on_ack(ack)
+        except Exception as exc:  # the ack is re-sent as "duplicate" when we retry: nothing is lost
+            log.warning("ack not recorded", command_id=ack.command_id, error=str(exc))
+
+    def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:
+        if record is None or isinstance(record, CommandIntent):
+            self.dispatcher.apply_state(key, record)
+
+    async def on_lead(self, epoch: int) -> None:
+        resent = await self.dispatcher.lead(epoch)
+        log.info("commands resumed", epoch=epoch, resent=resent)
+
+    def on_step_down(self) -> None:
+        self.dispatcher.step_down()
+
+    async def tick(self, now: float) -> None:
+        if self.dispatcher.epoch is None:
+            return
+        try:
+            await self.dispatcher.retry_due()
+        except Exception as exc:
+            log.warning("command retries failed this tick", error=str(exc))
+
+    def api(self) -> RouteSet:
+        return RouteSet(routes.routes(self), self.openapi)
+
+    def stats(self) -> dict[str, int]:
+        return {"commands_sent": self.dispatcher.sent}
+
+    def status(self) -> dict[str, Any]:
+        return {"commands": msgspec.to_builtins(self.intents())}

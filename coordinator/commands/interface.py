@@ -1,0 +1,17 @@
+"""What other components may ask of the commands component."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from coordinator.commands.records import CommandIntent
+
+
+@runtime_checkable
+class CommandSender(Protocol):
+    async def issue(self, node_id: str, action: str, args: dict[str, Any] | None = None) -> CommandIntent:
+        """Record the intent, then send the signed command. Raises ``NotLeader`` when not leading and
+        ``ValueError`` (naming the argument) when the agent could not execute it."""
+
+    def has_pending(self, node_id: str, action: str) -> bool:
+        """Is such a command already on its way (so a reaction does not pile up copies of it)?"""

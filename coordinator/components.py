@@ -1,0 +1,14 @@
+"""The coordinator's components, in the order they are built and handed each event.
+
+A component may depend on those listed before it (through their interfaces). Adding one is adding its
+folder and one line here.
+"""
+
+from __future__ import annotations
+
+from coordinator.commands.component import Commands
+from coordinator.cordons.component import Cordons
+from coordinator.core.component import Component
+from coordinator.fleet.component import Fleet
+
+COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons)

@@ -1,0 +1,67 @@
+"""The operator's writes: ``POST /v1/nodes/{node_id}/cordon|uncordon`` (the leader takes them; a standby's
+answer is a 307 to the leader, made by the API's error middleware from ``NotLeader``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Protocol
+
+import msgspec
+from aiohttp import web
+
+from coordinator.api.errors import ApiError
+from coordinator.fleet.model import CordonRecord
+
+MAX_REASON = 500
+_FIELD = re.compile(r"at `\$\.([A-Za-z_][\w]*)")
+_UNKNOWN = re.compile(r"unknown field `([^`]+)`")
+
+
+class CordonWrites(Protocol):
+    async def cordon(self, node_id: str, reason: str, by: str) -> CordonRecord:
+        """Record the cordon durably (state topic first), then apply it. Raises NotLeader, UnknownNode."""
+
+    async def uncordon(self, node_id: str, reason: str, by: str) -> CordonRecord: ...
+
+
+class CordonRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Body of ``POST /v1/nodes/{id}/cordon|uncordon``: why, and (optionally) who asks."""
+
+    reason: Annotated[str, msgspec.Meta(max_length=MAX_REASON)] = ""
+    by: Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\w.@:+-]+$")] | None = None
+
+
+def parse_cordon_request(raw: bytes) -> CordonRequest:
+    """The JSON body, or ApiError 400 naming the field at fault (an empty body means all defaults)."""
+    if not raw.strip():
+        return CordonRequest()
+    try:
+        return msgspec.json.decode(raw, type=CordonRequest)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        field = _UNKNOWN.search(text) or _FIELD.search(text)
+        name = field.group(1) if field else None
+        hint = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; allowed fields: reason, by'
+        raise ApiError(400, f"invalid request body: {text}", field=name, hint=hint) from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
+
+
+def routes(cordons: CordonWrites) -> list[web.RouteDef]:
+    async def write(request: web.Request, cordoned: bool) -> web.Response:
+        node_id = request.match_info["node_id"]
+        body = parse_cordon_request(await request.read())
+        verb = "cordoned" if cordoned else "uncordoned"
+        reason = body.reason.strip() or f"{verb} by operator"
+        by = f"operator:{body.by or 'api'}"
+        action = cordons.cordon if cordoned else cordons.uncordon
+        record = await action(node_id, reason, by)
+        return web.json_response({"node_id": node_id, "cordon": msgspec.to_builtins(record)})
+
+    async def cordon(request: web.Request) -> web.Response:
+        return await write(request, True)
+
+    async def uncordon(request: web.Request) -> web.Response:
+        return await write(request, False)
+
+    return [web.post("/v1/nodes/{node_id}/cordon", cordon), web.post("/v1/nodes/{node_id}/uncordon", uncordon)]

@@ -1,0 +1,31 @@
+"""What other components may ask of the fleet: its nodes, the cordon state it shows, and its changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from coordinator.fleet.liveness import Transition
+from coordinator.fleet.model import CordonRecord, NodeState
+from events.envelope import Event
+
+Applied = Callable[[NodeState, Event], None]
+Changed = Callable[[Transition], None]
+
+
+@runtime_checkable
+class FleetNodes(Protocol):
+    def node(self, node_id: str) -> NodeState | None: ...
+
+    def nodes(self) -> list[NodeState]: ...
+
+    def set_cordon(self, record: CordonRecord) -> None:
+        """Show a cordon decision on the node (the component that decides it owns the record)."""
+
+    def clear_cordon(self, node_id: str) -> None: ...
+
+    def on_applied(self, listener: Applied) -> None:
+        """Call ``listener(node, event)`` after each event the view accepted (never for flagged ones)."""
+
+    def on_liveness(self, listener: Changed) -> None:
+        """Call ``listener(transition)`` for every liveness change, after the node was updated."""

@@ -1,0 +1,48 @@
+"""The fleet's reads: ``GET /v1/nodes``, ``/v1/nodes/{node_id}``, ``/v1/gpus`` (served by every coordinator)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from aiohttp import web
+
+from coordinator.api.errors import ApiError
+from coordinator.fleet import views
+from coordinator.fleet.model import NodeState
+
+
+class FleetReads(Protocol):
+    def now(self) -> float:
+        """The coordinator's clock (ages of samples are computed on it, not the caller's)."""
+
+    def nodes(self) -> list[NodeState]: ...
+
+    def node(self, node_id: str) -> NodeState | None: ...
+
+
+def unknown_node(node_id: str) -> ApiError:
+    return ApiError(404, f"node {node_id!r} is not known", field="id", hint="list the nodes with GET /v1/nodes")
+
+
+def routes(fleet: FleetReads) -> list[web.RouteDef]:
+    async def list_nodes(request: web.Request) -> web.Response:
+        now = fleet.now()
+        items = [views.node_summary(n, now) for n in sorted(fleet.nodes(), key=lambda n: n.node_id)]
+        return web.json_response({"now": now, "items": items})
+
+    async def get_node(request: web.Request) -> web.Response:
+        node_id = request.match_info["node_id"]
+        node = fleet.node(node_id)
+        if node is None:
+            raise unknown_node(node_id)
+        return web.json_response(views.node_json(node, fleet.now()))
+
+    async def list_gpus(request: web.Request) -> web.Response:
+        nodes = sorted(fleet.nodes(), key=lambda n: n.node_id)
+        return web.json_response({"now": fleet.now(), "items": views.gpu_rows(nodes)})
+
+    return [
+        web.get("/v1/nodes", list_nodes),
+        web.get("/v1/nodes/{node_id}", get_node),
+        web.get("/v1/gpus", list_gpus),
+    ]

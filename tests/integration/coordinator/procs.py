@@ -1,0 +1,51 @@
+"""Real processes for integration tests (coordinators, agents, helpers), their logs, and their status files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Procs:
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.running: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        out = (self.logs / f"{name}.log").open("w")
+        p = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT
+        )
+        self.running[name] = p
+        return p
+
+    def signal(self, name: str, sig: int) -> None:
+        self.running[name].send_signal(sig)
+
+    def stop_all(self) -> None:
+        for p in self.running.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.terminate()
+        for p in self.running.values():
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+    def tail(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text()[-3000:]
+
+
+def status(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

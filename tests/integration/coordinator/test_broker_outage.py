@@ -1,0 +1,93 @@
+"""A broker outage must not cordon the fleet: the real broker stopped and started again under a running stack.
+
+One ``myolo-coordinator run`` process and three simulated agents (``myolo-agent run``), every one a real
+process. Kafka is stopped for longer than ``lost_after_s`` and one agent is killed with SIGKILL meanwhile.
+While Kafka is away the coordinator holds Lost verdicts (it hears nobody, which says nothing about the nodes);
+when Kafka is back, the two live agents' spooled samples arrive and show they never stopped, and the killed
+node is still found Lost and cordoned. No live node is ever cordoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import uuid
+from pathlib import Path
+
+from coordinator.core.coordinator import state_codec
+from coordinator.fleet.model import CordonRecord
+from events.topics import STATE_NODES
+from tests.integration.coordinator.conftest import read_topic, wait_until
+from tests.integration.coordinator.procs import Procs, status
+
+LOST_AFTER_S = 4.0
+
+
+def nodes_of(st: dict | None) -> dict[str, dict]:
+    return {n["node_id"]: n for n in (st or {}).get("nodes", [])}
+
+
+async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    names = [f"out-{tag}-{i}" for i in (1, 2, 3)]
+    live, victim = names[:2], names[2]
+    key = tmp_path / "coordinator.key"
+    key.write_text(os.urandom(32).hex())
+    status_file = tmp_path / "status.json"
+    (tmp_path / "coordinator.toml").write_text(
+        f'instance_id = "out-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
+        f'[kafka]\nbootstrap = "{kafka.bootstrap}"\n[signing]\nkey_file = "{key}"\n'
+        f'[leader]\ngroup_id = "out-{tag}"\n[api]\nenabled = false\n'
+        f"[fleet]\nlost_after_s = {LOST_AFTER_S}\n"
+    )
+    procs = Procs(tmp_path)
+    try:
+        procs.start(
+            "coordinator", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")]
+        )
+        for name in names:
+            env = {
+                "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap,
+                "MYOLO_NODE_ID": name,
+                "MYOLO_DATA_DIR": str(tmp_path / name),
+                "MYOLO_HEALTH_ENABLED": "false",
+            }
+            procs.start(name, ["-m", "agent", "run", "--simulate-gpus", "1", "--log-json"], env)
+
+        def all_ready() -> bool:
+            st = status(status_file)
+            seen = nodes_of(st)
+            return bool(st and st["is_leader"]) and all(seen.get(n, {}).get("liveness") == "Ready" for n in names)
+
+        await wait_until(all_ready, 90, "a leading coordinator that hears the three agents")
+
+        await asyncio.to_thread(kafka.stop)
+        procs.signal(victim, signal.SIGKILL)  # a node that really dies during the outage
+
+        def outage_longer_than_lost_after() -> bool:
+            st = status(status_file)
+            age = ((st or {}).get("ingest") or {}).get("answer_age_s")
+            return age is not None and age > LOST_AFTER_S + 2
+
+        await wait_until(outage_longer_than_lost_after, 60, "the coordinator not hearing Kafka for > lost_after_s")
+        during = status(status_file)
+        assert during["liveness_hold"] and "Kafka" in during["liveness_hold"]
+        assert all(nodes_of(during)[n]["liveness"] != "Lost" for n in names), nodes_of(during)
+        kafka.start()  # from the main thread: the broker is tied to the thread that forks it
+
+        def settled() -> bool:
+            seen = nodes_of(status(status_file))
+            dead = seen.get(victim, {})
+            return all(seen.get(n, {}).get("liveness") == "Ready" for n in live) and bool(
+                dead.get("liveness") == "Lost" and (dead.get("cordon") or {}).get("cordoned")
+            )
+
+        await wait_until(settled, 120, "the live nodes Ready again and the killed one Lost and cordoned")
+    finally:
+        procs.stop_all()
+    codec = state_codec()
+    records = [(k, codec.decode(v, h)) for k, v, h in await read_topic(settings, STATE_NODES) if v is not None]
+    cordons = {n: [r for k, r in records if k == n and isinstance(r, CordonRecord) and r.cordoned] for n in names}
+    assert cordons[live[0]] == cordons[live[1]] == [], "a live node was cordoned: " + procs.tail("coordinator")
+    assert [r.by for r in cordons[victim]] == ["auto:lost"]
