@@ -19,7 +19,7 @@ from typing import Protocol
 from opentelemetry import metrics
 
 from events.errors import InvalidEvent
-from events.limits import MAX_REASON_BYTES
+from events.limits import cut
 
 _meter = metrics.get_meter("myolo.events")
 DEAD_LETTERED = _meter.create_counter(
@@ -120,13 +120,6 @@ def field_kind(field: str | None) -> str:
 
 def count(error: InvalidEvent, topic: str) -> None:
     DEAD_LETTERED.add(1, {"messaging.destination.name": topic, "error.field": field_kind(error.field)})
-
-
-def cut(text: str, limit: int = MAX_REASON_BYTES) -> str:
-    """``text`` within ``limit`` UTF-8 bytes, marked when cut (for reasons and log lines)."""
-    if len(text) * 4 <= limit or len(text.encode(errors="replace")) <= limit:
-        return text
-    return text.encode(errors="replace")[: limit - 20].decode(errors="ignore") + " ... (cut)"
 
 
 def _cut(text: str) -> bytes:

@@ -31,11 +31,10 @@ ATTRIBUTE_BYTES: dict[str, int] = {
 """CloudEvents context attributes, in UTF-8 bytes."""
 
 MAX_HEADER_BYTES = 4096
-"""Any other header value or extension attribute (a W3C ``tracestate`` is at most 512)."""
+"""An extension attribute's value (a W3C ``tracestate`` is at most 512)."""
 
-MAX_HEADER_NAME_BYTES = 256
 MAX_HEADERS = 64
-"""Kafka headers of one record, ours and those other tools add."""
+"""Kafka headers of one record, ours and those other tools add (only those we read are decoded)."""
 
 MAX_EXTENSIONS = 16
 """CloudEvents extension attributes of one event (we use four: traceparent, tracestate, sigkeyid, sig)."""
@@ -54,3 +53,10 @@ DEDUPE_WINDOW_BYTES = 24 << 20
 def over(what: str, size: int, limit: int, unit: str = "bytes") -> str:
     """The reason for a value over its limit, in the words every such reason uses."""
     return f"{what} is {size} {unit}; the limit is {limit}"
+
+
+def cut(text: str, limit: int = MAX_REASON_BYTES) -> str:
+    """``text`` within ``limit`` UTF-8 bytes, marked when cut (reasons and log lines may quote hostile input)."""
+    if len(text) * 4 <= limit or len(text.encode(errors="replace")) <= limit:
+        return text
+    return text.encode(errors="replace")[: limit - 20].decode(errors="ignore") + " ... (cut)"

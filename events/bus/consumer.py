@@ -25,10 +25,10 @@ from aiokafka.errors import CommitFailedError, KafkaError, MessageSizeTooLargeEr
 from events.bus.dedupe import RecentIds
 from events.clock import Clock, SystemClock
 from events.codec import DEFAULT_MAX_BYTES, decode
-from events.deadletter import DeadLetter, DeadLetterSink, RecordInfo, count, cut, dead_letter, without_original
+from events.deadletter import DeadLetter, DeadLetterSink, RecordInfo, count, dead_letter, without_original
 from events.envelope import Event, rfc3339
 from events.errors import InvalidEvent
-from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS
+from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS, cut
 from events.settings import KafkaSettings
 from events.signing import Verifier
 from events.topics import BY_NAME, DEAD_LETTER
