@@ -81,15 +81,23 @@ def dead_letter(
     value: object, key: object, headers: object, info: RecordInfo, error: InvalidEvent, group: str, when: str
 ) -> DeadLetter:
     """The original record plus our headers describing the rejection; never raises."""
-    return DeadLetter(_bytes(value), _bytes(key), dead_letter_headers(headers, info, error, group, when))
+    return _sendable(DeadLetter(_bytes(value), _bytes(key), dead_letter_headers(headers, info, error, group, when)))
 
 
 def without_original(letter: DeadLetter, why: str) -> DeadLetter:
     """The same letter without the original value and headers (kept: the key and our headers), saying why."""
-    ours = [(k, v) for k, v in letter.headers if k.startswith(DLQ_PREFIX)]
+    ours = [(k, v) for k, v in letter.headers if k.startswith(DLQ_PREFIX) and k != DLQ_PREFIX + "value"]
     size = len(letter.value or b"")
     note = f"original value ({size} bytes) and headers not kept: {why}"
-    return DeadLetter(None, letter.key, [*ours, (DLQ_PREFIX + "dropped", _cut(note))])
+    return _sendable(DeadLetter(None, letter.key, [*ours, (DLQ_PREFIX + "dropped", _cut(note))]))
+
+
+def _sendable(letter: DeadLetter) -> DeadLetter:
+    """Kafka clients refuse a record with neither key nor value: such a letter gets an empty value, and a
+    header saying the original had none."""
+    if letter.key is not None or letter.value is not None:
+        return letter
+    return DeadLetter(b"", None, [*letter.headers, (DLQ_PREFIX + "value", b"none")])
 
 
 def dead_letter_headers(headers: object, info: RecordInfo, error: InvalidEvent, group: str, when: str) -> RawHeaders:

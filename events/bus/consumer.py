@@ -10,6 +10,7 @@ When the dead letter itself cannot be written (the broker is away), the consumer
 record: it retries with backoff, holding that partition, because committing past it would lose it silently.
 If it is stopped meanwhile, it commits only what came before the record and leaves; the record is read
 again on the next start. A letter the broker refuses as too large is sent without the original value.
+A record the Kafka client itself cannot parse is stepped over (see :mod:`events.bus.unreadable`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 
 from events.bus.dedupe import RecentIds
+from events.bus.unreadable import PARSE_ERRORS, step_past_unreadable
 from events.clock import Clock, SystemClock
 from events.codec import DEFAULT_MAX_BYTES, decode
 from events.deadletter import DeadLetter, DeadLetterSink, RecordInfo, count, dead_letter, without_original
@@ -173,7 +176,17 @@ class EventConsumer:
         assert consumer is not None
         try:
             while not self._stopping.is_set():
-                batches = await consumer.getmany(timeout_ms=200, max_records=self._max_records)
+                try:
+                    batches = await consumer.getmany(timeout_ms=200, max_records=self._max_records)
+                except PARSE_ERRORS as exc:
+                    log.warning("the Kafka client cannot read a record; stepping over it", error=_describe(exc))
+                    try:
+                        await step_past_unreadable(
+                            consumer, self.process, self._dead_letter, partial(self._commit, consumer)
+                        )
+                    except DeadLetterUnsent:
+                        return
+                    continue
                 if consumer.assignment():
                     self.ready.set()
                 if not batches:
@@ -298,7 +311,7 @@ class EventConsumer:
             except BaseException as exc:
                 if passes_through(exc):
                     raise
-                if isinstance(exc, (*_TOO_LARGE, TypeError, ValueError)) and not reduced:
+                if isinstance(exc, (*_TOO_LARGE, TypeError, ValueError, AssertionError)) and not reduced:
                     letter, reduced = without_original(letter, _describe(exc)), True  # never sendable as it was
                     continue
                 attempt += 1

@@ -48,7 +48,7 @@ class Running:
 async def dead_letters_from(settings, source_topic: str, expected: int) -> list:
     """Read the dead-letter topic from the start: [(key, original value, headers, our dlq info)]."""
     out = [
-        (r.key.decode(), r.value, r.headers, info)
+        (r.key.decode() if r.key is not None else None, r.value, r.headers, info)
         for r in await read_topic(settings, DEAD_LETTER)
         if (info := dead_letter_info(r.headers)).get("topic") == source_topic
     ]

@@ -3,12 +3,13 @@ the good one, dead-letters each bad one with the right reason, and keeps running
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 
 from events.bus import EventConsumer
 from events.examples import node_sample
 from events.payloads import NodeFault
-from tests.helpers import DROP, kcat, structured, wait_until
+from tests.helpers import DROP, KCAT, kcat, structured, wait_until
 from tests.integration.events.conftest import Running, dead_letters_from
 
 
@@ -87,3 +88,28 @@ async def test_kcat_records_valid_and_malformed(kafka, settings, producer, fresh
         assert reason in info["reason"], (key, info["reason"])
         assert info["topic"] == topic and info["partition"] == "0" and int(info["offset"]) >= 0
     assert dict(letters["binary-bad-payload"][1])["ce_id"] == b"kcat-bin-1"  # original headers kept
+
+
+async def test_a_record_the_kafka_client_cannot_parse_is_stepped_over(kafka, settings, producer, fresh_topic) -> None:
+    """A header name that is not UTF-8 makes aiokafka raise while unpacking the fetch, on every fetch."""
+    topic = await fresh_topic(1)
+    kcat(kafka.bootstrap, topic, "good-1", sample_event(id="before-the-unreadable-one"))
+    assert KCAT is not None
+    subprocess.run([KCAT, "-P", "-b", kafka.bootstrap, "-t", topic, "-k", "bad", b"-H", b"n\xffme=v"],
+                   input=sample_event(id="unreadable"), check=True, timeout=30)  # fmt: skip
+    kcat(kafka.bootstrap, topic, "good-2", sample_event(id="after-the-unreadable-one"))
+    handled: list[str] = []
+
+    async def handler(event, info) -> None:
+        handled.append(event.id)
+
+    run = Running(EventConsumer(settings, [topic], f"g-{uuid.uuid4().hex}", handler, dead_letters=producer))
+    try:
+        await wait_until(lambda: len(handled) == 2 and run.consumer.stats.dead_lettered == 1, what="all three")
+        assert not run.task.done()
+    finally:
+        await run.stop()
+    assert handled == ["before-the-unreadable-one", "after-the-unreadable-one"]
+    [(_, value, _, info)] = await dead_letters_from(settings, topic, 1)
+    assert value == b"" and info["value"] == "none" and info["offset"] == "1" and info["field"] == "record"
+    assert info["reason"].startswith("the Kafka client cannot read this record") and "utf-8" in info["reason"]

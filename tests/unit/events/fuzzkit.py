@@ -68,6 +68,7 @@ class DeadLetters:
         self.sent = 0
 
     async def send_raw(self, topic: str, value: Any, key: Any, headers: Any) -> None:
+        assert value is not None or key is not None, "Kafka clients refuse a record with neither key nor value"
         assert value is None or isinstance(value, bytes)
         assert key is None or isinstance(key, bytes)
         ours = {}

@@ -34,6 +34,7 @@ class DeadLetters:
         self.sent: list[tuple] = []
 
     async def send_raw(self, topic, value, key, headers):
+        assert value is not None or key is not None, "like aiokafka: a record needs a key or a value"
         self.sent.append((topic, value, key, headers))
 
 
@@ -233,3 +234,13 @@ def test_the_dead_letter_metric_names_a_field_from_a_fixed_set() -> None:
     assert field_kind("data.gpus[0].index") == "data"
     assert field_kind("header ce_id") == "header"
     assert field_kind("anything-a-producer-chose") == "other" and field_kind(None) == "other"
+
+
+async def test_a_tombstone_without_a_key_is_dead_lettered_with_an_empty_value() -> None:
+    """Kafka clients refuse a record with neither key nor value; the letter says the original had none."""
+    dlq = DeadLetters()
+    consumer = _consumer(_never, dlq)
+    await consumer.process(ConsumerRecord("myolo.node.samples", 0, 3, 0, 0, None, None, None, 0, 0, []))
+    _, value, key, headers = dlq.sent[0]
+    info = dead_letter_info(headers)
+    assert (value, key, info["value"], info["field"]) == (b"", None, "none", "value")
