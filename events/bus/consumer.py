@@ -63,6 +63,27 @@ def _describe(exc: BaseException) -> str:
         return type(exc).__name__
 
 
+class LogBudget:
+    """At most ``lines`` log lines per ``window_s``, so a flood of bad records cannot flood the journal; the
+    next line says how many were held back (every one is counted in the stats and the metric)."""
+
+    def __init__(self, clock: Clock, lines: int = 10, window_s: float = 10.0) -> None:
+        self._clock, self._lines, self._window_s = clock, lines, window_s
+        self._start, self._used, self._held = clock.monotonic(), 0, 0
+
+    def take(self) -> int | None:
+        """None: stay quiet; else log, saying how many lines were held back since the last one."""
+        now = self._clock.monotonic()
+        if now - self._start >= self._window_s:
+            self._start, self._used = now, 0
+        if self._used >= self._lines:
+            self._held += 1
+            return None
+        self._used += 1
+        held, self._held = self._held, 0
+        return held
+
+
 @dataclass(frozen=True)
 class FetchState:
     """``assigned`` partitions; ``last_answer``: when the broker last answered a fetch (epoch seconds, None:
@@ -128,6 +149,7 @@ class EventConsumer:
         self._clock = clock or SystemClock()
         self._max_records = max_records
         self._accept_key = accept_key
+        self._log_budget = LogBudget(self._clock)
         self._kwargs = {
             **settings.client_kwargs(),
             "group_id": group_id,
@@ -293,14 +315,17 @@ class EventConsumer:
         await self._send_dead_letter(letter)
         self.stats.dead_lettered += 1
         count(error, record.topic)
-        log.warning(
-            "record dead-lettered",
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            field=cut(error.field or ""),
-            reason=cut(error.reason),
-        )
+        held_back = self._log_budget.take()
+        if held_back is not None:
+            log.warning(
+                "record dead-lettered",
+                topic=record.topic,
+                partition=record.partition,
+                offset=record.offset,
+                field=cut(error.field or ""),
+                reason=cut(error.reason),
+                not_logged_before=held_back,
+            )
 
     async def _send_dead_letter(self, letter: DeadLetter) -> None:
         attempt, reduced = 0, False

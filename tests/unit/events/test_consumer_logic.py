@@ -12,7 +12,7 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
 from events.bus import EventConsumer
-from events.bus.consumer import DeadLetterUnsent
+from events.bus.consumer import DeadLetterUnsent, LogBudget
 from events.clock import SimClock
 from events.codec import encode
 from events.deadletter import dead_letter_info, field_kind
@@ -244,3 +244,11 @@ async def test_a_tombstone_without_a_key_is_dead_lettered_with_an_empty_value() 
     _, value, key, headers = dlq.sent[0]
     info = dead_letter_info(headers)
     assert (value, key, info["value"], info["field"]) == (b"", None, "none", "value")
+
+
+async def test_dead_letter_log_lines_are_budgeted_and_say_what_they_held_back() -> None:
+    clock = InstantClock()
+    budget = LogBudget(clock, lines=3, window_s=10.0)
+    assert [budget.take() for _ in range(5)] == [0, 0, 0, None, None]
+    await clock.sleep(10.0)
+    assert budget.take() == 2 and budget.take() == 0
