@@ -9,6 +9,9 @@ payloads nest at most 5 levels) and keep what one record can cost a consumer sma
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from events.clock import Clock
 
 MAX_RECORD_BYTES = 1 << 20
 """The record's value (the JSON payload, or the whole structured CloudEvent)."""
@@ -60,3 +63,28 @@ def cut(text: str, limit: int = MAX_REASON_BYTES) -> str:
     if len(text) * 4 <= limit or len(text.encode(errors="replace")) <= limit:
         return text
     return text.encode(errors="replace")[: limit - 20].decode(errors="ignore") + " ... (cut)"
+
+
+@dataclass
+class Throttle:
+    """At most ``burst`` log lines per ``window_s`` of the clock, so a flood of hostile input cannot flood the
+    log; the rest are counted and reported with the next line let through."""
+
+    clock: Clock
+    window_s: float = 10.0
+    burst: int = 10
+    _window_start: float = float("-inf")
+    _in_window: int = 0
+    suppressed: int = 0
+
+    def allow(self) -> int | None:
+        """None: stay quiet. Otherwise log now, adding the returned count of lines left out since the last."""
+        now = self.clock.monotonic()
+        if now - self._window_start >= self.window_s:
+            self._window_start, self._in_window = now, 0
+        if self._in_window >= self.burst:
+            self.suppressed += 1
+            return None
+        self._in_window += 1
+        left_out, self.suppressed = self.suppressed, 0
+        return left_out

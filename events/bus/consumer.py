@@ -31,7 +31,7 @@ from events.codec import DEFAULT_MAX_BYTES, decode
 from events.deadletter import DeadLetter, DeadLetterSink, RecordInfo, count, dead_letter, without_original
 from events.envelope import Event, rfc3339
 from events.errors import InvalidEvent
-from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS, cut
+from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS, Throttle, cut
 from events.settings import KafkaSettings
 from events.signing import Verifier
 from events.topics import BY_NAME, DEAD_LETTER
@@ -61,27 +61,6 @@ def _describe(exc: BaseException) -> str:
         return cut(f"{type(exc).__name__}: {exc}")
     except Exception:  # a __str__ that fails is one more hostile input
         return type(exc).__name__
-
-
-class LogBudget:
-    """At most ``lines`` log lines per ``window_s``, so a flood of bad records cannot flood the journal; the
-    next line says how many were held back (every one is counted in the stats and the metric)."""
-
-    def __init__(self, clock: Clock, lines: int = 10, window_s: float = 10.0) -> None:
-        self._clock, self._lines, self._window_s = clock, lines, window_s
-        self._start, self._used, self._held = clock.monotonic(), 0, 0
-
-    def take(self) -> int | None:
-        """None: stay quiet; else log, saying how many lines were held back since the last one."""
-        now = self._clock.monotonic()
-        if now - self._start >= self._window_s:
-            self._start, self._used = now, 0
-        if self._used >= self._lines:
-            self._held += 1
-            return None
-        self._used += 1
-        held, self._held = self._held, 0
-        return held
 
 
 @dataclass(frozen=True)
@@ -149,7 +128,7 @@ class EventConsumer:
         self._clock = clock or SystemClock()
         self._max_records = max_records
         self._accept_key = accept_key
-        self._log_budget = LogBudget(self._clock)
+        self._log_budget = Throttle(self._clock)
         self._kwargs = {
             **settings.client_kwargs(),
             "group_id": group_id,
@@ -315,7 +294,7 @@ class EventConsumer:
         await self._send_dead_letter(letter)
         self.stats.dead_lettered += 1
         count(error, record.topic)
-        held_back = self._log_budget.take()
+        held_back = self._log_budget.allow()
         if held_back is not None:
             log.warning(
                 "record dead-lettered",

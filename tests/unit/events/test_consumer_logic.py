@@ -12,12 +12,13 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
 from events.bus import EventConsumer
-from events.bus.consumer import DeadLetterUnsent, LogBudget
+from events.bus.consumer import DeadLetterUnsent
 from events.clock import SimClock
 from events.codec import encode
 from events.deadletter import dead_letter_info, field_kind
 from events.envelope import new_event
 from events.examples import example_payloads, node_sample
+from events.limits import Throttle
 from events.settings import KafkaSettings
 from events.signing import Verifier
 
@@ -248,7 +249,7 @@ async def test_a_tombstone_without_a_key_is_dead_lettered_with_an_empty_value() 
 
 async def test_dead_letter_log_lines_are_budgeted_and_say_what_they_held_back() -> None:
     clock = InstantClock()
-    budget = LogBudget(clock, lines=3, window_s=10.0)
-    assert [budget.take() for _ in range(5)] == [0, 0, 0, None, None]
+    budget = Throttle(clock, window_s=10.0, burst=3)
+    assert [budget.allow() for _ in range(5)] == [0, 0, 0, None, None]
     await clock.sleep(10.0)
-    assert budget.take() == 2 and budget.take() == 0
+    assert budget.allow() == 2 and budget.allow() == 0
