@@ -7,6 +7,7 @@ import torch
 
 from kernels.model import GPT, ModelConfig, flops_per_token, mfu, preset
 from kernels.model.flops import param_count, peak_flops
+from kernels.model.gpt import apply_rotary, rotary_tables
 from kernels.parallel.pp import cut_stage, layer_ranges, stage_ids
 
 torch.set_num_threads(1)
@@ -36,11 +37,48 @@ def test_attention_is_causal() -> None:
     assert not torch.allclose(la[:, 8:], lb[:, 8:])
 
 
-def test_rotary_makes_positions_matter() -> None:
-    """Without positions a repeated token would get identical logits at every position."""
-    model = tiny()
-    logits = model(torch.full((1, 6), 7))
-    assert not torch.allclose(logits[0, 1], logits[0, 5])
+def test_rotary_scores_depend_on_the_distance_between_positions_only() -> None:
+    """Rotary turns q.k into a function of (n - m): the same at any offset, different at another distance."""
+    cfg = preset("tiny")
+    cos, sin = rotary_tables(cfg)
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(cfg.head_dim, generator=g), torch.randn(cfg.head_dim, generator=g)
+    scale = float(q.norm() * k.norm())
+
+    def at(v: torch.Tensor, pos: int) -> torch.Tensor:
+        x = torch.zeros(1, 32, 1, cfg.head_dim)  # (batch, seq, heads, head_dim), v at position pos
+        x[0, pos, 0] = v
+        return apply_rotary(x, cos, sin)[0, pos, 0]
+
+    def score(m: int, n: int) -> float:
+        return float(at(q, m) @ at(k, n))
+
+    for distance in (0, 1, 2, 5, 9):
+        same = [score(m + distance, m) for m in (0, 3, 11, 20)]
+        assert max(same) - min(same) <= 1e-5 * scale, (distance, same)
+    by_distance = [score(d, 0) for d in range(16)]
+    assert max(by_distance) - min(by_distance) > 0.2 * scale, by_distance  # observed 0.58: far above rounding
+
+
+def test_token_order_reaches_the_logits_through_rotary() -> None:
+    """Swapping two earlier tokens changes the last position's logits, and only because of the positions.
+
+    One layer, distinct tokens: the last position attends over the same (key, value) pairs in either order,
+    so without rotary (identity tables) its logits are the same up to rounding. A larger init makes the
+    attention peaked, so the rotary difference is far above rounding.
+    """
+    torch.manual_seed(0)
+    model = GPT(preset("tiny", n_layers=1, init_std=0.1))
+    a = torch.tensor([[5, 9, 13, 17, 21, 25, 29, 33]])
+    b = a[:, [0, 2, 1, 3, 4, 5, 6, 7]]
+    with torch.no_grad():
+        with_rotary = model(a)[0, -1], model(b)[0, -1]
+        model.rope_cos.fill_(1.0)
+        model.rope_sin.zero_()
+        without = model(a)[0, -1], model(b)[0, -1]
+    scale = float(with_rotary[0].abs().max())
+    assert float((with_rotary[0] - with_rotary[1]).abs().max()) > 1e-2 * scale  # seen: 0.2
+    assert float((without[0] - without[1]).abs().max()) < 1e-5 * scale  # seen: 4e-7
 
 
 def test_fused_residual_path_equals_unfused() -> None:
