@@ -96,8 +96,9 @@ def _max_rel_error(got: list[torch.Tensor], want: list[torch.Tensor]) -> float:
     return worst
 
 
-def check_op(op: str, impls: dict[str, Callable], shape: tuple, device: torch.device, dtype: torch.dtype,
-             reps: int) -> dict:  # fmt: skip
+def check_op(
+    op: str, impls: dict[str, Callable], shape: tuple, device: torch.device, dtype: torch.dtype, reps: int
+) -> dict:
     timer = _timer(device)
     args = _make_inputs(op, shape, device, dtype)
     want = _outputs_and_grads(impls["reference"], args)
@@ -116,9 +117,12 @@ def check_op(op: str, impls: dict[str, Callable], shape: tuple, device: torch.de
                     t.grad = None
                 _scalar(impl(*args)).backward()
 
-            result[name] = {"max_rel_error": err, "numerics_ok": err <= TOLERANCE[dtype],
-                            "forward_ms": round(timer(fwd, reps), 4),
-                            "forward_backward_ms": round(timer(fwd_bwd, reps), 4)}  # fmt: skip
+            result[name] = {
+                "max_rel_error": err,
+                "numerics_ok": err <= TOLERANCE[dtype],
+                "forward_ms": round(timer(fwd, reps), 4),
+                "forward_backward_ms": round(timer(fwd_bwd, reps), 4),
+            }
         except Exception as e:  # report and go on: one broken backend must not hide the others
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     ref = result.get("reference", {})
@@ -129,8 +133,7 @@ def check_op(op: str, impls: dict[str, Callable], shape: tuple, device: torch.de
     return result
 
 
-def check_adamw(impls: dict[str, Callable], n_params: int, device: torch.device, dtype: torch.dtype,
-                reps: int) -> dict:  # fmt: skip
+def check_adamw(impls: dict[str, Callable], n_params: int, device: torch.device, dtype: torch.dtype, reps: int) -> dict:
     timer = _timer(device)
     g = torch.Generator(device=device).manual_seed(0)
     # Small weights and lr 1e-2: the update then exceeds the weights' rounding step even in bf16, so the
@@ -152,8 +155,11 @@ def check_adamw(impls: dict[str, Callable], n_params: int, device: torch.device,
         try:
             got, opt = three_steps(make)
             err = _max_rel_error([got - start], [want - start])  # compare the updates, not the weights
-            result[name] = {"max_rel_error": err, "numerics_ok": err <= max(TOLERANCE[dtype], 1e-4),
-                            "step_ms": round(timer(opt.step, reps), 4)}  # fmt: skip
+            result[name] = {
+                "max_rel_error": err,
+                "numerics_ok": err <= max(TOLERANCE[dtype], 1e-4),
+                "step_ms": round(timer(opt.step, reps), 4),
+            }
         except Exception as e:
             result[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     ref = result.get("reference", {})

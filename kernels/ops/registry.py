@@ -11,24 +11,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 import torch
 
-from kernels.ops.util import get_logger
+from kernels.ops.backends.base import Backend
 
 OPS: tuple[str, ...] = ("rms_norm", "residual_rms_norm", "layer_norm", "cross_entropy", "attention", "adamw")
 DEFAULT_ORDER: tuple[str, ...] = ("apex", "native", "triton", "reference")
 ALL_OPS_KEY = "*"
 
-_log = get_logger("kernels.ops")
-
-
-@dataclass(frozen=True)
-class Backend:
-    name: str
-    impls: Mapping[str, Callable[..., Any]]
-    # Returns None when usable for (op, device, dtype), else a human-readable reason.
-    unavailable: Callable[[str, torch.device, torch.dtype], str | None]
-    dtensor_capable: bool
+log = structlog.get_logger("myolo.kernels.ops")
 
 
 @dataclass
@@ -49,8 +41,8 @@ def backends() -> dict[str, Backend]:
     if _backends is None:
         from kernels.ops.backends import apex_backend, native, reference, triton_backend
 
-        _backends = {b.name: b for b in (apex_backend.BACKEND, native.BACKEND, triton_backend.BACKEND,
-                                         reference.BACKEND)}  # fmt: skip
+        found = (apex_backend.BACKEND, native.BACKEND, triton_backend.BACKEND, reference.BACKEND)
+        _backends = {b.name: b for b in found}
     return _backends
 
 
@@ -98,7 +90,7 @@ def note_used(op: str, name: str) -> None:
     _state.used[op] = name
     if (op, name) not in _state.logged and not torch.compiler.is_compiling():
         _state.logged.add((op, name))
-        _log.info("kernels.ops.backend_used", op=op, backend=name)
+        log.info("op backend used", op=op, backend=name)
 
 
 def configure(
@@ -149,8 +141,8 @@ def configure(
         why = {n: reasons[n] for n in order[op][: order[op].index(name)] if not reasons[n].endswith(f"no {op}")}
         if why:
             passed_over[op] = why
-    _log.info("kernels.ops.backends", device=device.type, dtype=str(dtype).removeprefix("torch."),
-              selected=selected, passed_over=passed_over)  # fmt: skip
+    dtype_name = str(dtype).removeprefix("torch.")
+    log.info("op backends selected", device=device.type, dtype=dtype_name, selected=selected, passed_over=passed_over)
     return selected
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import torch
@@ -15,27 +14,6 @@ except ImportError:  # torch built without distributed: nothing can be a DTensor
 
 def is_dtensor(t: Any) -> bool:
     return _DTensor is not None and isinstance(t, _DTensor)
-
-
-def get_logger(name: str) -> Any:
-    """structlog when installed (the house logger), else stdlib logging with the same call shape."""
-    try:
-        import structlog
-
-        return structlog.get_logger(name)
-    except ImportError:
-        return _StdlibLogger(logging.getLogger(name))
-
-
-class _StdlibLogger:
-    def __init__(self, logger: logging.Logger) -> None:
-        self._logger = logger
-
-    def info(self, event: str, **fields: Any) -> None:
-        self._logger.info("%s %s", event, fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self._logger.warning("%s %s", event, fields)
 
 
 def first_tensor(params: Any) -> torch.Tensor | None:

@@ -56,8 +56,10 @@ def timed_interleaved(
             fn()
             samples[name].append((time.perf_counter() - t0) * 1e3)
         rounds += 1
-    return {n: {"min_ms": round(min(v), 4), "median_ms": round(statistics.median(v), 4), "samples": len(v)}
-            for n, v in samples.items()}  # fmt: skip
+    return {
+        n: {"min_ms": round(min(v), 4), "median_ms": round(statistics.median(v), 4), "samples": len(v)}
+        for n, v in samples.items()
+    }
 
 
 def _inputs(op: str, dtype: torch.dtype) -> tuple[tuple, Callable[[object], torch.Tensor]]:
@@ -188,8 +190,12 @@ def bench_model(prefers: dict[str, dict | None], steps: int = 3) -> dict:
     out = {}
     for label, t in times.items():
         best = min(a + b for a, b in zip(t["forward_backward"], t["optimizer"], strict=True))
-        out[label] = {"selected": selected[label], "forward_backward_min_s": round(min(t["forward_backward"]), 3),
-                      "optimizer_min_s": round(min(t["optimizer"]), 3), "tokens_per_s": round(MODEL_TOKENS / best, 1)}  # fmt: skip
+        out[label] = {
+            "selected": selected[label],
+            "forward_backward_min_s": round(min(t["forward_backward"]), 3),
+            "optimizer_min_s": round(min(t["optimizer"]), 3),
+            "tokens_per_s": round(MODEL_TOKENS / best, 1),
+        }
     ref = out.get("reference", {}).get("tokens_per_s")
     for r in out.values():
         if ref:
@@ -213,13 +219,25 @@ def main() -> None:
     report = {
         "benchmark": "kernels_cpu",
         "created_unix": int(time.time()),
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "cpu_count": os.cpu_count(), "torch": torch.__version__, "threads": args.threads},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "threads": args.threads,
+        },
         "dtype": args.dtype,
-        "shapes": {"tokens": TOKENS, "hidden": HIDDEN, "heads": HEADS, "head_dim": HEAD_DIM, "vocab": VOCAB,
-                   "batch": BATCH, "seq": SEQ},
+        "shapes": {
+            "tokens": TOKENS,
+            "hidden": HIDDEN,
+            "heads": HEADS,
+            "head_dim": HEAD_DIM,
+            "vocab": VOCAB,
+            "batch": BATCH,
+            "seq": SEQ,
+        },
         "ops": run(dtype),
-    }  # fmt: skip
+    }
     if not args.no_model and dtype == torch.float32:
         # "native": the default registry order on CPU; "reference": every op on the plain-math backend.
         report["model"] = bench_model({"native": None, "reference": {"*": ["reference"]}})

@@ -17,12 +17,12 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from events.files import atomic_write
-from kernels.ops.util import get_logger
 
 CANDIDATES: dict[str, SDPBackend] = {
     "MATH": SDPBackend.MATH,
@@ -31,7 +31,7 @@ CANDIDATES: dict[str, SDPBackend] = {
     "CUDNN_ATTENTION": SDPBackend.CUDNN_ATTENTION,
 }
 CACHE_VERSION = 1
-_log = get_logger("kernels.ops.autotune")
+log = structlog.get_logger("myolo.kernels.ops")
 
 
 def default_cache_path() -> Path:
@@ -76,8 +76,7 @@ def device_label(device: torch.device) -> str:
 
 def key_for(q: torch.Tensor, k: torch.Tensor, causal: bool) -> AttentionKey:
     b, h, s_q, d = q.shape
-    return AttentionKey(b, h, s_q, k.shape[-2], d, str(q.dtype).removeprefix("torch."), causal,
-                        device_label(q.device))  # fmt: skip
+    return AttentionKey(b, h, s_q, k.shape[-2], d, str(q.dtype).removeprefix("torch."), causal, device_label(q.device))
 
 
 class AttentionAutotuner:
@@ -131,9 +130,13 @@ class AttentionAutotuner:
                     errors[name] = str(e).splitlines()[0][:200]
                 self.measurements += 1
         ranking = sorted(times, key=times.__getitem__)
-        _log.info("kernels.ops.attention_autotune", key=key_for(q, k, causal).as_str(), times_s=times)
-        return {"ranking": ranking, "times_ms": {n: round(t * 1e3, 4) for n, t in times.items()},
-                "errors": errors, "measured_at": time.time()}  # fmt: skip
+        log.info("attention autotuned", key=key_for(q, k, causal).as_str(), times_s=times)
+        return {
+            "ranking": ranking,
+            "times_ms": {n: round(t * 1e3, 4) for n, t in times.items()},
+            "errors": errors,
+            "measured_at": time.time(),
+        }
 
     def _time(self, backend: SDPBackend, q, k, v, causal: bool) -> float:
         """Median seconds of forward+backward (what training pays) with only `backend` allowed."""
@@ -173,7 +176,7 @@ class AttentionAutotuner:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as e:
-            _log.warning("kernels.ops.autotune_cache_unreadable", path=str(self.path), error=str(e))
+            log.warning("autotune cache unreadable", path=str(self.path), error=str(e))
             return {}
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             return {}
@@ -191,7 +194,7 @@ class AttentionAutotuner:
             try:
                 atomic_write(self.path, body, durable=False, mode=0o644)  # a cache is not a secret
             except OSError as e:  # a read-only cache dir must not stop training; we just re-measure next time
-                _log.warning("kernels.ops.autotune_cache_not_written", path=str(self.path), error=str(e))
+                log.warning("autotune cache not written", path=str(self.path), error=str(e))
 
 
 _default: AttentionAutotuner | None = None

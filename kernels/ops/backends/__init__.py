@@ -1,1 +1,1 @@
-"""The op backends, one module each. Each exposes BACKEND: a `kernels.ops.registry.Backend`."""
+"""The op backends, one module each. Each exposes BACKEND: a `kernels.ops.backends.base.Backend`."""

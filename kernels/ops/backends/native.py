@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.ops.autotune import attention_autotuner
-from kernels.ops.registry import Backend
+from kernels.ops.backends.base import Backend
 from kernels.ops.util import is_dtensor
 
 

@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from kernels.ops.registry import Backend
+from kernels.ops.backends.base import Backend
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 

@@ -74,10 +74,8 @@ class _CrossEntropy(torch.autograd.Function):
         m, v = logits.shape
         scale = (grad.to(torch.float32) / n_valid).reshape(1)
         dlogits = torch.empty_like(logits)
-        _bwd_kernel[(m,)](
-            logits, targets, lse, scale, dlogits, logits.stride(0), dlogits.stride(0), v,
-            ctx.ignore_index, BLOCK_V=_block(v),
-        )  # fmt: skip
+        args = (logits, targets, lse, scale, dlogits, logits.stride(0), dlogits.stride(0), v, ctx.ignore_index)
+        _bwd_kernel[(m,)](*args, BLOCK_V=_block(v))
         return dlogits, None, None
 
 

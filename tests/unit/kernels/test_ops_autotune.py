@@ -115,8 +115,9 @@ def test_second_process_reuses_the_cache_without_measuring(tmp_path):
     env.pop("MYOLO_AUTOTUNE_CACHE", None)
 
     def child() -> dict:
-        proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -169,8 +169,9 @@ def test_python_only_apex_build_is_unavailable(monkeypatch, _apex_cache):
 
 
 def test_pypi_apex_is_not_mistaken_for_nvidia_apex(monkeypatch, _apex_cache):
-    _install_modules(monkeypatch, ["apex"], ["apex.normalization", "apex.normalization.fused_layer_norm",
-                                            "apex.optimizers"])  # fmt: skip
+    _install_modules(
+        monkeypatch, ["apex"], ["apex.normalization", "apex.normalization.fused_layer_norm", "apex.optimizers"]
+    )
     assert "not NVIDIA apex" in apex_backend.apex_status()["layer_norm"]
 
 

@@ -16,14 +16,23 @@ ROOT = Path(__file__).parents[3]
 
 def _run(args: list[str], tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MYOLO_AUTOTUNE_CACHE": str(tmp_path / "autotune.json"), "PYTHONPATH": str(ROOT), **extra_env}
-    return subprocess.run([sys.executable, "-m", "kernels.ops.gpu_check", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=240)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "kernels.ops.gpu_check", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def test_gpu_check_logic_on_cpu(tmp_path):
     out = tmp_path / "gpu_check.json"
-    proc = _run(["--device", "cpu", "--small", "--reps", "1", "--dtype", "float32", "--out", str(out)], tmp_path,
-                TRITON_INTERPRET="1")  # fmt: skip
+    proc = _run(
+        ["--device", "cpu", "--small", "--reps", "1", "--dtype", "float32", "--out", str(out)],
+        tmp_path,
+        TRITON_INTERPRET="1",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["all_numerics_ok"] is True

@@ -23,8 +23,12 @@ if not INNER:
         here = Path(__file__)
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here)],
-            env=env, cwd=here.parents[3], capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            env=env,
+            cwd=here.parents[3],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         tail = (proc.stdout + proc.stderr)[-4000:]
         assert proc.returncode == 0, tail
         assert " passed" in proc.stdout and "skipped" not in proc.stdout, tail
