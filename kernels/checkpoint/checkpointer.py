@@ -16,13 +16,13 @@ backend, and collectives from two threads must not share one group); snapshots r
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import structlog
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import torch.nn as nn
@@ -41,7 +41,7 @@ from kernels.checkpoint.retention import prune_disk
 from kernels.checkpoint.snapshot import Persister, prune_snapshots, save_snapshot
 from kernels.checkpoint.state import Stateful, apply_state, check_parts, collect_state
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.kernels.checkpoint")
 
 
 def _nonneg(name: str, value: int) -> int:
@@ -123,13 +123,13 @@ class Checkpointer:
                     "the checkpoint directory was modified by hand: remove latest.json to start over"
                 )
             log.info(
-                "resumed from %s checkpoint %s (step %d, written by %d ranks, now %d) in %.2fs",
-                marker.kind,
-                root / marker.path,
-                step,
-                marker.world_size,
-                self.world_size,
-                time.perf_counter() - t0,
+                "resumed from checkpoint",
+                kind=marker.kind,
+                path=str(root / marker.path),
+                step=step,
+                written_by_ranks=marker.world_size,
+                ranks=self.world_size,
+                load_s=round(time.perf_counter() - t0, 2),
             )
         self._remove_newer_than(-1 if step is None else step)
         self._started = True
@@ -230,7 +230,7 @@ class Checkpointer:
         exc = future.exception()
         if exc is not None:
             self.failed_saves.append(f"step {step}: {exc}")
-            log.error("checkpoint of step %d to %s failed: %s", step, self.directory, exc)
+            log.error("checkpoint save failed", step=step, directory=str(self.directory), error=str(exc))
             return
         self.completed_saves.append(step)
         # DCP's save completes on any rank only after rank 0 wrote .metadata: the checkpoint is whole.

@@ -15,13 +15,13 @@ stay in shared memory (plus one being copied): older files are removed by the ra
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import threading
 from pathlib import Path
 from typing import Any
 
+import structlog
 import torch.distributed.checkpoint as dcp
 
 from kernels.checkpoint.layout import (
@@ -34,7 +34,7 @@ from kernels.checkpoint.layout import (
 from kernels.checkpoint.marker import advance_marker, read_marker
 from kernels.checkpoint.retention import DONE_PREFIX, persisted_complete, prune_disk
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.kernels.checkpoint")
 
 
 class Persister:
@@ -90,7 +90,7 @@ class Persister:
                 self.persisted.append(step)
             except Exception as exc:  # a failed copy must not kill training; the next snapshot retries
                 self.errors.append(f"step {step}: {exc}")
-                log.warning("persisting snapshot of step %d to %s failed: %s", step, self.disk_root, exc)
+                log.warning("snapshot not persisted", step=step, disk_root=str(self.disk_root), error=str(exc))
             finally:
                 with self._cond:
                     self._busy = None

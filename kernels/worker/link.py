@@ -10,12 +10,12 @@ agent can tell which rank hung or died.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
 
 import msgspec
+import structlog
 import zmq
 
 from events.payloads import TrainingProgress
@@ -29,7 +29,7 @@ from kernels.worker.protocol import (
     heartbeat_encoder,
 )
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("myolo.kernels.worker")
 
 _BITS = {"checkpoint": CHECKPOINT_BIT, "stop": STOP_BIT}
 
@@ -146,7 +146,7 @@ class AgentLink:
 
     def _ignore(self, why: str) -> None:
         self.ignored_control.append(why)
-        log.warning("%s", why)
+        log.warning("control message ignored", reason=why)
 
     def poll_control(self, timeout_ms: int = 0) -> ControlRequest | None:
         """The control request to act on after this step, the same on every rank; None when there is none.
