@@ -5,30 +5,34 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from kernels.parallel import rendezvous
 
 WORKER = Path(__file__).with_name("ops_dtensor_worker.py")
 ROOT = Path(__file__).parents[3]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_dtensor_inputs_use_dtensor_capable_backends(tmp_path):
-    port = _free_port()
+    store = rendezvous.host_store()
     procs = []
     for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "MYOLO_CACHE_DIR": str(tmp_path),
-               "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"}  # fmt: skip
-        procs.append(subprocess.Popen([sys.executable, str(WORKER)], env=env, cwd=ROOT,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))  # fmt: skip
+        env = {
+            **os.environ,
+            **rendezvous.worker_env(store),
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_RANK": str(rank),
+            "MYOLO_CACHE_DIR": str(tmp_path),
+            "PYTHONPATH": str(ROOT),
+            "TRITON_INTERPRET": "1",
+        }
+        cmd = [sys.executable, str(WORKER)]
+        procs.append(
+            subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
     results = []
     for p in procs:
         out, err = p.communicate(timeout=120)
@@ -39,5 +43,6 @@ def test_dtensor_inputs_use_dtensor_capable_backends(tmp_path):
         # Plain tensors would get the Triton kernels (interpreter on) ...
         assert r["configured"]["residual_rms_norm"] == "triton" and r["configured"]["cross_entropy"] == "triton"
         # ... but the DTensor calls must have run on native (DTensor sharding rules).
-        assert r["selected"] == {"residual_rms_norm": "native", "rms_norm": "native", "cross_entropy": "native",
-                                 "adamw": "native", "layer_norm": "native", "attention": "native"}, r  # fmt: skip
+        assert r["selected"] == dict.fromkeys(
+            ["residual_rms_norm", "rms_norm", "cross_entropy", "adamw", "layer_norm", "attention"], "native"
+        ), r

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import msgspec
 import zmq
 
+from kernels.parallel import rendezvous
 from kernels.worker.protocol import ControlMessage, WorkerHeartbeat
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,12 +42,6 @@ print(json.dumps(seen))
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_stop_and_checkpoint_are_obeyed_by_all_ranks_at_the_same_step(tmp_path: Path) -> None:
     ctx = zmq.Context()
     pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
@@ -56,7 +50,7 @@ def test_stop_and_checkpoint_are_obeyed_by_all_ranks_at_the_same_step(tmp_path: 
         s.setsockopt(zmq.LINGER, 0)
     pull.bind(f"ipc://{tmp_path}/progress.sock")
     push.bind(f"ipc://{tmp_path}/control.sock")
-    port = free_port()
+    store = rendezvous.host_store()
     procs = []
     for rank in range(2):
         env = {
@@ -64,8 +58,7 @@ def test_stop_and_checkpoint_are_obeyed_by_all_ranks_at_the_same_step(tmp_path: 
             "RANK": str(rank),
             "WORLD_SIZE": "2",
             "LOCAL_RANK": str(rank),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
+            **rendezvous.worker_env(store),
             "MYOLO_JOB_ID": "job-c",
             "MYOLO_GENERATION": "4",
             "MYOLO_ZMQ_PROGRESS": f"ipc://{tmp_path}/progress.sock",

@@ -13,7 +13,7 @@ from events.payloads import TrainingProgress
 from kernels.worker import AgentLink, ControlRequest, WorkerEnv
 from kernels.worker.protocol import ControlMessage, WorkerHeartbeat
 
-RECV_TIMEOUT_MS = 5000
+RECV_TIMEOUT_MS = 60_000  # a deadline against a hang, not a measurement: local IPC delivers in microseconds
 
 
 class FakeAgent:
