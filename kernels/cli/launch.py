@@ -29,7 +29,7 @@ import typer  # noqa: E402
 
 from kernels.cli.options import make_command  # noqa: E402
 from kernels.train import progress  # noqa: E402
-from kernels.train.config import ConfigError, JobConfig  # noqa: E402
+from kernels.train.config import JobConfig, JobConfigError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GRACE_S = 10.0  # how long survivors get to exit on their own after a rank fails
@@ -163,7 +163,7 @@ def failure_message(w: Worker) -> str:
 def launch(job: JobConfig, json_output: bool) -> None:
     try:
         job.validate(job.nproc)
-    except ConfigError as exc:
+    except JobConfigError as exc:
         typer.echo(f"myolo-train: error: {exc}", err=True)
         raise typer.Exit(2) from None
     renderer = progress.Renderer(as_json=json_output)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kernels.train.config import ConfigError, JobConfig
+from kernels.train.config import JobConfig, JobConfigError
 
 
 def parse_model_args(items: list[str] | None) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def parse_model_args(items: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
-            raise ConfigError(f"--model-arg {item!r} must look like name=value, e.g. n_layers=8")
+            raise JobConfigError(f"--model-arg {item!r} must look like name=value, e.g. n_layers=8")
         key, raw = item.split("=", 1)
         value: Any = raw
         for conv in (int, float):
@@ -41,7 +41,7 @@ def parse_ops(items: list[str] | None) -> dict[str, list[str]]:
     for item in items or []:
         op, sep, names = item.partition("=")
         if not sep or not op.strip() or not names.strip():
-            raise ConfigError(f"--ops {item!r} must look like op=backend[,backend...], e.g. rms_norm=triton,native")
+            raise JobConfigError(f"--ops {item!r} must look like op=backend[,backend...], e.g. rms_norm=triton,native")
         out[op.strip()] = [n.strip() for n in names.split(",") if n.strip()]
     return out
 
@@ -107,7 +107,7 @@ def make_command(runner: Runner) -> Callable[..., None]:
         flags["data_path"] = flags.pop("data")
         try:
             job = build_job(config, flags)
-        except (ConfigError, TypeError) as exc:
+        except (JobConfigError, TypeError) as exc:
             typer.echo(f"myolo-train: error: {exc}", err=True)
             raise typer.Exit(2) from None
         runner(job, json_output)

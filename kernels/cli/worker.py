@@ -35,7 +35,7 @@ import typer  # noqa: E402
 from kernels.cli.control import agent_control  # noqa: E402
 from kernels.cli.options import make_command  # noqa: E402
 from kernels.train import progress  # noqa: E402
-from kernels.train.config import ConfigError, JobConfig  # noqa: E402
+from kernels.train.config import JobConfig, JobConfigError  # noqa: E402
 
 
 def run_worker(job: JobConfig, json_output: bool) -> None:
@@ -61,7 +61,7 @@ def run_worker(job: JobConfig, json_output: bool) -> None:
     try:
         run(job, emit=progress.emit if env.rank == 0 else None, control=control)
         shutdown()
-    except ConfigError as exc:
+    except JobConfigError as exc:
         typer.echo(f"myolo-train worker rank {env.rank}: error: {exc}", err=True)
         raise typer.Exit(2) from None
     except Exception:

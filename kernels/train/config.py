@@ -15,12 +15,16 @@ from typing import Any
 
 from kernels.model.config import ModelConfig, preset
 from kernels.parallel.mesh import Layout
+from kernels.parallel.pp import SCHEDULES
 
-SCHEDULES = ("1f1b", "interleaved1f1b")
 
+class JobConfigError(ValueError):
+    """A training job's options are invalid; the message names the flag(s) and says what to change.
 
-class ConfigError(ValueError):
-    """A job option is invalid; the message names it and says what to change."""
+    Not ``events.errors.ConfigError``: that one is a daemon's configuration key (one dotted key and its
+    environment variable, message "config key K: reason"), whereas most job errors are about a combination
+    of flags against the world size (pp x tp vs --nproc, batch vs dp), which no single key names.
+    """
 
 
 @dataclass
@@ -62,7 +66,7 @@ class JobConfig:
         try:
             cfg = preset(self.model, **self.model_args)
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"model: {exc}") from exc
+            raise JobConfigError(f"model: {exc}") from exc
         return cfg
 
     def layout(self) -> Layout:
@@ -85,87 +89,87 @@ class JobConfig:
 
     # ---- validation ----------------------------------------------------------------------------
     def validate(self, world_size: int | None = None) -> JobConfig:
-        """Raise ConfigError for the first problem found; returns self for chaining."""
+        """Raise JobConfigError for the first problem found; returns self for chaining."""
         world = world_size if world_size is not None else self.nproc
         for name in ("nproc", "pp", "tp", "steps", "global_batch", "seq_len", "stages_per_rank", "sync_every"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+                raise JobConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         for name in ("dp", "micro_batch", "warmup_steps", "checkpoint_every", "snapshot_every"):
             if getattr(self, name) < 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+                raise JobConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         if self.lr <= 0:
-            raise ConfigError(f"--lr must be > 0, got {self.lr}")
+            raise JobConfigError(f"--lr must be > 0, got {self.lr}")
         if self.pp * self.tp > world or world % (self.pp * self.tp):
-            raise ConfigError(
+            raise JobConfigError(
                 f"layout pp={self.pp} x tp={self.tp} does not divide the world size {world}: "
                 f"choose --nproc as a multiple of pp*tp={self.pp * self.tp} or change --pp/--tp"
             )
         lay = self.layout()
         if lay.world != world:
-            raise ConfigError(
+            raise JobConfigError(
                 f"layout {lay} needs {lay.world} processes but the world size is {world}: "
                 f"set --dp {world // (self.pp * self.tp)} or --nproc {lay.world}"
             )
         cfg = self.model_config()
         if cfg.n_heads % self.tp or cfg.kv_heads % self.tp:
-            raise ConfigError(
+            raise JobConfigError(
                 f"model {self.model!r} has {cfg.n_heads} heads ({cfg.kv_heads} KV heads), not divisible "
                 f"by tp={self.tp}: choose --tp dividing {cfg.kv_heads} or set model_args.n_heads"
             )
         if cfg.vocab_size % self.tp or cfg.hidden % self.tp:
-            raise ConfigError(
+            raise JobConfigError(
                 f"vocab_size {cfg.vocab_size} and MLP hidden {cfg.hidden} must be divisible by tp={self.tp}: "
                 "pad model_args.vocab_size to a multiple of tp or change --tp"
             )
         if self.seq_len % self.tp:
-            raise ConfigError(
+            raise JobConfigError(
                 f"--seq-len {self.seq_len} must be divisible by tp={self.tp} (sequence parallelism shards it)"
             )
         if self.seq_len > cfg.max_seq_len:
-            raise ConfigError(f"--seq-len {self.seq_len} exceeds model max_seq_len {cfg.max_seq_len}")
+            raise JobConfigError(f"--seq-len {self.seq_len} exceeds model max_seq_len {cfg.max_seq_len}")
         if self.global_batch % lay.dp:
-            raise ConfigError(
+            raise JobConfigError(
                 f"--global-batch {self.global_batch} is not divisible by dp={lay.dp}: use a multiple of {lay.dp}"
             )
         per = self.rows_per_replica()
         if per % self.micro_rows():
-            raise ConfigError(
+            raise JobConfigError(
                 f"per-replica batch {per} (global {self.global_batch} / dp {lay.dp}) is not divisible by "
                 f"--micro-batch {self.micro_rows()}: choose a micro batch dividing {per}"
             )
         if self.schedule not in SCHEDULES:
-            raise ConfigError(f"--schedule {self.schedule!r} is unknown; choose one of {SCHEDULES}")
+            raise JobConfigError(f"--schedule {self.schedule!r} is unknown; choose one of {SCHEDULES}")
         if self.pp > 1:
             n_stages = self.pp * self.stages_per_rank
             if self.schedule == "1f1b" and self.stages_per_rank != 1:
-                raise ConfigError("--schedule 1f1b runs one stage per rank: set --stages-per-rank 1")
+                raise JobConfigError("--schedule 1f1b runs one stage per rank: set --stages-per-rank 1")
             if self.schedule == "interleaved1f1b" and self.stages_per_rank < 2:
-                raise ConfigError("--schedule interleaved1f1b needs --stages-per-rank >= 2")
+                raise JobConfigError("--schedule interleaved1f1b needs --stages-per-rank >= 2")
             if n_stages > cfg.n_layers:
-                raise ConfigError(f"{n_stages} pipeline stages exceed the model's {cfg.n_layers} layers: lower --pp")
+                raise JobConfigError(f"{n_stages} pipeline stages exceed the model's {cfg.n_layers} layers: lower --pp")
             n_mb = self.n_microbatches()
             if n_mb < self.pp:
-                raise ConfigError(
+                raise JobConfigError(
                     f"{n_mb} microbatches per step is fewer than the {self.pp} pipeline stages (the "
                     f"pipeline would hang): lower --micro-batch or raise --global-batch to at least "
                     f"{self.pp * lay.dp * self.micro_rows()}"
                 )
             if self.schedule == "interleaved1f1b" and n_mb % self.pp:
-                raise ConfigError(f"interleaved 1F1B needs microbatches ({n_mb}) to be a multiple of pp={self.pp}")
+                raise JobConfigError(f"interleaved 1F1B needs microbatches ({n_mb}) to be a multiple of pp={self.pp}")
         if self.compile and self.tp > 1:
             # Found on torch 2.13 (CPU, gloo): a compiled block under the TP plan gets a plain-tensor
             # gradient where its compiled backward expects a DTensor ("no attribute '_local_tensor'"),
             # even as one full graph. Eager TP and compiled pp/dp are fine.
-            raise ConfigError(
+            raise JobConfigError(
                 "--compile with tp > 1 is not supported yet (compiled tensor-parallel blocks fail in "
                 "backward on this torch): drop --compile, or use --tp 1"
             )
         if self.sync_every > 1 and lay.dp == 1:
-            raise ConfigError("--sync-every > 1 (local SGD) needs dp > 1 replicas to average")
+            raise JobConfigError("--sync-every > 1 (local SGD) needs dp > 1 replicas to average")
         if self.resume and not self.checkpoint_dir:
-            raise ConfigError("--resume needs --checkpoint-dir")
+            raise JobConfigError("--resume needs --checkpoint-dir")
         if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+            raise JobConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
         return self
 
     # ---- (de)serialisation ---------------------------------------------------------------------
@@ -177,7 +181,7 @@ class JobConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"unknown job option(s) {unknown}; valid options: {sorted(known)}")
+            raise JobConfigError(f"unknown job option(s) {unknown}; valid options: {sorted(known)}")
         return cls(**data)
 
     @classmethod
@@ -185,11 +189,11 @@ class JobConfig:
         """A TOML or JSON job file (flat keys, plus a [model_args] table), then explicit overrides."""
         p = Path(path)
         if not p.is_file():
-            raise ConfigError(f"--config {str(p)!r} does not exist")
+            raise JobConfigError(f"--config {str(p)!r} does not exist")
         text = p.read_text()
         try:
             data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"--config {p}: {exc}") from exc
+            raise JobConfigError(f"--config {p}: {exc}") from exc
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data)

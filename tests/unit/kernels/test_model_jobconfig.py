@@ -11,7 +11,7 @@ import pytest
 
 from kernels.parallel.mesh import Layout
 from kernels.train import progress
-from kernels.train.config import ConfigError, JobConfig
+from kernels.train.config import JobConfig, JobConfigError
 from kernels.train.loop import lr_lambda
 
 
@@ -49,7 +49,7 @@ def test_pipeline_default_microbatches_fill_the_stages() -> None:
     ],
 )
 def test_bad_configs_say_what_to_change(kw: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match=re.escape(message)):
+    with pytest.raises(JobConfigError, match=re.escape(message)):
         JobConfig(**kw).validate()
 
 
@@ -59,7 +59,7 @@ def test_config_file_then_overrides(tmp_path: Path) -> None:
     job = JobConfig.load(path, steps=3)
     assert (job.steps, job.tp, job.model_args) == (3, 2, {"n_layers": 2})
     path.write_text("stepz = 1\n")
-    with pytest.raises(ConfigError, match=r"unknown job option\(s\) \['stepz'\]"):
+    with pytest.raises(JobConfigError, match=r"unknown job option\(s\) \['stepz'\]"):
         JobConfig.load(path)
     again = JobConfig.from_dict(json.loads(job.to_json()))
     assert again == job
