@@ -16,7 +16,6 @@ import structlog
 from coordinator.commands.interface import CommandSender
 from coordinator.core.component import Component, RouteSet
 from coordinator.core.context import Context
-from coordinator.core.throttle import Throttle
 from coordinator.fleet import liveness, routes
 from coordinator.fleet.config import FleetConfig
 from coordinator.fleet.interface import Applied, Changed
@@ -24,6 +23,7 @@ from coordinator.fleet.model import CordonRecord, NodeState
 from coordinator.fleet.view import FleetView
 from events.bus import RecordInfo
 from events.envelope import Event
+from events.limits import Throttle
 from events.payloads import BandwidthReport, LeakReport, NcclReport, NodeFault, NodeSample
 
 log = structlog.get_logger("myolo.coordinator.fleet")
