@@ -7,25 +7,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from events.payloads import TrainingProgress
 from kernels.train.loop import Control
 
 
 def agent_control(env: Any) -> Control:
     if env.standalone:
         return Control()
-    from events.payloads import TrainingProgress
     from kernels.worker import AgentLink
 
     link = AgentLink(env)
-    fields = set(TrainingProgress.__struct_fields__)
 
     def poll() -> tuple[bool, bool]:
         req = link.poll_control()  # collective: the same answer on every rank
         return (False, False) if req is None else (req.checkpoint, req.stop)
 
-    def progress(rec: dict[str, Any]) -> None:
-        payload = {k: v for k, v in rec.items() if k in fields and v is not None}
-        payload.update(job_id=env.job_id, generation=env.generation, world_size=env.world_size)
-        link.progress(TrainingProgress(**payload))
+    def progress(payload: TrainingProgress) -> None:
+        # The agent's view of the run: its job id and generation, whatever the job file said.
+        link.progress(
+            msgspec.structs.replace(payload, job_id=env.job_id, generation=env.generation, world_size=env.world_size)
+        )
 
     return Control(poll=poll, progress=progress, heartbeat=link.heartbeat, close=link.close)

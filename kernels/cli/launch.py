@@ -1,7 +1,7 @@
 """``myolo-train``: run a job on this machine alone, like ``torchrun --standalone``.
 
-Validates the job before anything starts, picks a free rendezvous port, spawns ``--nproc`` workers with
-torchrun-style environments, renders rank 0's progress records, and if any rank fails stops the rest and
+Validates the job before anything starts, hosts the rendezvous store on a port the kernel picks, spawns
+``--nproc`` workers with torchrun-style environments, renders rank 0's progress records, and if any rank fails stops the rest and
 reports the *first* failing rank's error: the others only die of "connection closed by peer" after it.
 """
 
@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,19 +25,17 @@ from typing import IO
 _USER_INDUCTOR_CACHE = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 
 import typer  # noqa: E402
+from torch.distributed import TCPStore  # noqa: E402
 
 from kernels.cli.options import make_command  # noqa: E402
+from kernels.parallel import rendezvous  # noqa: E402
 from kernels.train import progress  # noqa: E402
 from kernels.train.config import JobConfig, JobConfigError  # noqa: E402
+from kernels.train.records import Record  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GRACE_S = 10.0  # how long survivors get to exit on their own after a rank fails
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+DRAIN_S = 30.0  # how long to wait for the last lines of exited workers
 
 
 @dataclass
@@ -47,17 +44,17 @@ class Worker:
     proc: subprocess.Popen[str]
     tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=60))
     exit_time: float | None = None
+    pumps: list[threading.Thread] = field(default_factory=list)  # readers of its stdout and stderr
 
 
-def worker_env(rank: int, nproc: int, port: int, job_id: str) -> dict[str, str]:
+def worker_env(rank: int, nproc: int, store: TCPStore, job_id: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         RANK=str(rank),
         WORLD_SIZE=str(nproc),
         LOCAL_RANK=str(rank),
         LOCAL_WORLD_SIZE=str(nproc),
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
+        **rendezvous.worker_env(store),
         MYOLO_JOB_ID=job_id,
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p),
     )
@@ -79,13 +76,12 @@ def _pump(stream: IO[str], on_line) -> None:
     stream.close()
 
 
-def spawn(job_file: Path, nproc: int, job_id: str, on_record) -> list[Worker]:
-    port = free_port()
+def spawn(job_file: Path, nproc: int, job_id: str, store: TCPStore, on_record) -> list[Worker]:
     workers: list[Worker] = []
     for rank in range(nproc):
         proc = subprocess.Popen(
             [sys.executable, "-m", "kernels.cli.worker", "--config", str(job_file)],
-            env=worker_env(rank, nproc, port, job_id),
+            env=worker_env(rank, nproc, store, job_id),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -102,11 +98,26 @@ def spawn(job_file: Path, nproc: int, job_id: str, on_record) -> list[Worker]:
             elif line.strip():
                 w.tail.append(line.rstrip("\n"))
 
-        threading.Thread(target=_pump, args=(proc.stdout, on_out), daemon=True).start()
-        threading.Thread(
-            target=_pump, args=(proc.stderr, lambda line, w=w: w.tail.append(line.rstrip("\n"))), daemon=True
-        ).start()
+        def on_err(line: str, w: Worker = w) -> None:
+            w.tail.append(line.rstrip("\n"))
+
+        w.pumps = [
+            threading.Thread(target=_pump, args=args, daemon=True)
+            for args in ((proc.stdout, on_out), (proc.stderr, on_err))
+        ]
+        for t in w.pumps:
+            t.start()
     return workers
+
+
+def drain(workers: list[Worker], timeout_s: float = DRAIN_S) -> None:
+    """Wait until every line the exited workers wrote has been read (their pipes reach end of file).
+
+    Bounded: a process a worker started may hold a pipe open after the worker is gone."""
+    deadline = time.monotonic() + timeout_s
+    for w in workers:
+        for t in w.pumps:
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 # What a rank says when it died only because another one did (its peer's socket closed under it).
@@ -169,14 +180,15 @@ def launch(job: JobConfig, json_output: bool) -> None:
     renderer = progress.Renderer(as_json=json_output)
     lock = threading.Lock()
 
-    def on_record(rec: dict) -> None:
+    def on_record(rec: Record) -> None:
         with lock:
             renderer.show(rec)
 
     with tempfile.TemporaryDirectory(prefix="myolo-train-") as tmp:
         job_file = Path(tmp) / "job.json"
         job_file.write_text(json.dumps(json.loads(job.to_json()), indent=1))
-        workers = spawn(job_file, job.nproc, job.job_id, on_record)
+        store = rendezvous.host_store()  # held until every worker has exited
+        workers = spawn(job_file, job.nproc, job.job_id, store, on_record)
         try:
             failed = supervise(workers)
         except KeyboardInterrupt:
@@ -184,7 +196,7 @@ def launch(job: JobConfig, json_output: bool) -> None:
             renderer.finish_line()
             typer.echo("myolo-train: interrupted", err=True)
             raise typer.Exit(130) from None
-        time.sleep(0.1)  # let the pump threads drain the last lines
+        drain(workers)
     renderer.finish_line()
     if failed is not None:
         typer.echo(failure_message(failed), err=True)

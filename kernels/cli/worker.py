@@ -7,7 +7,6 @@ records on stdout for ``myolo-train``; every replica's reporting rank pushes pro
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import tempfile
@@ -32,6 +31,7 @@ isolate_compile_cache(int(os.environ.get("RANK", "0") or 0))
 
 import typer  # noqa: E402
 
+from events.logs import configure_logging  # noqa: E402
 from kernels.cli.control import agent_control  # noqa: E402
 from kernels.cli.options import make_command  # noqa: E402
 from kernels.train import progress  # noqa: E402
@@ -71,7 +71,7 @@ def run_worker(job: JobConfig, json_output: bool) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging("info", stream=sys.stderr)  # stdout carries the progress records
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command(help="Run one training worker (torchrun-style environment).")(make_command(run_worker))
     try:

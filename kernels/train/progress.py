@@ -2,29 +2,39 @@
 
 Rank 0 writes ``{"event": ...}`` records on stdout (its only stdout use); the launcher prints them
 as-is with ``--json`` or as a live, self-overwriting line on a terminal (plain lines when piped).
+The JSON is the standard library's (``NaN`` for a loss not yet known), keys sorted.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TextIO
+
+import msgspec
+
+from kernels.train.records import EndRecord, Record, StartRecord, StepRecord
 
 RECORD_PREFIX = "@myolo "  # marks worker records so stray prints from libraries are not mistaken
 
 
-def emit(record: dict[str, Any], stream: TextIO | None = None) -> None:
+def to_json(record: Record) -> str:
+    return json.dumps(msgspec.to_builtins(record), sort_keys=True)
+
+
+def emit(record: Record, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
-    out.write(RECORD_PREFIX + json.dumps(record, sort_keys=True) + "\n")
+    out.write(RECORD_PREFIX + to_json(record) + "\n")
     out.flush()
 
 
-def parse(line: str) -> dict[str, Any] | None:
+def parse(line: str) -> Record | None:
+    """The record on a worker's output line; None for any other line (a library's print, a torn line)."""
     if not line.startswith(RECORD_PREFIX):
         return None
     try:
-        return json.loads(line[len(RECORD_PREFIX) :])
-    except json.JSONDecodeError:
+        return msgspec.convert(json.loads(line[len(RECORD_PREFIX) :]), Record)
+    except (json.JSONDecodeError, msgspec.ValidationError):
         return None
 
 
@@ -35,29 +45,29 @@ def _si(x: float) -> str:
     return f"{x:.1f}"
 
 
-def format_line(rec: dict[str, Any]) -> str:
+def format_line(rec: Record) -> str:
     """Human form of a record: the step line, or the start banner with layout and op backends."""
-    if rec.get("event") == "start":
-        backends = ", ".join(f"{k}={v}" for k, v in sorted(rec.get("backends", {}).items()))
+    if isinstance(rec, StartRecord):
+        backends = ", ".join(f"{k}={v}" for k, v in sorted(rec.backends.items()))
         return (
-            f"myolo-train: {rec['model']} ({rec['params'] / 1e6:.2f}M params) layout {rec['layout']} "
-            f"on {rec['device']} ({rec['dtype']}), global batch {rec['global_batch']} x {rec['seq_len']}, "
-            f"{rec['microbatches']} microbatch(es)/replica, start step {rec['start_step']}\n"
+            f"myolo-train: {rec.model} ({rec.params / 1e6:.2f}M params) layout {rec.layout} "
+            f"on {rec.device} ({rec.dtype}), global batch {rec.global_batch} x {rec.seq_len}, "
+            f"{rec.microbatches} microbatch(es)/replica, start step {rec.start_step}\n"
             f"  ops: {backends or '-'}"
         )
-    if rec.get("event") == "end":
-        return f"done: {rec['steps']} steps, final loss {rec['loss']:.4f}, {_si(rec['tokens_per_s'])} tok/s"
+    if isinstance(rec, EndRecord):
+        return f"done: {rec.steps} steps, final loss {rec.loss:.4f}, {_si(rec.tokens_per_s)} tok/s"
     parts = [
-        f"step {rec['step']}/{rec['steps']}",
-        f"loss {rec['loss']:.4f}",
-        f"{_si(rec['tokens_per_s'])} tok/s",
-        f"{rec['step_time_s'] * 1000:.0f} ms/step",
-        f"gnorm {rec['grad_norm']:.3f}",
+        f"step {rec.step}/{rec.steps}",
+        f"loss {rec.loss:.4f}",
+        f"{_si(rec.tokens_per_s)} tok/s",
+        f"{rec.step_time_s * 1000:.0f} ms/step",
+        f"gnorm {rec.grad_norm:.3f}",
     ]
-    if rec.get("mfu") is not None:
-        parts.append(f"MFU {rec['mfu'] * 100:.1f}%")
-    if rec.get("gradient_staleness"):
-        parts.append(f"stale {rec['gradient_staleness']}")
+    if rec.mfu is not None:
+        parts.append(f"MFU {rec.mfu * 100:.1f}%")
+    if rec.gradient_staleness:
+        parts.append(f"stale {rec.gradient_staleness}")
     return " | ".join(parts)
 
 
@@ -70,10 +80,10 @@ class Renderer:
         self.live = not as_json and self.stream.isatty()
         self._open_line = False
 
-    def show(self, rec: dict[str, Any]) -> None:
+    def show(self, rec: Record) -> None:
         if self.as_json:
-            self.stream.write(json.dumps(rec, sort_keys=True) + "\n")
-        elif self.live and rec.get("event") == "step":
+            self.stream.write(to_json(rec) + "\n")
+        elif self.live and isinstance(rec, StepRecord):
             self.stream.write("\r\x1b[2K" + format_line(rec))
             self._open_line = True
         else:

@@ -30,22 +30,23 @@ def single_process(name: str, **job_kw) -> dict:
 
     from kernels.train.config import JobConfig
     from kernels.train.loop import run
+    from kernels.train.records import StepRecord
 
     torch.set_num_threads(os.cpu_count() or 1)
     job = JobConfig(model="small", global_batch=4, seq_len=64, steps=WARMUP + MEASURED, **job_kw)
     t0 = time.perf_counter()
-    recs = [r for r in run(job).records if r["event"] == "step"]
+    recs = [r for r in run(job).records if isinstance(r, StepRecord)]
     wall = time.perf_counter() - t0
-    timed = [r["step_time_s"] for r in recs[WARMUP:]]
+    timed = [r.step_time_s for r in recs[WARMUP:]]
     step_s = statistics.median(timed)
     result = {
         "name": name,
         "tokens_per_step": job.global_batch * job.seq_len,
         "median_step_s": step_s,
         "tokens_per_s": job.global_batch * job.seq_len / step_s,
-        "first_step_s": recs[0]["step_time_s"],  # includes compilation under --compile
+        "first_step_s": recs[0].step_time_s,  # includes compilation under --compile
         "wall_s": wall,
-        "backends": recs[-1]["backends"],
+        "backends": recs[-1].backends,
     }
     print(json.dumps(result), flush=True)
     return result

@@ -14,6 +14,7 @@ import pytest
 import zmq
 
 from events.payloads import TrainingProgress
+from kernels.parallel import rendezvous
 
 REPO = Path(__file__).resolve().parents[3]
 TINY = ["--model", "tiny", "--seed", "0", "--global-batch", "4", "--seq-len", "16"]
@@ -114,7 +115,7 @@ def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
     pull.bind(f"ipc://{tmp_path}/progress")
     push = ctx.socket(zmq.PUSH)
     push.bind(f"ipc://{tmp_path}/control")
-    port = 20000 + os.getpid() % 20000
+    store = rendezvous.host_store()
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "kernels.cli.worker", *TINY, "--dp", "2", "--steps", "1000"],
@@ -125,8 +126,7 @@ def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
                 "RANK": str(r),
                 "WORLD_SIZE": "2",
                 "LOCAL_RANK": str(r),
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(port),
+                **rendezvous.worker_env(store),
                 "MYOLO_JOB_ID": "job-7",
                 "MYOLO_GENERATION": "3",
                 "MYOLO_ZMQ_PROGRESS": f"ipc://{tmp_path}/progress",

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from kernels.model import GPT, preset
+from kernels.parallel import rendezvous
 from kernels.parallel.mesh import Layout
 from kernels.parallel.pp import layer_ranges
 
@@ -85,7 +86,8 @@ def test_local_sgd_staleness_cycles_and_departs_from_sync() -> None:
     sync = train("--nproc", "2", "--dp", "2", "--steps", "6")
     assert all(r["gradient_staleness"] == 0 for r in sync)
     assert steps[0]["loss"] == pytest.approx(sync[0]["loss"], rel=1e-6)  # same init, same data
-    assert steps[-1]["loss"] != pytest.approx(sync[-1]["loss"], rel=1e-7)
+    # Observed 9e-4 apart after 6 steps; 1e-4 is far above what rounding alone moves a loss (~1e-6).
+    assert steps[-1]["loss"] != pytest.approx(sync[-1]["loss"], rel=1e-4)
 
 
 # ---- each rank's parameter shard ---------------------------------------------------------------
@@ -95,7 +97,8 @@ import json, sys, torch
 torch.set_num_threads(1)
 from torch.distributed.tensor import DTensor
 from kernels.train.config import JobConfig
-from kernels.train.loop import build_model, setup, shutdown
+from kernels.train.loop import shutdown
+from kernels.train.session import build_model, setup
 job = JobConfig.from_dict(json.loads(sys.argv[1]))
 info, dtype = setup(job)
 pm, _ = build_model(job, info, dtype, use_fsdp=True)
@@ -128,7 +131,7 @@ def test_each_rank_holds_its_expected_shard(tmp_path: Path) -> None:
         "seq_len": 32,
         "seed": 0,
     }
-    port = 29500 + (os.getpid() % 2000)
+    store = rendezvous.host_store()
     procs = []
     for rank in range(lay.world):
         env = {
@@ -136,8 +139,7 @@ def test_each_rank_holds_its_expected_shard(tmp_path: Path) -> None:
             "RANK": str(rank),
             "WORLD_SIZE": str(lay.world),
             "LOCAL_RANK": str(rank),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
+            **rendezvous.worker_env(store),
             "OMP_NUM_THREADS": "1",
         }
         procs.append(

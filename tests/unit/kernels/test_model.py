@@ -152,10 +152,11 @@ def test_compile_per_block_matches_eager() -> None:
     """``--compile`` (torch.compile on each block) trains to the same losses as eager in one process."""
     from kernels.train.config import JobConfig
     from kernels.train.loop import run
+    from kernels.train.records import StepRecord
 
     def losses(compile_blocks: bool) -> list[float]:
         job = JobConfig(steps=3, global_batch=4, seq_len=32, compile=compile_blocks)
-        return [r["loss"] for r in run(job).records if r["event"] == "step"]
+        return [r.loss for r in run(job).records if isinstance(r, StepRecord)]
 
     eager, compiled = losses(False), losses(True)
     assert compiled == pytest.approx(eager, rel=1e-5)

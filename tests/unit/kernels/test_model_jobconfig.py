@@ -1,8 +1,7 @@
-"""Job validation: each bad layout or batch fails at once with what to change; progress rendering."""
+"""Job validation: each bad layout or batch fails at once with what to change; the learning-rate schedule."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
@@ -10,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernels.parallel.mesh import Layout
-from kernels.train import progress
 from kernels.train.config import JobConfig, JobConfigError
-from kernels.train.loop import lr_lambda
+from kernels.train.session import lr_lambda
 
 
 def test_default_layout_and_accumulation_follow_dp() -> None:
@@ -71,27 +69,3 @@ def test_lr_schedule_warms_up_then_decays() -> None:
     assert f(2) == pytest.approx(1.0)
     assert f(10) == pytest.approx(0.1)
     assert all(f(i) >= f(i + 1) for i in range(2, 10))
-
-
-def test_progress_records_roundtrip_and_render() -> None:
-    buf = io.StringIO()
-    rec = {
-        "event": "step",
-        "step": 3,
-        "steps": 9,
-        "loss": 2.5,
-        "tokens_per_s": 12345.0,
-        "step_time_s": 0.25,
-        "grad_norm": 0.5,
-        "mfu": 0.41,
-        "gradient_staleness": 2,
-    }
-    progress.emit(rec, buf)
-    assert progress.parse(buf.getvalue().strip()) == rec
-    assert progress.parse("some library print") is None
-    line = progress.format_line(rec)
-    assert "step 3/9" in line and "loss 2.5000" in line and "12.35k tok/s" in line
-    assert "250 ms/step" in line and "MFU 41.0%" in line and "stale 2" in line
-    out = io.StringIO()
-    progress.Renderer(as_json=True, stream=out).show(rec)
-    assert json.loads(out.getvalue()) == rec
