@@ -18,8 +18,6 @@ import os
 import time
 from dataclasses import dataclass, field
 
-import structlog
-
 from agent.fleetsim.faults import DEFAULT_MIX, FaultPlan, xid_fault
 from agent.fleetsim.model import FleetModel
 from agent.fleetsim.sink import KafkaSink, RecordSink, partition_of
@@ -30,7 +28,6 @@ from events.envelope import new_event, rfc3339
 from events.settings import KafkaSettings
 from events.topics import NODE_FAULTS, NODE_SAMPLES
 
-log = structlog.get_logger("myolo.agent.fleetsim")
 SAMPLE_TYPE = "ai.myolo.node.sample.v1"
 _SPEC = ("ce_specversion", b"1.0")
 _TYPE = ("ce_type", SAMPLE_TYPE.encode())

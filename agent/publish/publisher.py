@@ -23,7 +23,7 @@ import structlog
 from agent.config import PublishConfig
 from agent.publish.loss import loss_fault, new_losses
 from agent.spool import Spool, SpoolEntry, SpoolRecord
-from events.clock import Clock
+from events.clock import Clock, sleep_or_wake
 from events.codec import decode, encode
 from events.envelope import Event, new_event
 from events.errors import InvalidEvent
@@ -85,7 +85,7 @@ class Publisher:
         self._wake = asyncio.Event()
         self._committed = asyncio.Event()
         self._first_sample = asyncio.Event()
-        self._stopping = False
+        self._stopping = asyncio.Event()  # close() sets it; a back-off wakes for it
         self._backoff = 0.1
         self._reported: dict[str, int] = {}
         self._reporting = False
@@ -138,7 +138,7 @@ class Publisher:
     async def run(self) -> None:
         """Send spooled records forever (until :meth:`close`)."""
         batch = 1
-        while not self._stopping:
+        while not self._stopping.is_set():
             self.report_losses()
             if self._producer is None and not await self._connect():
                 await self._pause()
@@ -193,7 +193,7 @@ class Publisher:
     async def close(self, flush_timeout_s: float = 5.0) -> None:
         """Flush what Kafka will take within the timeout; the rest stays in the spool for the next start."""
         await self.drain(flush_timeout_s)
-        self._stopping = True
+        self._stopping.set()
         self._wake.set()
         if self._producer is not None:
             try:
@@ -295,15 +295,4 @@ class Publisher:
     async def _pause(self) -> None:
         """Back off (doubling up to ``retry_max_s``), waking early when asked to stop."""
         delay, self._backoff = self._backoff, min(self._backoff * 2, self.cfg.retry_max_s)
-        sleeper = asyncio.ensure_future(self._clock.sleep(delay))
-        stopper = asyncio.ensure_future(self._wait_stop())
-        try:
-            await asyncio.wait([sleeper, stopper], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, stopper):
-                task.cancel()
-
-    async def _wait_stop(self) -> None:
-        while not self._stopping:
-            self._wake.clear()
-            await self._wake.wait()
+        await sleep_or_wake(self._clock, delay, self._stopping)
