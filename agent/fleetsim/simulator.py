@@ -27,10 +27,10 @@ from events.codec import encode
 from events.envelope import new_event, rfc3339
 from events.settings import KafkaSettings
 from events.topics import NODE_FAULTS, NODE_SAMPLES
+from events.types import NODE_SAMPLE_V1
 
-SAMPLE_TYPE = "ai.myolo.node.sample.v1"
 _SPEC = ("ce_specversion", b"1.0")
-_TYPE = ("ce_type", SAMPLE_TYPE.encode())
+_TYPE = ("ce_type", NODE_SAMPLE_V1.encode())
 _CTYPE = ("content-type", b"application/json")
 _HEALTH_RANK = {"ok": 0, "warn": 1, "fail": 2}
 
