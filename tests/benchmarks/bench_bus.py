@@ -56,9 +56,12 @@ async def bare_loop(settings: KafkaSettings, topic: str) -> dict:
     got_at: dict[bytes | str, float] = {}
     producer = AIOKafkaProducer(**DEFAULT_PRODUCER_OPTIONS, **settings.client_kwargs())
     consumer = AIOKafkaConsumer(
-        topic, **settings.client_kwargs(), group_id=f"bare-{uuid.uuid4().hex}", auto_offset_reset="earliest",
+        topic,
+        **settings.client_kwargs(),
+        group_id=f"bare-{uuid.uuid4().hex}",
+        auto_offset_reset="earliest",
         enable_auto_commit=False,
-    )  # fmt: skip
+    )
     await producer.start()
     await consumer.start()
     while not consumer.assignment():  # join the group before the clock starts, as ours does below

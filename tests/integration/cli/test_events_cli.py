@@ -52,13 +52,22 @@ def test_produce_then_tail(kafka, tmp_path: Path) -> None:
     fault["node_id"] = node
     payload.write_bytes(msgspec.json.encode(fault))
     topic = "myolo.node.faults"
-    sent = myoloctl("events", "produce", topic, "--type", "ai.myolo.node.fault.v1", "--data", f"@{payload}",
-                    bootstrap=kafka.bootstrap)  # fmt: skip
+    sent = myoloctl(
+        "events",
+        "produce",
+        topic,
+        "--type",
+        "ai.myolo.node.fault.v1",
+        "--data",
+        f"@{payload}",
+        bootstrap=kafka.bootstrap,
+    )
     assert sent.returncode == 0, sent.stderr
     assert b"sent ai.myolo.node.fault.v1" in sent.stdout
 
-    tail = myoloctl("events", "tail", topic, "--from-beginning", "--idle-timeout", "3", "-o", "json",
-                    bootstrap=kafka.bootstrap)  # fmt: skip
+    tail = myoloctl(
+        "events", "tail", topic, "--from-beginning", "--idle-timeout", "3", "-o", "json", bootstrap=kafka.bootstrap
+    )
     assert tail.returncode == 0, tail.stderr
     rows = [json.loads(line) for line in tail.stdout.decode().splitlines()]
     mine = [r for r in rows if r.get("key") == node]
@@ -72,14 +81,38 @@ def test_produce_then_tail(kafka, tmp_path: Path) -> None:
 def test_produce_rejects_invalid_payloads_before_sending(kafka, tmp_path: Path) -> None:
     bad = msgspec.to_builtins(example_payloads()["ai.myolo.node.fault.v1"])
     del bad["health"]
-    result = myoloctl("events", "produce", "myolo.node.faults", "--type", "ai.myolo.node.fault.v1", "--data", "-",
-                      bootstrap=kafka.bootstrap, stdin=msgspec.json.encode(bad))  # fmt: skip
+    result = myoloctl(
+        "events",
+        "produce",
+        "myolo.node.faults",
+        "--type",
+        "ai.myolo.node.fault.v1",
+        "--data",
+        "-",
+        bootstrap=kafka.bootstrap,
+        stdin=msgspec.json.encode(bad),
+    )
     assert result.returncode == 2
     assert b"data.health" in result.stderr and b"missing required field" in result.stderr
-    wrong_topic = myoloctl("events", "produce", "myolo.commands", "--type", "ai.myolo.node.fault.v1",
-                           "--data", msgspec.json.encode(example_payloads()["ai.myolo.node.fault.v1"]).decode(),
-                           bootstrap=kafka.bootstrap)  # fmt: skip
+    wrong_topic = myoloctl(
+        "events",
+        "produce",
+        "myolo.commands",
+        "--type",
+        "ai.myolo.node.fault.v1",
+        "--data",
+        msgspec.json.encode(example_payloads()["ai.myolo.node.fault.v1"]).decode(),
+        bootstrap=kafka.bootstrap,
+    )
     assert wrong_topic.returncode == 2 and b"does not belong on topic" in wrong_topic.stderr
-    unknown = myoloctl("events", "produce", "myolo.node.faults", "--type", "ai.myolo.node.fault.v9", "--data", "{}",
-                       bootstrap=kafka.bootstrap)  # fmt: skip
+    unknown = myoloctl(
+        "events",
+        "produce",
+        "myolo.node.faults",
+        "--type",
+        "ai.myolo.node.fault.v9",
+        "--data",
+        "{}",
+        bootstrap=kafka.bootstrap,
+    )
     assert unknown.returncode == 2 and b"unsupported version" in unknown.stderr

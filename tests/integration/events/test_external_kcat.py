@@ -95,8 +95,12 @@ async def test_a_record_the_kafka_client_cannot_parse_is_stepped_over(kafka, set
     topic = await fresh_topic(1)
     kcat(kafka.bootstrap, topic, "good-1", sample_event(id="before-the-unreadable-one"))
     assert KCAT is not None
-    subprocess.run([KCAT, "-P", "-b", kafka.bootstrap, "-t", topic, "-k", "bad", b"-H", b"n\xffme=v"],
-                   input=sample_event(id="unreadable"), check=True, timeout=30)  # fmt: skip
+    subprocess.run(
+        [KCAT, "-P", "-b", kafka.bootstrap, "-t", topic, "-k", "bad", b"-H", b"n\xffme=v"],
+        input=sample_event(id="unreadable"),
+        check=True,
+        timeout=30,
+    )
     kcat(kafka.bootstrap, topic, "good-2", sample_event(id="after-the-unreadable-one"))
     handled: list[str] = []
 

@@ -47,8 +47,13 @@ def nested_structured(node: str, depth: int = 3000) -> bytes:
 
 
 def binary_headers(type_: str, event_id: str) -> dict[str, str]:
-    return {"ce_specversion": "1.0", "ce_id": event_id, "ce_source": "ext/kcat", "ce_type": type_,
-            "content-type": "application/json"}  # fmt: skip
+    return {
+        "ce_specversion": "1.0",
+        "ce_id": event_id,
+        "ce_source": "ext/kcat",
+        "ce_type": type_,
+        "content-type": "application/json",
+    }
 
 
 def nested_ack(node: str, depth: int = 1000) -> bytes:
@@ -172,8 +177,10 @@ async def test_poison_records_stop_no_coordinator(kafka, settings, tmp_path: Pat
         assert all("FAIL" in n["cordon"]["reason"] for n in coords.node(node)), coords.node(node)
         assert all(p.poll() is None for p in coords.procs), "no coordinator stopped"
         assert coords.serving_with_one_leader(), "both still serve, and a leader is known"
-        assert all(code == 200 and any(n["node_id"] == node for n in body["items"])
-                   for code, body in coords.get_all("/v1/nodes"))  # fmt: skip
+        assert all(
+            code == 200 and any(n["node_id"] == node for n in body["items"])
+            for code, body in coords.get_all("/v1/nodes")
+        )
     except BaseException:
         print(coords.logs())
         raise

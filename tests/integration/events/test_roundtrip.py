@@ -43,8 +43,12 @@ async def test_every_type_round_trips_with_trace_context(settings, producer, fre
         back = got[event_id]
         assert back.data == event.data
         assert (back.type, back.source, back.subject, back.key, back.time) == (
-            event.type, event.source, event.subject, event.key, event.time,
-        )  # fmt: skip
+            event.type,
+            event.source,
+            event.subject,
+            event.key,
+            event.time,
+        )
         assert back.extensions["site"] == "rack-7"
         assert back.extensions["traceparent"].split("-")[1] == f"{trace_id:032x}"
         assert seen_trace[event_id] == trace_id  # the consumer's span continues the producer's trace

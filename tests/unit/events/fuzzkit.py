@@ -39,13 +39,37 @@ EXAMPLES = example_payloads(NODE)
 PLACES: dict[tuple[str, bool], list[tuple]] = {}  # every place in each type's JSON tree, binary and structured
 RAW = "__fuzz_raw__"  # a string in the JSON tree that is replaced by raw JSON text after encoding
 HEADER_NAMES = [
-    "ce_specversion", "ce_id", "ce_source", "ce_type", "ce_time", "ce_subject", "content-type", "traceparent",
-    "tracestate", "ce_sig", "ce_sigkeyid", "ce_datacontenttype", "ce_partitionkey", "CE_ID", "ce_", "x-other",
-]  # fmt: skip
+    "ce_specversion",
+    "ce_id",
+    "ce_source",
+    "ce_type",
+    "ce_time",
+    "ce_subject",
+    "content-type",
+    "traceparent",
+    "tracestate",
+    "ce_sig",
+    "ce_sigkeyid",
+    "ce_datacontenttype",
+    "ce_partitionkey",
+    "CE_ID",
+    "ce_",
+    "x-other",
+]
 HEADER_VALUES = [
-    b"1.0", b"0.3", b"", b"application/json", b"application/cloudevents+json", b"text/plain", b"\xff\xfe",
-    b"2026-01-01T00:00:00Z", b"yesterday", b"fuzz", NODE.encode(), *(t.encode() for t in TYPES),
-]  # fmt: skip
+    b"1.0",
+    b"0.3",
+    b"",
+    b"application/json",
+    b"application/cloudevents+json",
+    b"text/plain",
+    b"\xff\xfe",
+    b"2026-01-01T00:00:00Z",
+    b"yesterday",
+    b"fuzz",
+    NODE.encode(),
+    *(t.encode() for t in TYPES),
+]
 SIZES = [0, 1, 8, 64, 255, 256, 257, 513, 4097, 70_000, 1_100_000]
 NUMBERS = ["1e999", "-1e999", "1" + "0" * 400, "-0", "1e-400", "NaN", "Infinity", "-1", "1.5", "18446744073709551616"]
 
@@ -97,9 +121,15 @@ class Rig:
             settings, INGEST_TOPICS, "fuzz-ingest", self.handle, dead_letters=self.dlq, clock=InstantClock()
         )
         self.agent = EventConsumer(
-            settings, [COMMANDS], "fuzz-agent", self.handle, dead_letters=self.dlq, clock=InstantClock(),
-            verifier=Verifier([KEY]), accept_key=lambda key: key is None or key == NODE.encode(),
-        )  # fmt: skip
+            settings,
+            [COMMANDS],
+            "fuzz-agent",
+            self.handle,
+            dead_letters=self.dlq,
+            clock=InstantClock(),
+            verifier=Verifier([KEY]),
+            accept_key=lambda key: key is None or key == NODE.encode(),
+        )
 
     async def handle(self, event: Any, info: Any) -> None:
         if self.mode == "error":

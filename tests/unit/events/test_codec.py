@@ -19,8 +19,12 @@ def test_binary_round_trip_of_every_type(type_: str) -> None:
     back = decode(value, headers, key)
     assert back.data == event.data
     assert (back.id, back.source, back.type, back.time, back.key) == (
-        event.id, event.source, type_, event.time, event.key,
-    )  # fmt: skip
+        event.id,
+        event.source,
+        type_,
+        event.time,
+        event.key,
+    )
     assert dict(headers)["ce_type"] == type_.encode()
 
 

@@ -70,8 +70,13 @@ def test_security_settings_become_client_arguments(tmp_path: Path) -> None:
     assert kw["sasl_mechanism"] == "SCRAM-SHA-512"
     assert (kw["sasl_plain_username"], kw["sasl_plain_password"]) == ("agent", "s3cret")
     with pytest.raises(ConfigError) as info:
-        KafkaSettings(bootstrap="k:9093", security_protocol="SASL_SSL", sasl_username="a", sasl_password="p",
-                      ssl_ca_file=str(tmp_path / "missing.pem")).client_kwargs()  # fmt: skip
+        KafkaSettings(
+            bootstrap="k:9093",
+            security_protocol="SASL_SSL",
+            sasl_username="a",
+            sasl_password="p",
+            ssl_ca_file=str(tmp_path / "missing.pem"),
+        ).client_kwargs()
     assert info.value.key == "kafka.ssl_ca_file"
     with pytest.raises(ConfigError) as info:
         KafkaSettings(bootstrap="k:9093", security_protocol="SASL_SSL").client_kwargs()

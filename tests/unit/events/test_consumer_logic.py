@@ -117,9 +117,14 @@ async def test_records_keyed_for_someone_else_are_skipped_before_decoding() -> N
 
     dlq = DeadLetters()
     consumer = EventConsumer(
-        KafkaSettings(bootstrap="127.0.0.1:1"), ["myolo.node.samples"], "g", handler, dead_letters=dlq,
-        clock=InstantClock(), accept_key=lambda key: key == b"mine",
-    )  # fmt: skip
+        KafkaSettings(bootstrap="127.0.0.1:1"),
+        ["myolo.node.samples"],
+        "g",
+        handler,
+        dead_letters=dlq,
+        clock=InstantClock(),
+        accept_key=lambda key: key == b"mine",
+    )
     garbage = ConsumerRecord("myolo.node.samples", 0, 0, 0, 0, b"theirs", b"not json", None, 6, 8, [])
     await consumer.process(garbage)
     await consumer.process(_record(new_event(node_sample("mine", gpus=1), "agent/x"), 1))
@@ -161,9 +166,14 @@ async def test_a_check_failing_with_any_exception_is_dead_lettered() -> None:
 
     dlq = DeadLetters()
     consumer = EventConsumer(
-        KafkaSettings(bootstrap="127.0.0.1:1"), ["myolo.node.samples"], "g", _never, dead_letters=dlq,
-        clock=InstantClock(), verifier=Crashing([]),
-    )  # fmt: skip
+        KafkaSettings(bootstrap="127.0.0.1:1"),
+        ["myolo.node.samples"],
+        "g",
+        _never,
+        dead_letters=dlq,
+        clock=InstantClock(),
+        verifier=Crashing([]),
+    )
     await consumer.process(_record(new_event(node_sample(gpus=1), "agent/x")))
     info = dead_letter_info(dlq.sent[0][3])
     assert info["reason"] == "cannot accept the record: RecursionError: maximum recursion depth exceeded"

@@ -65,8 +65,10 @@ def rig() -> Iterator[Rig]:
     finally:
         structlog.configure(**saved)
     consumed, accounted = r.totals()
-    print(f"\nfuzz: {r.inputs} inputs in {time.monotonic() - t0:.0f} s; {r.dlq.sent} dead-lettered, "
-          f"{r.delivered} delivered, {consumed - r.dlq.sent - r.delivered} duplicates or skipped")  # fmt: skip
+    print(
+        f"\nfuzz: {r.inputs} inputs in {time.monotonic() - t0:.0f} s; {r.dlq.sent} dead-lettered, "
+        f"{r.delivered} delivered, {consumed - r.dlq.sent - r.delivered} duplicates or skipped"
+    )
     assert consumed == accounted == r.inputs
     r.close()
 

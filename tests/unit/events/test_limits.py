@@ -99,8 +99,10 @@ def test_the_issue_records_are_rejected_for_their_depth() -> None:
         and error.reason == f"nests deeper than {MAX_DEPTH} levels of arrays and objects; the limit is {MAX_DEPTH}"
     )
     key, _, headers = _binary(ACK)
-    for value in (b'{"command_id":"c","node_id":"n","epoch":1,"status":"done","result":{"r":' + _nested(1000) + b"}}",
-                  b'{"unknown":' + _nested(1000) + b',"command_id":"c","node_id":"n","epoch":1,"status":"done"}'):  # fmt: skip
+    for value in (
+        b'{"command_id":"c","node_id":"n","epoch":1,"status":"done","result":{"r":' + _nested(1000) + b"}}",
+        b'{"unknown":' + _nested(1000) + b',"command_id":"c","node_id":"n","epoch":1,"status":"done"}',
+    ):
         assert 2000 <= len(value) < 2200
         error = _rejected(value, headers, key)
         assert error.field == "data" and f"the limit is {MAX_DEPTH}" in error.reason
