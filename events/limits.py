@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from events.clock import Clock
 
@@ -88,3 +89,9 @@ class Throttle:
         self._in_window += 1
         left_out, self.suppressed = self.suppressed, 0
         return left_out
+
+    def warn(self, logger: Any, event: str, **fields: Any) -> None:
+        """``logger.warning(event, **fields)`` within the budget, saying how many lines it held back before."""
+        held_back = self.allow()
+        if held_back is not None:
+            logger.warning(event, **fields, not_logged_before=held_back)

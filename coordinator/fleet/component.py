@@ -79,17 +79,15 @@ class Fleet(Component):
     async def on_event(self, event: Event, info: RecordInfo) -> None:
         applied = self.view.apply(event, self.ctx.clock.now())
         if applied.rejected is not None:
-            left_out = self._flag_log.allow()
-            if left_out is not None:
-                log.warning(
-                    "event flagged",
-                    type=event.type,
-                    key=event.key,
-                    reason=applied.rejected,
-                    topic=info.topic,
-                    flagged_total=self.view.rejected_total,
-                    not_logged_since_last=left_out,
-                )
+            self._flag_log.warn(
+                log,
+                "event flagged",
+                type=event.type,
+                key=event.key,
+                reason=applied.rejected,
+                topic=info.topic,
+                flagged_total=self.view.rejected_total,
+            )
             return
         if applied.node is not None:
             for listener in self._applied:

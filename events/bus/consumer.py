@@ -294,17 +294,15 @@ class EventConsumer:
         await self._send_dead_letter(letter)
         self.stats.dead_lettered += 1
         count(error, record.topic)
-        held_back = self._log_budget.allow()
-        if held_back is not None:
-            log.warning(
-                "record dead-lettered",
-                topic=record.topic,
-                partition=record.partition,
-                offset=record.offset,
-                field=cut(error.field or ""),
-                reason=cut(error.reason),
-                not_logged_before=held_back,
-            )
+        self._log_budget.warn(
+            log,
+            "record dead-lettered",
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            field=cut(error.field or ""),
+            reason=cut(error.reason),
+        )
 
     async def _send_dead_letter(self, letter: DeadLetter) -> None:
         attempt, reduced = 0, False
