@@ -136,7 +136,7 @@ class Coordinator:
         log.info("state read", records=self.tail.applied, skipped=self.tail.skipped, last_epoch=last and last.epoch)
         await self._start_api()
         self._spawn("ingest", self.ingest.run)
-        self._spawn("ticks", self._ticks)
+        self._spawn("ticks", self.tick_loop)
         for comp in self.peers:
             for name, run in comp.background().items():
                 self._spawn(f"{type(comp).name}:{name}", run)
@@ -260,22 +260,27 @@ class Coordinator:
                 comp.on_step_down()
 
     # ---- ticks --------------------------------------------------------------------------------------------
-    async def _ticks(self) -> None:
+    async def tick_loop(self) -> None:
         """Every ``tick_s``, each component's tick as a task of its own: one that waits on Kafka (a command
         retry while the broker is away) never holds back another's (liveness), nor the status file. A
         component whose previous tick still runs skips a round, counted in ``ticks_skipped``."""
         running: dict[str, asyncio.Task] = {}
-        while True:
-            await self.clock.sleep(self.cfg.tick_s)
-            now = self.clock.now()
-            for comp in self.peers:
-                name = type(comp).name
-                previous = running.get(name)
-                if previous is not None and not previous.done():
-                    self.ticks_skipped += 1
-                    continue
-                running[name] = asyncio.create_task(self._tick_one(comp, now), name=f"tick:{name}")
-            self._write_status()
+        try:
+            while True:
+                await self.clock.sleep(self.cfg.tick_s)
+                now = self.clock.now()
+                for comp in self.peers:
+                    name = type(comp).name
+                    previous = running.get(name)
+                    if previous is not None and not previous.done():
+                        self.ticks_skipped += 1
+                        continue
+                    running[name] = asyncio.create_task(self._tick_one(comp, now), name=f"tick:{name}")
+                self._write_status()
+        finally:  # stopping: no component tick outlives the loop that started it
+            for task in running.values():
+                task.cancel()
+            await asyncio.gather(*running.values(), return_exceptions=True)
 
     async def tick(self) -> None:
         """One tick of every component, in list order, each to its end; then the status snapshot."""

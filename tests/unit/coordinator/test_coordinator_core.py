@@ -5,6 +5,7 @@ broker and real processes: tests/integration/coordinator/."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -221,3 +222,42 @@ def test_declarations_that_clash_are_refused(tmp_path) -> None:
 def test_the_document_covers_every_component() -> None:
     doc = openapi.for_components(COMPONENTS)
     assert {"/v1/nodes", "/v1/nodes/{node_id}/cordon", "/v1/commands", "/healthz"} <= set(doc["paths"])
+
+
+class Stuck(Component):
+    """A component whose tick waits on something that does not come (Kafka away, say)."""
+
+    name = "stuck"
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.release = asyncio.Event()
+        self.started = 0
+
+    async def tick(self, now: float) -> None:
+        self.started += 1
+        await self.release.wait()
+
+
+async def test_a_tick_that_waits_never_holds_back_another_component(tmp_path) -> None:
+    from coordinator.config import load_coordinator_config
+
+    key = tmp_path / "k"
+    key.write_text("11" * 32)
+    env = {"MYOLO_SIGNING_KEY_FILE": str(key), "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1", "MYOLO_TICK_S": "0.5"}
+    comps = (*COMPONENTS, Stuck, Toy)
+    clock = SimClock()
+    coord = Coordinator(load_coordinator_config(None, env=env, components=comps), clock, components=comps)
+    loop = asyncio.create_task(coord.tick_loop())
+    await asyncio.sleep(0)  # the loop waits on the clock
+    try:
+        for _ in range(6):
+            await clock.advance(0.5)
+            for _ in range(5):
+                await asyncio.sleep(0)
+        assert [s for s in coord.get(Toy).seen if s[0] == "tick"] == [("tick", 0)] * 6  # every round
+        assert coord.get(Stuck).started == 1 and coord.ticks_skipped == 5  # waits, skipping its rounds
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    assert coord.get(Stuck).started == 1  # and its waiting tick was cancelled with the loop
