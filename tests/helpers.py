@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import shutil
+import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -20,14 +23,27 @@ DROP = object()  # in ``structured(...)``: remove the field
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 
 
-async def wait_until(cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> None:
-    """Poll for something the broker or another process will do (I/O), with a deadline."""
+async def wait_until(
+    cond: Callable[[], Any], timeout: float = 60.0, what: str = "condition", *, every: float = 0.05
+) -> None:
+    """Poll for something the broker or another process will do (I/O), with a deadline. ``cond`` may be a
+    coroutine function (reading a topic); ``every`` spaces out polls that cost the broker a consumer each."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not cond():
+    while not ((await r) if inspect.isawaitable(r := cond()) else r):
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(every)
+
+
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections for as long as the block runs: bound (so no other process
+    can take it meanwhile) but never listening. A port picked free and released could be anyone's by the
+    time the test connects."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 async def read_topic(settings: KafkaSettings, topic: str) -> list[ConsumerRecord]:

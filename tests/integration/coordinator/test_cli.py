@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from coordinator.api.app import serve
 from coordinator.cli.main import app
-from events.broker.ports import free_ports
+from tests.helpers import refused_port
 from tests.unit.coordinator.api_fleet import MemoryFleet, node, parts_for, sick_node
 
 
@@ -105,8 +105,8 @@ def test_watch_prints_a_snapshot_per_refresh_and_follows_changes(apis) -> None:
 
 def test_reads_fall_through_to_the_next_coordinator(apis) -> None:
     _, standby = apis
-    dead = f"http://127.0.0.1:{free_ports(1)[0]}"
-    result = run("get", "nodes", "-o", "json", "--api", f"{dead},{standby.url}")
+    with refused_port() as dead:
+        result = run("get", "nodes", "-o", "json", "--api", f"http://127.0.0.1:{dead},{standby.url}")
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["items"]) == 3
 
@@ -167,5 +167,6 @@ def test_no_api_anywhere_says_how_to_get_one(tmp_path) -> None:
     assert "no local stack coordinator is running" in result.output and "myoloctl local up" in result.output
     bad = run("get", "nodes", "--api", "10.0.0.1:8480")
     assert bad.exit_code == 2 and "is not an http(s) URL" in bad.output
-    down = run("get", "nodes", "--api", f"http://127.0.0.1:{free_ports(1)[0]}")
+    with refused_port() as port:
+        down = run("get", "nodes", "--api", f"http://127.0.0.1:{port}")
     assert down.exit_code == 1 and "no coordinator API answered" in down.output

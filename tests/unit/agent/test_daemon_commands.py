@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from events.envelope import Event, new_event
 from events.errors import ConfigError
 from events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
 from events.signing import SigningKey, sign
+from tests.helpers import refused_port, wait_until
 from tests.unit.agent.test_commands_actions import FAKE_PROBE
 from tests.unit.agent.test_daemon import FakeBroker, play, settle
 
@@ -260,26 +260,25 @@ async def test_the_idle_probe_runs_only_on_an_idle_node_and_at_most_once_per_per
 async def test_the_kafka_command_source_retries_on_the_agent_clock_while_kafka_is_away_and_stops_at_once(
     short_dir,
 ) -> None:
-    with socket.socket() as s:  # a port nobody listens on: connections are refused at once
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    node = Node(short_dir, toml=f"[kafka]\nbootstrap = '127.0.0.1:{port}'\n")
-    assert node.rt.commands is not None
-    source = KafkaCommandSource(node.rt, node.rt.commands)
-    task = asyncio.create_task(source.run())
+    with refused_port() as port:  # connections are refused at once, for the whole test
+        node = Node(short_dir, toml=f"[kafka]\nbootstrap = '127.0.0.1:{port}'\n")
+        assert node.rt.commands is not None
+        source = KafkaCommandSource(node.rt, node.rt.commands)
+        task = asyncio.create_task(source.run())
 
-    async def until_failed(n: int) -> None:  # each attempt is real (refused) I/O; the back-off is simulated
-        for _ in range(2000):
-            if source.restarts >= n and node.clock.pending():
-                return
-            await asyncio.sleep(0.005)
-        raise AssertionError(f"the source did not fail {n} time(s)")
+        async def until_failed(n: int) -> None:  # each attempt is real (refused) I/O; the back-off is simulated
+            await wait_until(
+                lambda: source.restarts >= n and node.clock.pending(),
+                timeout=60,
+                what=f"the source failing {n} time(s)",
+            )
 
-    await until_failed(1)
-    await node.clock.advance(0.5)
-    assert source.restarts == 1  # waiting out its 1 s back-off on the agent's clock
-    await node.clock.advance(0.6)
-    await until_failed(2)
-    await source.stop()
-    await asyncio.wait_for(task, 5)  # wakes from the back-off sleep at once
-    await node.rt.commands.close()
+        await until_failed(1)
+        await node.clock.advance(0.5)
+        assert source.restarts == 1  # waiting out its 1 s back-off on the agent's clock
+        await node.clock.advance(0.6)
+        await until_failed(2)
+        await source.stop()
+        # wakes from the back-off sleep at once: the agent's clock does not move, so only stop() can end it
+        await asyncio.wait_for(task, 30)
+        await node.rt.commands.close()
