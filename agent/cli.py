@@ -175,7 +175,8 @@ def status(
     socket_path: Path | None = typer.Option(None, "--socket", help="The agent's control socket."),
     config: Path | None = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
 ) -> None:
-    """One line about a running agent (GPUs, Kafka, spool), through its control socket."""
+    """One line about a running agent (GPUs, Kafka, spool), through its control socket; then where its health
+    endpoint listens."""
     from agent.control import ControlError, StatusRequest, call
 
     try:
@@ -184,6 +185,8 @@ def status(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"{reply.data.get('status')}: {reply.message}")
+    if reply.data.get("health_url"):
+        typer.echo(f"health endpoint: {reply.data['health_url']}/healthz")
 
 
 def _mount_fleetsim() -> None:

@@ -62,6 +62,8 @@ async def serve(
             for server in _servers(rt):
                 await server.start()
                 stack.push_async_callback(server.stop)
+                if isinstance(server, HealthServer):
+                    rt.health_url = server.url
         except OSError as exc:
             log.error("cannot listen", error=str(exc))
             return _failed_start(rt, exc)
@@ -163,7 +165,8 @@ async def _wait(rt: Runtime, essential: list[asyncio.Task]) -> int:
 
 
 def handle_control(rt: Runtime, req: Request) -> Reply:
-    """The control socket's requests: fault injection (simulated GPUs only) and a status summary."""
+    """The control socket's requests: fault injection (simulated GPUs only) and a status summary (with the
+    health endpoint's URL: with ``health.port = 0`` it is how a tool finds the port the agent got)."""
     if isinstance(req, InjectRequest):
         reply = apply_injection(rt.backend, req)
         if req.clear:
@@ -180,6 +183,7 @@ def handle_control(rt: Runtime, req: Request) -> Reply:
             "backend": rt.backend.name,
             "seq": rt.sampler.seq,
             "draining": rt.draining,
+            "health_url": rt.health_url,
         },
     )
 

@@ -52,6 +52,7 @@ class Runtime:
     probe_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one bandwidth probe at a time
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)  # SIGTERM, SIGINT, or a test
     reload_requested: asyncio.Event = field(default_factory=asyncio.Event)  # SIGHUP
+    health_url: str | None = None  # the health endpoint once it listens (``health.port = 0``: the port it got)
 
     @property
     def version(self) -> str:

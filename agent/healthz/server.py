@@ -57,7 +57,12 @@ class HealthServer:
         server = site._server  # the bound socket tells the real port when 0 was asked for
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
-        log.info("health endpoint listening", url=f"http://{self.host}:{self.port}/healthz")
+        log.info("health endpoint listening", url=f"{self.url}/healthz")
+
+    @property
+    def url(self) -> str:
+        """Where the endpoint answers (``/healthz``, ``/healthcheck`` below it); the real port once started."""
+        return f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -1,5 +1,6 @@
-"""A real `myolo-agent run` process for integration tests: its own config, a real sd_notify socket, a free
-health port, and helpers to read what it published from the real broker."""
+"""A real `myolo-agent run` process for integration tests: its own config, a real sd_notify socket, a health
+endpoint on a port the kernel picks when the agent binds (read back over the control socket), and helpers to
+read what it published from the real broker."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import tempfile
 import urllib.request
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from agent.control import ControlError, StatusRequest, call
 from events.codec import decode
 from events.envelope import Event
 from events.settings import KafkaSettings
@@ -24,19 +27,13 @@ from tests.helpers import read_topic as read_records
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class AgentProc:
     """`python -m agent run` with simulated GPUs against ``bootstrap``; notifications collected as they come."""
 
     def __init__(self, bootstrap: str, *, gpus: int = 2, interval_s: float = 0.25, extra_toml: str = "") -> None:
         self.node_id = f"it-{uuid.uuid4().hex[:8]}"
         self.dir = Path(tempfile.mkdtemp(prefix="mi-", dir="/tmp"))  # short: AF_UNIX paths
-        self.port = free_port()
+        self._port: int | None = None  # the health endpoint's, once the agent says which it got
         self.socket = self.dir / "agent.sock"
         self.spool_dir = self.dir / "spool"
         self.config = self.dir / "agent.toml"
@@ -45,8 +42,7 @@ class AgentProc:
             f"data_dir = '{self.dir}'\ncontrol_socket = '{self.socket}'\nlog_level = 'info'\n"
             f"[spool]\nmax_bytes = 67108864\nsegment_bytes = 1048576\n"
             f"[publish]\nsend_timeout_s = 3.0\nretry_max_s = 1.0\nready_timeout_s = 30.0\n"
-            f"[health]\nport = {self.port}\n[kafka]\nbootstrap = '{bootstrap}'\nclient_id = 'myolo-agent-it'\n"
-            + extra_toml
+            f"[health]\nport = 0\n[kafka]\nbootstrap = '{bootstrap}'\nclient_id = 'myolo-agent-it'\n" + extra_toml
         )
         self.notify_path = self.dir / "notify.sock"
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -82,6 +78,20 @@ class AgentProc:
 
     def kinds(self) -> list[str]:
         return [k for m in self.messages for k in m if k != "STATUS"]
+
+    @property
+    def port(self) -> int:
+        """The health endpoint's port: the agent binds port 0 and reports the URL it got in its status."""
+        if self._port is None:
+            try:
+                url = call(self.socket, StatusRequest()).data.get("health_url")
+            except ControlError as exc:
+                raise AssertionError(f"the agent's status is not available yet (wait for READY=1): {exc}") from None
+            port = urlsplit(url).port if isinstance(url, str) else None
+            if port is None:
+                raise AssertionError(f"the agent reports no health endpoint port (yet): {url!r}")
+            self._port = port
+        return self._port
 
     def health(self, method: str = "GET") -> tuple[int, dict]:
         path = "/healthz" if method == "GET" else "/healthcheck"

@@ -11,7 +11,9 @@ import logging
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import aiohttp
 import msgspec
 import pytest
 import structlog
@@ -26,6 +28,7 @@ from agent.notify import Notifier
 from events.clock import SimClock
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
+from tests.helpers import wait_until
 
 
 class BrokerAway(Exception):
@@ -161,6 +164,20 @@ async def test_inject_refuses_bad_requests_with_reasons(short_dir):
     status = handle_control(rt, StatusRequest())
     assert status.ok and status.data["node_id"] == "node-a"
     rt.publisher.spool.close()
+
+
+async def test_status_says_where_the_health_endpoint_listens_when_the_kernel_picked_its_port(short_dir):
+    clock, broker = SimClock(), FakeBroker()
+    rt = make_runtime(short_dir, broker, clock, MYOLO_HEALTH_ENABLED="true", MYOLO_HEALTH_PORT="0")
+    assert handle_control(rt, StatusRequest()).data["health_url"] is None  # not listening yet
+    task = asyncio.create_task(serve(rt, install_signals=False))
+    await wait_until(lambda: rt.health_url is not None, timeout=30, what="the health endpoint listening")
+    url = handle_control(rt, StatusRequest()).data["health_url"]
+    assert url == rt.health_url and urlsplit(url).port not in (None, 0)
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/healthz") as resp:
+        assert (await resp.json())["node_id"] == "node-a"
+    rt.stop_event.set()
+    assert await asyncio.wait_for(task, 30) == 0
 
 
 async def test_ready_after_first_sample_in_kafka_then_watchdog_and_stopping(short_dir):
