@@ -79,8 +79,8 @@ async def test_publishes_notifies_serves_health_injects_and_flushes_on_sigterm(s
 
     agent.signal(signal.SIGTERM)
     assert await asyncio.to_thread(agent.proc.wait, 30) == 0, agent.log_text()
-    await asyncio.sleep(0.1)  # let the reader pick up the last datagram already queued
-    assert agent.kinds()[-1] == "STOPPING"
+    # the last datagram is already queued on the socket: wait for the reader to take it
+    await wait_until(lambda: agent.kinds()[-1:] == ["STOPPING"], timeout=30, what="STOPPING=1, the last")
     samples = unique_in_order(await read_topic(settings, NODE_SAMPLES, agent.node_id))
     assert all(isinstance(s, NodeSample) and s.backend == "sim" for s in samples)
     seqs = [s.seq for s in samples]

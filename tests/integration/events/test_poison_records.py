@@ -11,7 +11,6 @@ myolo.commands and goes on executing signed commands. Only the processes' public
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import os
 import signal
@@ -31,9 +30,10 @@ from events.examples import node_sample
 from events.payloads import Command, NodeFault
 from events.signing import SigningKey
 from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
-from tests.helpers import kcat, read_topic, structured
-from tests.integration.agent.agent_proc import AgentProc, free_port
+from tests.helpers import kcat, read_topic, structured, wait_until
+from tests.integration.agent.agent_proc import AgentProc
 from tests.integration.agent.agent_proc import read_topic as agent_events
+from tests.integration.coordinator.procs import status
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,21 +74,16 @@ def poison(bootstrap: str, node: str, structured_topic: str, binary_topic: str, 
 
 async def poll(cond: Callable[[], Any], timeout: float, what: str) -> None:
     """Poll a condition on other processes or the broker (sync or async) twice a second, with a deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not ((await r) if inspect.isawaitable(r := cond()) else r):
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(0.5)
+    await wait_until(cond, timeout, what, every=0.5)
 
 
 async def letters_for(settings: Any, key: str) -> list[dict[str, str]]:
     return [dead_letter_info(r.headers) for r in await read_topic(settings, DEAD_LETTER) if r.key == key.encode()]
 
 
-def get(port: int, path: str) -> tuple[int, Any]:
+def get(url: str, path: str) -> tuple[int, Any]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+        with urllib.request.urlopen(f"{url}{path}", timeout=5) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
@@ -103,21 +98,27 @@ class Coordinators:
         tag = uuid.uuid4().hex[:6]
         key = tmp / "coordinator.key"
         key.write_text(os.urandom(32).hex())
-        self.tmp, self.ports, self.procs = tmp, [free_port() for _ in range(n)], []
-        for i, port in enumerate(self.ports):
+        self.tmp, self.n, self.procs = tmp, n, []
+        self.status_files = [tmp / f"c{i}.status.json" for i in range(n)]
+        for i, status_file in enumerate(self.status_files):
             (tmp / f"c{i}.toml").write_text(
-                f'instance_id = "poison-{i}-{tag}"\ntick_s = 0.2\n[kafka]\nbootstrap = "{bootstrap}"\n'
-                f'[signing]\nkey_file = "{key}"\n[leader]\ngroup_id = "poison-{tag}"\n[api]\nport = {port}\n'
+                f'instance_id = "poison-{i}-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
+                f'[kafka]\nbootstrap = "{bootstrap}"\n[signing]\nkey_file = "{key}"\n'
+                f'[leader]\ngroup_id = "poison-{tag}"\n[api]\nport = 0\n'
             )
 
+    def urls(self) -> list[str | None]:
+        """Each API's URL: a coordinator binds port 0 and writes the URL it got in its status file."""
+        return [(status(path) or {}).get("api_url") for path in self.status_files]
+
     def start(self) -> None:
-        for i in range(len(self.ports)):
+        for i in range(self.n):
             log = (self.tmp / f"c{i}.log").open("w")
             args = [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(self.tmp / f"c{i}.toml")]
             self.procs.append(subprocess.Popen([*args, "--log-json"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
 
     def get_all(self, path: str) -> list[tuple[int, Any]]:
-        return [get(port, path) for port in self.ports]
+        return [get(url, path) if url else (0, None) for url in self.urls()]
 
     def serving_with_one_leader(self) -> bool:
         health = self.get_all("/healthz")
@@ -132,9 +133,7 @@ class Coordinators:
         return [body if code == 200 else None for code, body in self.get_all(f"/v1/nodes/{node_id}")]
 
     def logs(self) -> str:
-        return "\n".join(
-            f"---- c{i} ----\n{(self.tmp / f'c{i}.log').read_text()[-3000:]}" for i in range(len(self.ports))
-        )
+        return "\n".join(f"---- c{i} ----\n{(self.tmp / f'c{i}.log').read_text()[-3000:]}" for i in range(self.n))
 
     def stop(self) -> None:
         for p in self.procs:
