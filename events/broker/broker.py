@@ -26,6 +26,10 @@ from events.broker.probe import ClusterMetadata, answers_metadata
 
 NAME = "kafka"
 ROLE = "broker"
+CLIENT_PORT = ("Kafka client port", "--port")  # what a message calls it, and the option that sets it
+CONTROLLER_PORT = ("Kafka controller port", "--controller-port")
+BIND_ATTEMPTS = 3  # first starts on fresh ports, when another process took a picked port before the JVM bound it
+_BIND_FAILED = re.compile(r"failed to bind to [^\s:]+:(\d+): Address already in use")
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.yaml")
 
 
@@ -100,7 +104,10 @@ class LocalBroker:
     def start(self, timeout: float = 120.0) -> bool:
         """Start the broker and wait until it answers a Metadata request.
 
-        Returns False (and starts nothing) when this state dir's broker already runs and answers.
+        Returns False (and starts nothing) when this state dir's broker already runs and answers. A first
+        start picks free ports (those not given), which another process may take before the JVM binds them;
+        then it starts again on fresh ones, up to BIND_ATTEMPTS times. A restart keeps its ports (clients
+        reconnect there): one taken by another process is an error that names it.
         """
         with state.locked(self.state_dir):
             stack = state.load(self.state_dir)
@@ -113,26 +120,19 @@ class LocalBroker:
                 state.save(self.state_dir, stack)
             java = find_java()
             lib = jars.ensure_jars(self._version or jars.kafka_version())
-            identity = self._prepare_identity()
-            ports.ensure_free(identity.port, "Kafka client port", "--port")
-            ports.ensure_free(identity.controller_port, "Kafka controller port", "--controller-port")
-            config.save_identity(self.home / "broker.json", identity)  # only ports that were free
-            self._write_properties(identity)
-            self._format_storage(java.executable, lib, identity)
-            record = self._launch(java.executable, lib, identity)
-            stack.put(record)
-            stack.bootstrap = identity.bootstrap
-            state.save(self.state_dir, stack)
-            try:
-                self._wait_ready(record, timeout)
-            except BrokerError:
-                process.terminate(record.pid, record.marker, timeout=10.0)
-                self._reap()
-                stack.drop(NAME)
-                stack.bootstrap = None
-                state.save(self.state_dir, stack)
-                raise
-            return True
+            first = self.identity is None  # a first start picks the ports; a restart keeps its own
+            attempts = 0
+            while True:
+                attempts += 1
+                identity = self._prepare_identity()
+                try:
+                    self._start_once(stack, java.executable, lib, identity, timeout)
+                    return True
+                except ports.PortInUse as taken:
+                    if first:  # a busy port is not remembered: the next start picks afresh
+                        (self.home / "broker.json").unlink(missing_ok=True)
+                    if not (first and taken.port in self._picked(identity)) or attempts == BIND_ATTEMPTS:
+                        raise
 
     def stop(self, timeout: float = 30.0) -> bool:
         """SIGTERM the broker (SIGKILL after `timeout` s); data is kept. False if it was not running."""
@@ -182,6 +182,62 @@ class LocalBroker:
         if self._proc is not None:
             self._proc.wait(timeout=10)
             self._proc = None
+
+    def _start_once(
+        self, stack: state.StackState, java: Path, lib: Path, identity: config.BrokerIdentity, timeout: float
+    ) -> None:
+        """Launch on ``identity``'s ports and wait until the broker answers; PortInUse when one was taken,
+        before the launch or by the time the JVM binds it."""
+        ports.ensure_free(identity.port, *CLIENT_PORT)
+        ports.ensure_free(identity.controller_port, *CONTROLLER_PORT)
+        config.save_identity(self.home / "broker.json", identity)  # only ports that were free
+        self._write_properties(identity)
+        self._format_storage(java, lib, identity)
+        logs_before = self._log_sizes()
+        record = self._launch(java, lib, identity)
+        stack.put(record)
+        stack.bootstrap = identity.bootstrap
+        state.save(self.state_dir, stack)
+        try:
+            self._wait_ready(record, timeout)
+        except BrokerError as exc:
+            process.terminate(record.pid, record.marker, timeout=10.0)
+            self._reap()
+            stack.drop(NAME)
+            stack.bootstrap = None
+            state.save(self.state_dir, stack)
+            taken = self._port_taken(identity, logs_before)
+            if taken is None:
+                raise
+            names = CLIENT_PORT if taken == identity.port else CONTROLLER_PORT
+            raise ports.PortInUse(taken, *names, detail=exc.detail) from exc
+
+    def _picked(self, identity: config.BrokerIdentity) -> set[int]:
+        """The ports of ``identity`` that we chose (not the caller's ``port``/``controller_port``)."""
+        picked = set()
+        if not self._port:
+            picked.add(identity.port)
+        if not self._controller_port:
+            picked.add(identity.controller_port)
+        return picked
+
+    def _log_sizes(self) -> dict[Path, int]:
+        return {path: path.stat().st_size if path.exists() else 0 for path in (self.log_path, self.stdout_path)}
+
+    def _port_taken(self, identity: config.BrokerIdentity, logs_before: dict[Path, int]) -> int | None:
+        """The port of ``identity`` that this launch failed to bind because another process held it, from what
+        the launch wrote to the broker's logs (both logs are appended to, start after start)."""
+        for path, start in logs_before.items():
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(start)
+                    text = handle.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            for match in _BIND_FAILED.finditer(text):
+                if int(match[1]) in (identity.port, identity.controller_port):
+                    return int(match[1])
+        return None
 
     def _prepare_identity(self) -> config.BrokerIdentity:
         path = self.home / "broker.json"

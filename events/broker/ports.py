@@ -1,4 +1,7 @@
-"""Loopback ports for the local stack: pick free ones, and refuse busy ones with a useful message."""
+"""Loopback ports for the local stack: pick free ones, and refuse busy ones with a useful message.
+
+A port picked free is only free until someone else binds it: the broker binds its ports seconds later, so its
+start tries fresh ports when it loses that race (``LocalBroker.start``)."""
 
 from __future__ import annotations
 
@@ -30,8 +33,21 @@ def free_ports(count: int) -> list[int]:
         return [s.getsockname()[1] for s in socks]
 
 
+class PortInUse(BrokerError):
+    """Another process holds `port`: found before the start, or by the broker failing to bind it."""
+
+    def __init__(self, port: int, what: str, option: str, detail: str = "") -> None:
+        super().__init__(
+            f"{what} {HOST}:{port} is already in use by another process",
+            hint=f"stop whatever listens there (see `ss -ltnp 'sport = :{port}'`), or choose another {option}",
+            detail=detail,
+        )
+        self.port = port
+
+
 def ensure_free(port: int, what: str, option: str) -> None:
-    """Raise BrokerError naming `what` (e.g. "Kafka client port") if `port` cannot be bound on loopback."""
+    """Raise BrokerError naming `what` (e.g. "Kafka client port") if `port` cannot be bound on loopback
+    (PortInUse when another process holds it)."""
     if not 0 < port < 65536:
         raise BrokerError(f"{what} {port} is not a TCP port", hint=f"pass {option} with a value in 1..65535")
     try:
@@ -41,7 +57,4 @@ def ensure_free(port: int, what: str, option: str) -> None:
             raise BrokerError(
                 f"cannot bind {what} {HOST}:{port}: {exc.strerror}", hint=f"choose another {option}"
             ) from exc
-        raise BrokerError(
-            f"{what} {HOST}:{port} is already in use by another process",
-            hint=f"stop whatever listens there (see `ss -ltnp 'sport = :{port}'`), or choose another {option}",
-        ) from exc
+        raise PortInUse(port, what, option) from exc

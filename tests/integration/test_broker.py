@@ -6,6 +6,7 @@ import json
 import socket
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -160,6 +161,87 @@ def test_busy_port_is_refused_with_a_hint(tmp_path: Path) -> None:
     assert LocalBroker(tmp_path).status().running is False
     assert state.load(tmp_path).processes == []
     assert not (tmp_path / "kafka" / "broker.json").exists()  # the busy port is not remembered
+
+
+class Squatter:
+    """Another process taking one of the broker's ports between the check that it is free and the JVM binding
+    it: the race of a port picked free, made certain. It listens there from the first formatting of the
+    storage on (later launches find the port taken before they start)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, which: str) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the broker's check binds
+        self.port: int | None = None
+        format_storage = LocalBroker._format_storage
+
+        def then_take(broker: LocalBroker, java: Path, lib: Path, identity: Any) -> None:
+            format_storage(broker, java, lib, identity)
+            if self.port is None:
+                self.port = getattr(identity, which)
+                if self.sock.getsockname()[1] != self.port:
+                    self.sock.bind(("127.0.0.1", self.port))
+                self.sock.listen()
+
+        monkeypatch.setattr(LocalBroker, "_format_storage", then_take)
+
+    def reserve(self) -> int:
+        """A port to give the broker: bound now, not listening, so the broker's check passes and no other
+        process takes it first."""
+        self.sock.bind(("127.0.0.1", 0))
+        return self.sock.getsockname()[1]
+
+
+@pytest.mark.kafka
+def test_a_picked_port_taken_before_the_broker_binds_it_is_replaced_and_kept_on_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    squatter = Squatter(monkeypatch, "port")
+    broker = LocalBroker(tmp_path, tied_to_parent=True)
+    try:
+        assert broker.start() is True
+        assert squatter.port is not None and broker.identity.port != squatter.port
+        assert broker.status().running and answers_metadata(*_host_port(broker.bootstrap)) is not None
+        assert f"failed to bind to 127.0.0.1:{squatter.port}" in broker.log_path.read_text()  # it lost the race
+        bootstrap, identity = broker.bootstrap, broker.identity
+
+        # a restart keeps its ports: one taken meanwhile is an error naming it, never a silent move
+        assert broker.stop() is True
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", identity.port))
+            other.listen()
+            with pytest.raises(BrokerError) as caught:
+                broker.start()
+            assert f"Kafka client port 127.0.0.1:{identity.port} is already in use" in str(caught.value)
+            assert broker.identity == identity
+        assert broker.start() is True
+        assert broker.bootstrap == bootstrap and broker.identity == identity
+    finally:
+        squatter.sock.close()
+        broker.clean()
+
+
+@pytest.mark.kafka
+def test_a_given_port_taken_before_the_broker_binds_it_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    squatter = Squatter(monkeypatch, "controller_port")
+    given = squatter.reserve()
+    broker = LocalBroker(tmp_path, controller_port=given, tied_to_parent=True)
+    launches: list[int] = []
+    launch = LocalBroker._launch
+    monkeypatch.setattr(LocalBroker, "_launch", lambda self, *a: launches.append(1) or launch(self, *a))
+    try:
+        with pytest.raises(BrokerError) as caught:
+            broker.start()
+        assert f"Kafka controller port 127.0.0.1:{given} is already in use" in str(caught.value)
+        assert "--controller-port" in caught.value.hint
+        assert f"failed to bind to 127.0.0.1:{given}" in caught.value.detail
+        assert launches == [1]  # the caller's port is not ours to change: no second try
+        assert broker.status().running is False and _pids_with(str(broker.properties_path)) == []
+        assert not (tmp_path / "kafka" / "broker.json").exists()  # the busy port is not remembered
+    finally:
+        squatter.sock.close()
+        broker.clean()
 
 
 @pytest.mark.kafka
