@@ -2,12 +2,14 @@
 
 Every process is recorded in ``<state dir>/stack.json`` (under the state lock) the moment it is launched,
 with its config path as the marker that must appear in ``/proc/<pid>/cmdline``; so ``down`` from another
-shell finds it, and a recycled pid is never signalled. Stopping goes agents first, then coordinators, so
+shell finds it, and a recycled pid is never signalled. Each binds port 0 and logs the URL it got; the port is
+read back from the log and recorded as soon as it is there. Stopping goes agents first, then coordinators, so
 no agent publishes into a stack whose coordinators are gone, and the broker (stopped by the caller) last.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,13 +18,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from coordinator.localstack import configs, health
 from events.broker import process, state
 from events.broker.errors import BrokerError
-from events.broker.ports import HOST, free_ports
 
 COORDINATOR, AGENT = "coordinator", "agent"
+# What each role logs once it listens, with the URL it got (event, the record's port and info keys)
+LISTENING = {
+    COORDINATOR: ("HTTP API listening", "api", "api_url"),
+    AGENT: ("health endpoint listening", "health", "health_url"),
+}
+LAUNCH_HEADER = b"\n=== "  # starts the line written to a process's log before each launch
 STOP_ORDER = (AGENT, COORDINATOR)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +78,7 @@ def _launch(
     log = workdir / f"{role}.log"
     cmd = [sys.executable, "-m", module, "run", "--config", str(config), "--log-json"]
     with open(log, "ab") as sink:
-        sink.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(cmd)}\n".encode())
+        sink.write(LAUNCH_HEADER + f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(cmd)}\n".encode())
         sink.flush()
         proc = subprocess.Popen(
             cmd,
@@ -125,7 +133,7 @@ def start_members(
             result.append((record, True))
             progress(f"started {role} {name} (pid {record.pid})")
     try:
-        _wait_answering([r for r, _ in result], timeout)
+        _wait_answering(state_dir, [r for r, _ in result], timeout)
     except StackError:
         stop_records(started)
         with state.locked(state_dir):
@@ -138,23 +146,60 @@ def start_members(
 
 
 def _start_one(state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path) -> state.ProcessRecord:
-    (port,) = free_ports(1)
+    """Launch one member on port 0: the kernel gives it a free port as it binds, which it logs; the port is
+    read back from there and recorded (``_wait_answering``). A port picked free here and bound seconds later
+    by the process could be taken by another process in between."""
     workdir = state_dir / f"{role}s" / name
     if role == COORDINATOR:
-        doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=port, key_file=key)
-        url = f"http://{HOST}:{port}"
-        return _launch(state_dir, name, role, "coordinator.cli_daemon", doc, {"api": port}, {"api_url": url})
-    doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=port, key_file=key)
-    info = {"health_url": f"http://{HOST}:{port}", "socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
-    return _launch(state_dir, name, role, "agent", doc, {"health": port}, info, configs.agent_env(key))
+        doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=0, key_file=key)
+        return _launch(state_dir, name, role, "coordinator.cli_daemon", doc, {}, {})
+    doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=0, key_file=key)
+    info = {"socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
+    return _launch(state_dir, name, role, "agent", doc, {}, info, configs.agent_env(key))
 
 
 def _endpoint(record: state.ProcessRecord) -> str:
     return record.info.get("api_url") or record.info.get("health_url") or ""
 
 
-def _wait_answering(records: list[state.ProcessRecord], timeout: float) -> None:
-    """Until every coordinator's API and every agent's health endpoint answers (or one process dies)."""
+def listening_url(record: state.ProcessRecord) -> str | None:
+    """The URL the process's latest launch logged it listens on (``--log-json`` lines after the last launch
+    header), without a path; None until it has."""
+    event = LISTENING[record.role][0]
+    try:
+        text = Path(record.log).read_bytes()
+    except OSError:
+        return None
+    found = None
+    for line in text[text.rfind(LAUNCH_HEADER) + 1 :].splitlines()[1:]:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue  # the header, a line still being written, or not ours
+        if isinstance(doc, dict) and doc.get("event") == event and isinstance(doc.get("url"), str):
+            found = doc["url"]
+    if found is None:
+        return None
+    parts = urlsplit(found)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _record_url(state_dir: Path, record: state.ProcessRecord, url: str) -> None:
+    """Note where ``record``'s process listens, in the record and in the state file (same place in the list)."""
+    _, port_key, url_key = LISTENING[record.role]
+    record.ports[port_key] = urlsplit(url).port or 0
+    record.info[url_key] = url
+    with state.locked(state_dir):
+        stack = state.load(state_dir)
+        saved = stack.find(record.name)
+        if saved is not None and saved.pid == record.pid:
+            saved.ports[port_key], saved.info[url_key] = record.ports[port_key], url
+            state.save(state_dir, stack)
+
+
+def _wait_answering(state_dir: Path, records: list[state.ProcessRecord], timeout: float) -> None:
+    """Until every coordinator's API and every agent's health endpoint answers (or one process dies). A
+    process's URL is read back from its log first, where the recorded one is not known yet."""
     deadline = time.monotonic() + timeout
     pending = list(records)
     while pending:
@@ -165,6 +210,11 @@ def _wait_answering(records: list[state.ProcessRecord], timeout: float) -> None:
                     hint=f"read its log {record.log}",
                     detail=process.tail(Path(record.log), 25),
                 )
+            if not _endpoint(record):
+                url = listening_url(record)
+                if url is None:
+                    continue
+                _record_url(state_dir, record, url)
             if health.get_json(f"{_endpoint(record)}/healthz", timeout=0.5) is not None:
                 pending.remove(record)
         if pending and time.monotonic() > deadline:
@@ -215,7 +265,7 @@ def view_members(state_dir: Path) -> list[ProcessView]:
         if record.role not in (COORDINATOR, AGENT):
             continue
         running = process.alive(record.pid, record.marker)
-        url = _endpoint(record)
+        url = _endpoint(record) or listening_url(record) or ""  # not recorded yet: an `up` still waits on it
         if not running:
             verdict = "exited"
         elif record.role == COORDINATOR:

@@ -58,6 +58,12 @@ def test_local_stack_up_get_status_failover_down(tmp_path: Path, monkeypatch: py
         assert "stack ready: 2 coordinator(s), 2 node(s)" in up.output
         records = {p.name: p for p in state.load(tmp_path).processes}
         assert set(records) == {"kafka", "coordinator-1", "coordinator-2", "node-1", "node-2"}
+        # each member bound port 0: the port the kernel gave it is recorded, with its URL
+        for name in ("coordinator-1", "coordinator-2"):
+            assert records[name].info["api_url"] == f"http://127.0.0.1:{records[name].ports['api']}"
+        for name in ("node-1", "node-2"):
+            assert records[name].info["health_url"] == f"http://127.0.0.1:{records[name].ports['health']}"
+        assert 0 not in [port for r in records.values() for port in r.ports.values()]
         assert oct((tmp_path / "signing.key").stat().st_mode & 0o777) == "0o600"
         for name in ("node-1", "node-2"):
             assert "simulate_gpus = 2" in (tmp_path / "agents" / name / "agent.toml").read_text()

@@ -10,6 +10,7 @@ import pytest
 
 from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
+from events.broker import state
 from events.signing import SigningKey
 
 
@@ -60,3 +61,24 @@ def test_start_without_kafka_says_to_start_it(tmp_path: Path) -> None:
     with pytest.raises(stack.StackError) as caught:
         stack.start_members(tmp_path, coordinators=1, nodes=1, gpus=1, timeout=1, progress=print)
     assert "Kafka broker is not running" in caught.value.message and "local up" in caught.value.hint
+
+
+def test_the_url_a_member_listens_on_is_read_from_its_latest_launch(tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    record = state.ProcessRecord(name="node-1", role=stack.AGENT, pid=1, marker="m", log=str(log))
+    assert stack.listening_url(record) is None  # no log yet
+
+    def launch(*lines: dict) -> None:
+        with log.open("a") as out:
+            out.write("\n=== 2026-01-01T00:00:00 python -m agent run --config agent.toml --log-json\n")
+            out.writelines(json.dumps(line) + "\n" for line in lines)
+
+    launch({"event": "health endpoint listening", "url": "http://127.0.0.1:41001/healthz"})
+    assert stack.listening_url(record) == "http://127.0.0.1:41001"
+    launch({"event": "starting"})  # a later launch: the earlier one's port is no longer anyone's
+    assert stack.listening_url(record) is None
+    with log.open("a") as out:
+        out.write('{"event": "health endpoint listening", "url": "http://127.0.0.1:41002/healthz"}\n{"half": ')
+    assert stack.listening_url(record) == "http://127.0.0.1:41002"
+    coordinator = state.ProcessRecord(name="coordinator-1", role=stack.COORDINATOR, pid=2, marker="m", log=str(log))
+    assert stack.listening_url(coordinator) is None  # another role's event
