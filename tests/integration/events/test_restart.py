@@ -24,9 +24,10 @@ async def test_nothing_lost_or_doubled_across_a_broker_restart(kafka, settings, 
         run = Running(consumer)
         stop_sending = asyncio.Event()
 
+        pending: list[tuple[str, asyncio.Future]] = []  # every event enqueued, with its acknowledgement to come
+
         async def send_forever() -> None:
             seq = 0
-            pending = []
             while not stop_sending.is_set():
                 event, fut = await producer.enqueue(node_sample(f"node-{seq % 7}", gpus=1, seq=seq), topic)
                 pending.append((event.id, fut))
@@ -39,7 +40,10 @@ async def test_nothing_lost_or_doubled_across_a_broker_restart(kafka, settings, 
         sender = asyncio.create_task(send_forever())
         await wait_until(lambda: len(handled) >= 50, what="events before the restart")
         await asyncio.to_thread(kafka.stop)
-        await asyncio.sleep(0.5)  # keep enqueueing while the broker is down
+        down_at = len(pending)
+        await wait_until(
+            lambda: len(pending) >= down_at + 20, timeout=60, what="events enqueued while the broker is down"
+        )
         # start from the main thread: the broker is tied to the thread that forks it (PR_SET_PDEATHSIG),
         # and a worker thread of asyncio.to_thread ends with the test's loop, which would kill it
         kafka.start()
