@@ -33,7 +33,7 @@ from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE
 from tests.helpers import kcat, read_topic, structured, wait_until
 from tests.integration.agent.agent_proc import AgentProc
 from tests.integration.agent.agent_proc import read_topic as agent_events
-from tests.integration.coordinator.procs import status
+from tests.integration.coordinator.procs import one_settled_leader, status
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[3]
@@ -120,6 +120,10 @@ class Coordinators:
     def get_all(self, path: str) -> list[tuple[int, Any]]:
         return [get(url, path) if url else (0, None) for url in self.urls()]
 
+    def settled(self) -> bool:
+        """Both serve, one leads, and the leader group is stable (no member still joining to move it)."""
+        return one_settled_leader([status(path) for path in self.status_files]) and self.serving_with_one_leader()
+
     def serving_with_one_leader(self) -> bool:
         health = self.get_all("/healthz")
         leaders = self.get_all("/v1/leader")
@@ -153,7 +157,7 @@ async def test_poison_records_stop_no_coordinator(kafka, settings, tmp_path: Pat
     coords = Coordinators(tmp_path, kafka.bootstrap)
     coords.start()
     try:
-        await poll(coords.serving_with_one_leader, 90, "both coordinators serving, one leading")
+        await poll(coords.settled, 90, "both coordinators serving, one leading in a settled group")
 
         def both_see_node() -> bool:
             kcat(kafka.bootstrap, NODE_SAMPLES, node, structured(node_sample(node, gpus=2)))
