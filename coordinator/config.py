@@ -82,6 +82,9 @@ def schema(components: Sequence[type[Component]]) -> type[CoreConfig]:
 
 @cache
 def _schema(components: tuple[type[Component], ...]) -> type[CoreConfig]:
+    from coordinator.core.assembly import check_names
+
+    check_names(components)  # one section per name
     fields: list[tuple[str, Any, Any]] = []
     for comp in components:
         if comp.config is not None:

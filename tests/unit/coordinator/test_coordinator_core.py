@@ -141,13 +141,7 @@ class Toy(Component):
 
 
 def toy_coordinator(tmp_path, **env: str) -> Coordinator:
-    from coordinator.config import load_coordinator_config
-
-    key = tmp_path / "k"
-    key.write_text("11" * 32)
-    base = {"MYOLO_SIGNING_KEY_FILE": str(key), "MYOLO_INSTANCE_ID": "me", "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1"}
-    cfg = load_coordinator_config(None, env={**base, **env}, components=(*COMPONENTS, Toy))
-    return Coordinator(cfg, SimClock(), components=(*COMPONENTS, Toy))
+    return offline_coordinator(tmp_path, components=(*COMPONENTS, Toy), **env)
 
 
 async def test_a_new_component_gets_its_config_state_events_ticks_and_routes(tmp_path) -> None:
@@ -200,23 +194,10 @@ def test_declarations_that_clash_are_refused(tmp_path) -> None:
     class Twin(Toy):
         owns = ()
 
-    key = tmp_path / "k"
-    key.write_text("11" * 32)
-    from coordinator.config import load_coordinator_config
-
-    env = {"MYOLO_SIGNING_KEY_FILE": str(key), "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1"}
     with pytest.raises(ValueError, match="claimed by both cordons and thief"):
-        Coordinator(
-            load_coordinator_config(None, env=env, components=(*COMPONENTS, Thief)),
-            SimClock(),
-            components=(*COMPONENTS, Thief),
-        )
+        offline_coordinator(tmp_path, components=(*COMPONENTS, Thief))
     with pytest.raises(ValueError, match="two components are named 'toy'"):
-        Coordinator(
-            load_coordinator_config(None, env=env, components=(*COMPONENTS, Toy)),
-            SimClock(),
-            components=(*COMPONENTS, Toy, Twin),
-        )
+        offline_coordinator(tmp_path, components=(*COMPONENTS, Toy, Twin))
 
 
 def test_the_document_covers_every_component() -> None:
@@ -240,14 +221,8 @@ class Stuck(Component):
 
 
 async def test_a_tick_that_waits_never_holds_back_another_component(tmp_path) -> None:
-    from coordinator.config import load_coordinator_config
-
-    key = tmp_path / "k"
-    key.write_text("11" * 32)
-    env = {"MYOLO_SIGNING_KEY_FILE": str(key), "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1", "MYOLO_TICK_S": "0.5"}
-    comps = (*COMPONENTS, Stuck, Toy)
     clock = SimClock()
-    coord = Coordinator(load_coordinator_config(None, env=env, components=comps), clock, components=comps)
+    coord = offline_coordinator(tmp_path, clock, components=(*COMPONENTS, Stuck, Toy), MYOLO_TICK_S="0.5")
     loop = asyncio.create_task(coord.tick_loop())
     await asyncio.sleep(0)  # the loop waits on the clock
     try:
