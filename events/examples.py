@@ -20,6 +20,8 @@ from events.payloads import (
     NvLink,
     Payload,
     ReleasePublished,
+    TrainingCompleted,
+    TrainingFault,
     TrainingProgress,
 )
 from events.types import type_name
@@ -139,6 +141,21 @@ def example_payloads(node_id: str = "gpu-node-001") -> dict[str, Payload]:
             grad_norm=0.9,
             gradient_staleness=0,
             backends={"rms_norm": "native", "adamw": "native"},
+        ),
+        TrainingFault(
+            job_id="llm-pretrain",
+            generation=2,
+            node_id=node_id,
+            kind="worker_exit",
+            rank=5,
+            pid=48213,
+            signal="SIGKILL",
+            last_step=1200,
+            log_tail=["step 1200 loss 2.3100", "Killed"],
+            message="rank 5 (pid 48213) was killed by SIGKILL",
+        ),
+        TrainingCompleted(
+            job_id="llm-pretrain", generation=2, node_id=node_id, ranks=[4, 5, 6, 7], last_step=5000, duration_s=3600.0
         ),
         DriftSample(
             model="credit-risk",

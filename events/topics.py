@@ -88,9 +88,9 @@ CATALOGUE: tuple[Topic, ...] = (
         TRAINING_PROGRESS,
         12,
         "job id",
-        (types.TRAINING_PROGRESS_V1,),
+        (types.TRAINING_PROGRESS_V1, types.TRAINING_FAULT_V1, types.TRAINING_COMPLETED_V1),
         3 * DAY_MS,
-        description="per-step training progress republished by agents",
+        description="training progress republished by agents, and their workers' faults and completions, per job",
     ),
     Topic(
         DRIFT_SAMPLES,

@@ -22,6 +22,8 @@ from events.payloads import (
     NodeSample,
     Payload,
     ReleasePublished,
+    TrainingCompleted,
+    TrainingFault,
     TrainingProgress,
 )
 
@@ -32,6 +34,8 @@ NCCL_REPORT_V1 = "ai.myolo.nccl.report.v1"
 NCCL_BANDWIDTH_V1 = "ai.myolo.nccl.bandwidth.v1"
 MEMORY_LEAK_V1 = "ai.myolo.memory.leak.v1"
 TRAINING_PROGRESS_V1 = "ai.myolo.training.progress.v1"
+TRAINING_FAULT_V1 = "ai.myolo.training.fault.v1"
+TRAINING_COMPLETED_V1 = "ai.myolo.training.completed.v1"
 DRIFT_SAMPLE_V1 = "ai.myolo.drift.sample.v1"
 RELEASE_PUBLISHED_V1 = "ai.myolo.release.published.v1"
 COMMAND_V1 = "ai.myolo.command.v1"
@@ -44,6 +48,8 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
     NCCL_BANDWIDTH_V1: BandwidthReport,
     MEMORY_LEAK_V1: LeakReport,
     TRAINING_PROGRESS_V1: TrainingProgress,
+    TRAINING_FAULT_V1: TrainingFault,
+    TRAINING_COMPLETED_V1: TrainingCompleted,
     DRIFT_SAMPLE_V1: DriftSample,
     RELEASE_PUBLISHED_V1: ReleasePublished,
     COMMAND_V1: Command,
@@ -61,6 +67,8 @@ KEY_FIELDS: dict[type[Payload], str] = {
     BandwidthReport: "node_id",
     LeakReport: "node_id",
     TrainingProgress: "job_id",
+    TrainingFault: "job_id",
+    TrainingCompleted: "job_id",
     DriftSample: "model",
     ReleasePublished: "component",
     Command: "node_id",

@@ -5,7 +5,15 @@ from events.payloads.common import Payload
 from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
 from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
 from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
-from events.payloads.training import ControlMessage, TrainingProgress, WorkerHeartbeat
+from events.payloads.trainer_job import TrainerJob
+from events.payloads.training import (
+    ControlMessage,
+    TrainingCompleted,
+    TrainingFault,
+    TrainingProgress,
+    WorkerHeartbeat,
+    WorkerInfo,
+)
 
 __all__ = [
     "BandwidthPoint",
@@ -26,6 +34,10 @@ __all__ = [
     "NvLink",
     "Payload",
     "ReleasePublished",
+    "TrainerJob",
+    "TrainingCompleted",
+    "TrainingFault",
     "TrainingProgress",
     "WorkerHeartbeat",
+    "WorkerInfo",
 ]

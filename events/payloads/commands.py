@@ -5,12 +5,14 @@ stale leader. ``command_id`` is stable across retries so an agent executes each 
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from events.errors import InvalidEvent
 from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.trainer_job import TrainerJob
 
 CommandAction = Literal[
     "nccl_probe",
@@ -54,6 +56,9 @@ class CommandAck(Payload, kw_only=True):
 class ActionArgs(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """Base of the per-action argument Structs: an unknown argument is an error naming it."""
 
+    def check(self) -> None:
+        """Rules across fields, which types alone cannot say; raise :class:`InvalidEvent` naming the field."""
+
 
 class SetIntervalArgs(ActionArgs, kw_only=True):
     interval_s: Annotated[float, msgspec.Meta(ge=0.05, le=3600.0)]
@@ -85,11 +90,58 @@ class DrainArgs(ActionArgs, kw_only=True):
     reason: Annotated[str, msgspec.Meta(max_length=500)] | None = None
 
 
+GpuIndex = Annotated[int, msgspec.Meta(ge=0, le=63)]
+Host = Annotated[str, msgspec.Meta(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9_.:\[\]-]+$")]
+
+
+class StartWorkersArgs(ActionArgs, kw_only=True):
+    """Start this node's share of a job generation: one worker per GPU in ``gpus``.
+
+    As with torchrun, every node of a job runs the same number of workers, so the world size is
+    ``nnodes x len(gpus)`` and this node's workers get global ranks ``node_rank x len(gpus) + local_rank``.
+    ``master_addr:master_port`` is the rendezvous (global rank 0's node)."""
+
+    job_id: Id
+    generation: NonNegInt
+    node_rank: Annotated[int, msgspec.Meta(ge=0, le=4095)]
+    nnodes: Annotated[int, msgspec.Meta(ge=1, le=4096)]
+    gpus: Annotated[list[GpuIndex], msgspec.Meta(min_length=1, max_length=64)]
+    master_addr: Host
+    master_port: Annotated[int, msgspec.Meta(ge=1, le=65535)]
+    job: TrainerJob = msgspec.field(default_factory=TrainerJob)
+
+    def check(self) -> None:
+        if self.node_rank >= self.nnodes:
+            raise InvalidEvent(f"node_rank {self.node_rank} must be below nnodes {self.nnodes}", "args.node_rank")
+        if len(set(self.gpus)) != len(self.gpus):
+            twice = sorted({g for g in self.gpus if self.gpus.count(g) > 1})
+            raise InvalidEvent(f"GPU {twice[0]} is listed twice; give each worker its own GPU", "args.gpus")
+
+    @property
+    def world_size(self) -> int:
+        return self.nnodes * len(self.gpus)
+
+    def global_rank(self, local_rank: int) -> int:
+        return self.node_rank * len(self.gpus) + local_rank
+
+
+class StopWorkersArgs(ActionArgs, kw_only=True):
+    """Stop this node's workers of a job generation. ``checkpoint``: the node holding global rank 0 asks
+    the job to save and stop after the current step, and every node waits a bounded time for its workers
+    to leave on their own before SIGTERM, then SIGKILL."""
+
+    job_id: Id
+    generation: NonNegInt
+    checkpoint: bool = True
+
+
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
     "set_interval": SetIntervalArgs,
     "report_sample": ReportSampleArgs,
     "nccl_probe": NcclProbeArgs,
     "drain": DrainArgs,
+    "start_workers": StartWorkersArgs,
+    "stop_workers": StopWorkersArgs,
 }
 
 
@@ -99,13 +151,48 @@ def action_args(action: str, args: dict[str, Any]) -> ActionArgs:
     if cls is None:
         raise InvalidEvent(f"{action!r} is not an action agents execute; use one of {', '.join(ACTION_ARGS)}", "action")
     try:
-        return msgspec.convert(args, cls, strict=True)
+        checked = msgspec.convert(args, cls, strict=True)
     except msgspec.ValidationError as exc:
         msg, _, path = str(exc).partition(" - at `$")
         path = path.rstrip("`")
         if msg.startswith("Object contains unknown field `"):
-            path = f".{msg.split('`')[1]}"
-            msg = f"unknown argument for {action}; it takes {', '.join(cls.__struct_fields__) or 'none'}"
+            nested, path = path, f"{path}.{msg.split('`')[1]}"
+            takes = _fields_at(cls, nested)
+            msg = f"unknown {'field' if nested else 'argument'} for {action}; {'it' if not nested else nested[1:]} takes {takes}"
+        elif msg.startswith("Invalid enum value") and (choices := _choices_at(cls, path)):
+            msg = f"{msg}; choose one of {choices}"
         elif msg.startswith("Object missing required field `"):
-            path, msg = f".{msg.split('`')[1]}", "missing required argument"
+            path, msg = f"{path}.{msg.split('`')[1]}", "missing required argument"
         raise InvalidEvent(msg, f"args{path}") from None
+    checked.check()
+    return checked
+
+
+def _type_at(cls: type[msgspec.Struct], path: str) -> Any:
+    """The declared type of the field at ``path`` (``.job.schedule``) under ``cls``; None if not found."""
+    tp: Any = cls
+    for name in [p.split("[")[0] for p in path.split(".") if p]:
+        if not (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
+            return None
+        field = next((f for f in msgspec.structs.fields(tp) if f.name == name), None)
+        if field is None:
+            return None
+        tp = field.type
+    return tp
+
+
+def _fields_at(cls: type[msgspec.Struct], path: str) -> str:
+    """The fields of the Struct at ``path`` under ``cls``, for an "unknown field" message."""
+    tp = _type_at(cls, path)
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return ", ".join(tp.__struct_fields__) or "none"
+    return "other fields"
+
+
+def _choices_at(cls: type[msgspec.Struct], path: str) -> str | None:
+    """``a, b`` when the field at ``path`` is a Literal, for an "invalid enum value" message."""
+    tp = _type_at(cls, path)
+    for arg in (tp, *typing.get_args(tp)):
+        if typing.get_origin(arg) is Literal:
+            return ", ".join(map(str, typing.get_args(arg)))
+    return None

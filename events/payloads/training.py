@@ -1,8 +1,9 @@
-"""Training progress, pushed by workers to their agent over ZeroMQ and republished to Kafka."""
+"""Training events: progress pushed by workers to their agent over ZeroMQ and republished to Kafka, the
+agent's faults and completions of a job's workers, and the worker <-> agent messages."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -58,3 +59,62 @@ class ControlMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: Literal["checkpoint", "stop"]
     job_id: str
     generation: int
+
+
+WorkerState = Literal["starting", "running", "stopping", "exited"]
+LogLine = Annotated[str, msgspec.Meta(max_length=1000)]
+MAX_LOG_TAIL = 50
+
+
+class WorkerInfo(Payload, kw_only=True):
+    """One trainer process the agent supervises, as the node sample, ``/healthz`` and ``status`` show it.
+
+    ``last_step`` is the last optimizer step its heartbeats or progress reported (None before the first);
+    ``exit_code`` is set once it exited (negative: killed by that signal)."""
+
+    job_id: Id
+    generation: NonNegInt
+    rank: NonNegInt
+    local_rank: NonNegInt
+    gpu: NonNegInt
+    pid: NonNegInt
+    state: WorkerState
+    last_step: int | None = None
+    exit_code: int | None = None
+
+
+class TrainingFault(Payload, kw_only=True):
+    """``ai.myolo.training.fault.v1``: a worker of a job died or hung on a node, published the moment the
+    agent sees it. Keyed by job id, so it is ordered with the job's progress.
+
+    ``worker_exit``: the process ended with a non-zero ``exit_code`` or by ``signal`` (e.g. ``SIGKILL``).
+    ``worker_hang``: no heartbeat or step for ``silent_s`` seconds, over the learned ``bound_s``
+    (max(floor, k x the job's recent step time)); the agent then stops the node's workers."""
+
+    job_id: Id
+    generation: NonNegInt
+    node_id: Id
+    kind: Literal["worker_exit", "worker_hang"]
+    rank: NonNegInt
+    pid: NonNegInt | None = None
+    exit_code: int | None = None
+    signal: Annotated[str, msgspec.Meta(max_length=32)] | None = None
+    last_step: int | None = None
+    silent_s: NonNegFloat | None = None
+    bound_s: NonNegFloat | None = None
+    log_tail: Annotated[list[LogLine], msgspec.Meta(max_length=MAX_LOG_TAIL)] = []
+    message: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    simulated: bool = False
+
+
+class TrainingCompleted(Payload, kw_only=True):
+    """``ai.myolo.training.completed.v1``: every worker of a job generation on this node exited 0 on its own
+    (not because it was told to stop). ``last_step`` is the last step reported."""
+
+    job_id: Id
+    generation: NonNegInt
+    node_id: Id
+    ranks: Annotated[list[NonNegInt], msgspec.Meta(max_length=1024)]
+    last_step: int | None = None
+    duration_s: NonNegFloat | None = None
+    simulated: bool = False

@@ -1,0 +1,58 @@
+"""The trainer's job description as it travels: in ``start_workers`` commands today, in ElasticJob manifests next.
+
+Why a Struct of its own rather than ``kernels.train.config.JobConfig``: agents and the coordinator never import
+torch or ``kernels``. This is the wire shape, with each field's type and bounds; the trainer's own checks (a
+known model, a layout that divides the world size) run in the trainer's interpreter
+(``python -m kernels.cli.check_job``). A test keeps the fields equal to ``JobConfig``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
+Degree = Annotated[int, msgspec.Meta(ge=1, le=4096)]
+Steps = Annotated[int, msgspec.Meta(ge=0, le=1 << 40)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+PathStr = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+ModelArg = int | float | bool | Annotated[str, msgspec.Meta(max_length=256)]
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What to train and how; defaults are the trainer's. The world size is not here: it is the number of
+    workers the job gets (nodes x workers per node), which the scheduler decides."""
+
+    model: Name = "tiny"
+    model_args: Annotated[dict[Name, ModelArg], msgspec.Meta(max_length=64)] = {}
+    pp: Degree = 1
+    dp: Annotated[int, msgspec.Meta(ge=0, le=1 << 20)] = 0  # 0: whatever the world size leaves
+    tp: Degree = 1
+    steps: Count = 20
+    seed: Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)] = 0
+    global_batch: Count = 8
+    micro_batch: Annotated[int, msgspec.Meta(ge=0, le=1 << 20)] = 0
+    seq_len: Annotated[int, msgspec.Meta(ge=1, le=1 << 22)] = 64
+    lr: Annotated[float, msgspec.Meta(gt=0.0, le=10.0)] = 3e-4
+    warmup_steps: Steps = 0
+    min_lr_ratio: Fraction = 0.1
+    weight_decay: Annotated[float, msgspec.Meta(ge=0.0, le=10.0)] = 0.1
+    beta1: Fraction = 0.9
+    beta2: Fraction = 0.95
+    grad_clip: Annotated[float, msgspec.Meta(ge=0.0, le=1e6)] = 1.0
+    schedule: Literal["1f1b", "interleaved1f1b"] = "1f1b"
+    stages_per_rank: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    sync_every: Annotated[int, msgspec.Meta(ge=1, le=1 << 20)] = 1
+    compile: bool = False
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    data_path: PathStr | None = None
+    data_dtype: Literal["uint16", "uint32"] = "uint16"
+    checkpoint_dir: PathStr | None = None
+    checkpoint_every: Steps = 0
+    snapshot_every: Steps = 0
+    resume: bool = False
+    ops_prefer: Annotated[
+        dict[Name, Annotated[list[Name], msgspec.Meta(max_length=8)]], msgspec.Meta(max_length=32)
+    ] = {}
