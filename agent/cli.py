@@ -95,7 +95,9 @@ def sample(
     from agent.gpu import GpuBackendError, make_backend
     from agent.gpu.render import print_sample
     from agent.gpu.sample import build_sample
+    from agent.gpu.sim import SimBackend
     from agent.health import HealthState
+    from agent.trainer.gpu_use import read_gpu_use
     from events.clock import SystemClock
     from events.logs import configure_logging
 
@@ -103,6 +105,8 @@ def sample(
     cfg = _config(config, simulate_gpus)
     clock = SystemClock()
     backend = make_backend(cfg.simulate_gpus or None, clock, node_tag=cfg.node_id)
+    if isinstance(backend, SimBackend):  # the running daemon's workers on these simulated GPUs
+        backend.set_workload(read_gpu_use(Path(cfg.trainer.workers_dir)))
     try:
         backend.open()
     except GpuBackendError as exc:
@@ -187,6 +191,15 @@ def status(
     typer.echo(f"{reply.data.get('status')}: {reply.message}")
     if reply.data.get("health_url"):
         typer.echo(f"health endpoint: {reply.data['health_url']}/healthz")
+    workers = reply.data.get("workers") or []
+    if workers:
+        typer.echo("workers:")
+    for w in workers if isinstance(workers, list) else []:
+        step = "-" if w.get("last_step") is None else w.get("last_step")
+        typer.echo(
+            f"  job {w.get('job_id')} g{w.get('generation')} rank {w.get('rank')} gpu {w.get('gpu')} "
+            f"pid {w.get('pid')} {w.get('state')} step {step}"
+        )
 
 
 def _mount_fleetsim() -> None:

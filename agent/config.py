@@ -21,6 +21,7 @@ import msgspec
 
 from agent.commands.config import CommandsConfig
 from agent.leak.config import LeakConfig
+from agent.trainer.config import TrainerConfig
 from events.config import load_config
 from events.errors import ConfigError
 from events.settings import KafkaSettings
@@ -106,6 +107,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     kafka: KafkaSettings = msgspec.field(default_factory=KafkaSettings)
     commands: CommandsConfig = msgspec.field(default_factory=CommandsConfig)
     probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
+    trainer: TrainerConfig = msgspec.field(default_factory=TrainerConfig)
 
 
 def load_agent_config(
@@ -149,7 +151,11 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
     if cfg.probe.world_size == 1:
         raise ConfigError("probe.world_size", "an all-reduce needs at least 2 ranks; use 0 (the GPU count) or >= 2")
     spool = msgspec.structs.replace(cfg.spool, dir=str(spool_dir))
-    return msgspec.structs.replace(cfg, node_id=node_id, data_dir=str(data_dir), control_socket=str(sock), spool=spool)
+    workers_dir = Path(cfg.trainer.workers_dir).expanduser() if cfg.trainer.workers_dir else data_dir / "workers"
+    trainer = msgspec.structs.replace(cfg.trainer, workers_dir=str(workers_dir))
+    return msgspec.structs.replace(
+        cfg, node_id=node_id, data_dir=str(data_dir), control_socket=str(sock), spool=spool, trainer=trainer
+    )
 
 
 def default_data_dir(env: dict[str, str] | os._Environ[str]) -> str:

@@ -9,6 +9,8 @@ turns the checked Struct into the keyword arguments of the daemon's action calla
 - ``report_sample`` -> ``report_sample()``
 - ``nccl_probe`` -> ``nccl_probe(spec=ProbeSpec, timeout_s=float, command_id=str)``
 - ``drain`` -> ``drain(draining=bool, reason=str | None)``
+- ``start_workers`` -> ``start_workers(args=StartWorkersArgs)``
+- ``stop_workers`` -> ``stop_workers(job_id=str, generation=int, checkpoint=bool)``
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from typing import Any
 from agent.nccl.probe import ProbeSpec
 from events.errors import InvalidEvent
 from events.payloads import Command
-from events.payloads.commands import DrainArgs, NcclProbeArgs, SetIntervalArgs, action_args
+from events.payloads.commands import (
+    DrainArgs,
+    NcclProbeArgs,
+    SetIntervalArgs,
+    StartWorkersArgs,
+    StopWorkersArgs,
+    action_args,
+)
 
 _PROBE = ProbeSpec()  # its defaults (a slots dataclass has no class-level default values)
 
@@ -63,9 +72,21 @@ def drain_args(cmd: Command) -> dict[str, Any]:
     return {"draining": args.draining, "reason": args.reason}
 
 
+def start_workers_args(cmd: Command) -> dict[str, Any]:
+    args: StartWorkersArgs = _checked(cmd)
+    return {"args": args}
+
+
+def stop_workers_args(cmd: Command) -> dict[str, Any]:
+    args: StopWorkersArgs = _checked(cmd)
+    return {"job_id": args.job_id, "generation": args.generation, "checkpoint": args.checkpoint}
+
+
 PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "set_interval": set_interval_args,
     "report_sample": report_sample_args,
     "nccl_probe": nccl_probe_args,
     "drain": drain_args,
+    "start_workers": start_workers_args,
+    "stop_workers": stop_workers_args,
 }

@@ -7,8 +7,9 @@ Order of checks for a command (its signature was already verified by the consume
    before anything else happens under it;
 3. id already taken -> ``duplicate`` with the original outcome (``accepted`` again while it still runs), never
    a second run;
-4. expired, too old, unknown action, bad arguments -> ``rejected`` naming why (nothing ran; not remembered,
-   so a retry is judged again);
+4. expired, too old, unknown action, bad arguments, or refused by the action's admission check (the node's
+   own judgement: a GPU it does not have, a job the trainer refuses) -> ``rejected`` naming why and, in the
+   ack's ``result.field``, the argument (nothing ran; not remembered, so a retry is judged again);
 5. otherwise the id is recorded as taken (durably), then the action runs in a task of its own and the agent
    acks ``accepted``, then ``done`` (with the action's result) or ``failed`` (with the reason).
 
@@ -31,6 +32,7 @@ import structlog
 
 from agent.commands.args import PARSERS, ArgsError
 from agent.commands.ledger import DEFAULT_MAX_IDS, Entry, Ledger
+from agent.tasks import TaskSet
 from events.clock import Clock, SystemClock
 from events.deadletter import RecordInfo
 from events.envelope import Event, parse_rfc3339
@@ -40,6 +42,7 @@ from events.signing import Verifier
 
 log = structlog.get_logger("myolo.agent.commands")
 ActionFn = Callable[..., Awaitable[Mapping[str, Any] | None]]
+AdmitFn = Callable[..., Awaitable[None]]  # same kwargs as the action; raises ArgsError to refuse
 AckStatus = Literal["accepted", "done", "rejected", "failed", "duplicate"]
 DEFAULT_MAX_AGE_S = 3600.0
 STOPPED = "cancelled: the agent stopped while the command ran; it was not run again"
@@ -69,7 +72,10 @@ class CommandExecutor:
     ``actions`` maps action names to the daemon's async callables, called with the keyword arguments that
     ``agent.commands.args`` parses (``set_interval(interval_s=...)``, ``report_sample()``,
     ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns a JSON-able dict (the ack's
-    ``result``). An action the table lacks is rejected as unsupported. ``state_dir`` holds the ledger.
+    ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
+    checks called with the same arguments before the command is taken (``start_workers``: the GPUs exist, the
+    trainer accepts the job); one that raises ``ArgsError`` gets the command rejected, and holds the consumer
+    meanwhile, so it must be bounded in time. ``state_dir`` holds the ledger.
     """
 
     def __init__(
@@ -83,6 +89,7 @@ class CommandExecutor:
         *,
         max_ids: int = DEFAULT_MAX_IDS,
         max_age_s: float | None = DEFAULT_MAX_AGE_S,
+        admissions: Mapping[str, AdmitFn] | None = None,
     ) -> None:
         unknown = sorted(set(actions) - set(PARSERS))
         if unknown:
@@ -96,9 +103,10 @@ class CommandExecutor:
         self.ledger = Ledger.open(state_dir, max_ids=max_ids, now=self.clock.now())
         self._acks = producer
         self._actions = dict(actions)
+        self._admissions = dict(admissions or {})
         self._max_age_s = max_age_s
         self._lanes: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet(log, "command task")
         self._running: dict[str, asyncio.Task] = {}
 
     async def handle(self, event: Event, info: RecordInfo | None = None) -> None:
@@ -126,14 +134,17 @@ class CommandExecutor:
             return
         try:
             kwargs = PARSERS[cmd.action](cmd)
+            admit = self._admissions.get(cmd.action)
+            if admit is not None:
+                await admit(**kwargs)
         except ArgsError as exc:
-            await self._reject(cmd, f"bad arguments: {exc}; fix it and send a new command")
+            await self._reject(cmd, f"bad arguments: {exc}; fix it and send a new command", {"field": exc.field})
             return
         self.ledger.begin(cmd.command_id, cmd.action, cmd.epoch, self.clock.now())
         self.stats.accepted += 1
         task = asyncio.create_task(self._run(cmd, self._actions[cmd.action], kwargs), name=f"cmd:{cmd.command_id}")
         self._running[cmd.command_id] = task
-        self._track(task)
+        self._tasks.add(task)
 
     def reject_unverified(self, event: Event, error: InvalidEvent) -> None:
         """A command that failed its signature check (it is dead-lettered too): ack ``rejected`` when it
@@ -142,7 +153,7 @@ class CommandExecutor:
         if not isinstance(cmd, Command) or cmd.node_id != self.node_id:
             return
         self.stats.unverified += 1
-        self._track(asyncio.ensure_future(self._reject(cmd, f"signature rejected: {error.reason}")))
+        self._tasks.add(asyncio.ensure_future(self._reject(cmd, f"signature rejected: {error.reason}")))
 
     @property
     def running(self) -> list[str]:
@@ -151,14 +162,11 @@ class CommandExecutor:
 
     async def drain(self) -> None:
         """Wait until every running action and pending ack is finished (tests; a graceful stop)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._tasks.drain()
 
     async def close(self) -> None:
         """Cancel running actions (recorded as failed, never re-run) and close the ledger."""
-        for task in list(self._tasks):
-            task.cancel()
-        await self.drain()
+        await self._tasks.cancel()
         self.ledger.close()
 
     def _why_not(self, cmd: Command, event: Event) -> str | None:
@@ -232,15 +240,6 @@ class CommandExecutor:
         except Exception as exc:
             self.stats.ack_errors += 1
             log.warning("command ack not sent", status=status, command_id=cmd.command_id, error=str(exc))
-
-    def _track(self, task: asyncio.Future) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Future) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("command task ended with an error", exc_info=task.exception())
 
 
 def _as_result(value: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -7,8 +7,10 @@ this module says *what* each action does to the live agent:
   the old interval). A later SIGHUP applies the file's value again: the operator's latest word wins.
 - ``report_sample``: the sample loop takes one extra full sample now and publishes it; the ack carries its seq.
 - ``nccl_probe``: the bandwidth sweep (``agent.commands.probe``), never concurrent with the scheduled one.
-- ``drain``: marks the node draining (no new trainer workers start here; shown by /healthz and STATUS=).
-  Not persisted: a restarted agent starts undrained and the coordinator re-sends it for a cordoned node.
+- ``drain``: marks the node draining (no new trainer workers start here; shown by /healthz and STATUS=) and
+  stops the local workers as ``stop_workers`` does (checkpoint first). Not persisted: a restarted agent
+  starts undrained and the coordinator re-sends it for a cordoned node.
+- ``start_workers`` / ``stop_workers``: the training supervisor (``agent.daemon.trainer``).
 
 The consumer runs as one task; when Kafka is away it retries with back-off (the agent keeps sampling and
 spooling meanwhile). Acks go through the spool (``SpooledAcks``), so they survive an outage too.
@@ -36,6 +38,7 @@ from agent.commands import (
 from agent.daemon.idle_probe import probe_python
 from agent.daemon.loops import request_sample
 from agent.daemon.runtime import Runtime, event_source
+from agent.daemon.trainer import trainer_actions
 from events.bus import EventConsumer, EventProducer
 from events.clock import sleep_or_wake
 
@@ -76,9 +79,15 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
 
     async def drain(draining: bool = True, reason: str | None = None) -> dict[str, Any]:
         set_draining(rt, draining, reason)
-        return {"draining": rt.draining}
+        stopped = []
+        if draining and rt.trainer is not None:
+            stopped = await rt.trainer.stop_all(f"drain: {reason or 'no reason given'}", checkpoint=True)
+        return {"draining": rt.draining, "stopped": stopped}
 
-    return {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
+    actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
+    if rt.trainer is not None:
+        actions.update(trainer_actions(rt, rt.trainer)[0])
+    return actions
 
 
 def set_draining(rt: Runtime, draining: bool, reason: str | None = None) -> None:
@@ -100,6 +109,7 @@ def build_executor(rt: Runtime) -> CommandExecutor:
         rt.clock,
         max_ids=cfg.max_remembered,
         max_age_s=cfg.max_age_s or None,
+        admissions=trainer_actions(rt, rt.trainer)[1] if rt.trainer is not None else None,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from agent.config import AgentConfig
 from agent.daemon.actions import build_executor
 from agent.daemon.runtime import Runtime, event_source
+from agent.daemon.trainer import build_supervisor
 from agent.gpu import GpuBackend, make_backend
 from agent.health import HealthState
 from agent.notify import Notifier
@@ -74,5 +75,7 @@ def build_runtime(
         config_path=config_path,
     )
     if cfg.commands.enabled:
+        if cfg.trainer.enabled:
+            rt.trainer = build_supervisor(rt)
         rt.commands = build_executor(rt)
     return rt

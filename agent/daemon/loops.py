@@ -46,6 +46,7 @@ async def read_sample(rt: Runtime) -> NodeSample:
         driver_version=rt.backend.driver_version(),
         cuda_version=rt.backend.cuda_version(),
         agent_version=rt.version,
+        workers=rt.trainer.workers() if rt.trainer is not None else None,
     )
     return rt.health.evaluate_sample(sample)
 

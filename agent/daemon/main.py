@@ -13,6 +13,7 @@ import contextlib
 import signal
 from collections.abc import AsyncIterator, Callable
 
+import msgspec
 import structlog
 
 from agent.control import ControlServer
@@ -67,6 +68,8 @@ async def serve(
         except OSError as exc:
             log.error("cannot listen", error=str(exc))
             return _failed_start(rt, exc)
+        if rt.trainer is not None:
+            rt.trainer.open()
         sending = start_sending()
         leak = leak_observer(rt)
         probe = idle_probe or IdleProbe(rt)
@@ -78,9 +81,14 @@ async def serve(
             asyncio.create_task(loops.watchdog_loop(rt), name="watchdog"),
             asyncio.create_task(nccl_task(rt), name="nccl"),
         ]
+        if rt.trainer is not None:
+            producing.append(asyncio.create_task(rt.trainer.run(), name="trainer"))
         helpers = [asyncio.create_task(loops.ready(rt), name="ready")]
         stack.push_async_callback(loops.cancel_all, helpers + producing)
         stack.push_async_callback(probe.close)
+        if rt.trainer is not None:
+            # after the command consumer stops (no new work), before the loops: workers never outlive the agent
+            stack.push_async_callback(rt.trainer.close)
         essential = [sending, *producing]
         if rt.commands is not None:
             source = (command_source or KafkaCommandSource)(rt, rt.commands)
@@ -184,6 +192,7 @@ def handle_control(rt: Runtime, req: Request) -> Reply:
             "seq": rt.sampler.seq,
             "draining": rt.draining,
             "health_url": rt.health_url,
+            "workers": [msgspec.to_builtins(w) for w in rt.trainer.workers()] if rt.trainer is not None else [],
         },
     )
 

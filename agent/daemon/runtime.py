@@ -17,6 +17,7 @@ from agent.gpu import GpuBackend
 from agent.health import HealthState
 from agent.notify import Notifier
 from agent.publish import Publisher
+from agent.trainer.supervisor import Supervisor
 from events.clock import Clock
 from events.payloads import NodeSample
 
@@ -46,6 +47,7 @@ class Runtime:
     notifier: Notifier
     config_path: str | None = None  # what SIGHUP reads again (None: defaults and the environment)
     commands: CommandExecutor | None = None  # None when commands are disabled
+    trainer: Supervisor | None = None  # the node's training workers; None when commands or the trainer are off
     sampler: Sampler = field(default_factory=Sampler)
     draining: bool = False  # no new trainer workers may start here (set by the ``drain`` command)
     drain_reason: str | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
+
 from agent.daemon.runtime import Runtime
 from agent.healthz.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
 
@@ -30,6 +32,8 @@ def current_report(rt: Runtime) -> HealthReport:
     }
     if rt.commands is not None:
         checks["commands"] = check_commands(rt)
+    if rt.trainer is not None:
+        checks["workers"] = check_workers(rt)
     return report(rt.cfg.node_id, rt.backend.name, rt.version, checks)
 
 
@@ -50,6 +54,24 @@ def check_commands(rt: Runtime) -> Check:
         why = f" ({rt.drain_reason})" if rt.drain_reason else ""
         return Check(status="degraded", detail=f"draining{why}: no new trainer workers start here", data=data)
     return Check(status="ok", detail=f"obeying signed commands, leader epoch {ex.ledger.epoch}", data=data)
+
+
+def check_workers(rt: Runtime) -> Check:
+    """The trainer processes this agent supervises. A job being stopped after a fault is *degraded* until its
+    workers are gone; a node without workers is simply ok."""
+    sup = rt.trainer
+    assert sup is not None
+    workers = sup.workers()
+    data: dict[str, object] = {"workers": [msgspec.to_builtins(w) for w in workers]}
+    faulted = sorted(job.job_id for job in sup.jobs.values() if job.ending == "faulted")
+    if faulted:
+        return Check(
+            status="degraded", detail=f"stopping the workers of faulted job(s) {', '.join(faulted)}", data=data
+        )
+    if not workers:
+        return Check(status="ok", detail="no training workers", data=data)
+    jobs = sorted({f"{w.job_id} g{w.generation}" for w in workers})
+    return Check(status="ok", detail=f"{len(workers)} worker(s) of {', '.join(jobs)}", data=data)
 
 
 async def active_report(rt: Runtime) -> HealthReport:

@@ -21,6 +21,7 @@ import structlog
 
 from agent.daemon.loops import publish_fault
 from agent.daemon.runtime import Runtime
+from agent.daemon.trainer import nccl_globs
 from agent.leak.detector import LeakDetector
 from agent.leak.rss import host_total_bytes, read_rss
 from agent.nccl.follow import FileFollower
@@ -44,7 +45,7 @@ async def nccl_task(rt: Runtime) -> None:
     followed: dict[Path, asyncio.Task] = {}
     try:
         while True:
-            for path in _matches(rt.cfg.nccl.log_globs):
+            for path in _matches(nccl_globs(rt)):
                 if path in followed or len(followed) >= MAX_FOLLOWED:
                     continue
                 followed[path] = asyncio.create_task(_follow(rt, path), name=f"nccl:{path}")

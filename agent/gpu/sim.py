@@ -36,6 +36,9 @@ from events.clock import Clock, SystemClock
 from events.payloads import GpuProcess, GpuReading, NvLink
 
 log = structlog.get_logger("myolo.agent.gpu")
+WORKER_LOAD = 0.95  # a simulated GPU running a real worker looks this busy
+WORKER_MEM_FRACTION = 0.6
+WORKER_NAME = "myolo-train"
 
 
 @dataclass
@@ -77,6 +80,7 @@ class SimBackend:
         tag = zlib.crc32(f"{node_tag}:{seed}".encode())
         self.uuids = [f"GPU-SIM-{tag:08x}-{i:04d}" for i in range(count)]
         self.gpus = [GpuState(index=i) for i in range(count)]
+        self.workload: dict[int, list[int]] = {}
         self._t0: float | None = None
         self._last: float | None = None
         self._bridge: EventBridge | None = None
@@ -85,8 +89,9 @@ class SimBackend:
     # -- lifecycle -------------------------------------------------------------------------------------
     def open(self) -> None:
         self._t0 = self._last = self.clock.monotonic()
-        load = self.profile(0.0)
+        profile_load = self.profile(0.0)
         for s in self.gpus:
+            load = self._load(s, profile_load)
             self._ensure_processes(s, load)
             settle(s, self.spec, load)
             step(s, self.spec, load, 0.0, self.rng)
@@ -114,8 +119,9 @@ class SimBackend:
         now = self.clock.monotonic()
         dt = max(0.0, now - self._last)
         self._last = now
-        load = self.profile(now - self._t0)
+        profile_load = self.profile(now - self._t0)
         for s in self.gpus:
+            load = self._load(s, profile_load)
             self._ensure_processes(s, load)
             step(s, self.spec, load, dt, self.rng)
         self.cost.step_cpu_s += time.thread_time() - c0
@@ -127,6 +133,22 @@ class SimBackend:
         self.cost.read_cpu_s += time.thread_time() - c0
         self.cost.reads += 1
         return out
+
+    def set_workload(self, use: dict[int, list[int]]) -> None:
+        """The real worker processes on each simulated GPU (the agent's supervisor says): they replace the
+        profile's imagined job in the GPU's process list, and keep the GPU busy while they run."""
+        self.workload = {i: list(pids) for i, pids in use.items() if 0 <= i < self.count and pids}
+        for s in self.gpus:
+            pids = self.workload.get(s.index)
+            if pids:
+                kept = {p.pid: p for p in s.processes}
+                base = int(self.spec.mem_total * WORKER_MEM_FRACTION)
+                s.processes = [kept.get(pid) or SimProcess(pid=pid, base=base, name=WORKER_NAME) for pid in pids]
+            elif any(p.name == WORKER_NAME for p in s.processes):
+                s.processes = []
+
+    def _load(self, s: GpuState, profile_load: float) -> float:
+        return max(profile_load, WORKER_LOAD) if self.workload.get(s.index) else profile_load
 
     def _ensure_processes(self, s: GpuState, load: float) -> None:
         """A trainer process per busy GPU (the profile's job); an injected leak needs a process to grow."""

@@ -1,6 +1,6 @@
 """Typed event payloads (msgspec Structs). See ``events.types`` for the CloudEvents type names."""
 
-from events.payloads.commands import Command, CommandAck
+from events.payloads.commands import Command, CommandAck, StartWorkersArgs, StopWorkersArgs
 from events.payloads.common import Payload
 from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
 from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
@@ -34,6 +34,8 @@ __all__ = [
     "NvLink",
     "Payload",
     "ReleasePublished",
+    "StartWorkersArgs",
+    "StopWorkersArgs",
     "TrainerJob",
     "TrainingCompleted",
     "TrainingFault",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+import msgspec
 
 from events.payloads.common import Health, Id, NonNegFloat, NonNegInt, Payload, Percent
+from events.payloads.training import WorkerInfo
 
 
 class GpuProcess(Payload, kw_only=True):
@@ -90,6 +93,7 @@ class NodeSample(Payload, kw_only=True):
     driver_version: str | None = None
     cuda_version: str | None = None
     agent_version: str | None = None
+    workers: Annotated[list[WorkerInfo], msgspec.Meta(max_length=1024)] | None = None  # the agent's trainer processes
 
 
 FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process", "spool"]

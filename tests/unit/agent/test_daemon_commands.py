@@ -163,7 +163,7 @@ async def test_drain_shows_in_health_status_line_and_control_status_until_lifted
     assert check.status == "ok" and check.data["draining"] is False
 
     await node.send("d1", "drain", reason="auto:fault xid 79")
-    assert node.acks("d1")[-1].status == "done" and node.acks("d1")[-1].result == {"draining": True}
+    assert node.acks("d1")[-1].status == "done" and node.acks("d1")[-1].result == {"draining": True, "stopped": []}
     rep = status.current_report(node.rt)
     assert rep.status == "degraded"
     assert rep.checks["commands"].status == "degraded"
@@ -173,7 +173,7 @@ async def test_drain_shows_in_health_status_line_and_control_status_until_lifted
 
     node.epoch = 2  # a newer leader lifts it after an uncordon
     await node.send("d2", "drain", draining=False)
-    assert node.acks("d2")[-1].result == {"draining": False}
+    assert node.acks("d2")[-1].result == {"draining": False, "stopped": []}
     assert status.current_report(node.rt).status == "ok"
     assert "draining" not in loops.status_line(node.rt)
 

@@ -1,0 +1,81 @@
+"""Wiring of the training supervisor (``agent.trainer``) into the running agent.
+
+The supervisor publishes through the agent's spool (so progress and faults survive a Kafka outage like any
+event), learns the node's GPU count from the backend, and on simulated GPUs tells the simulator (and the file
+``myolo-agent sample`` reads) which workers run where. ``start_workers`` is admitted only after the node's
+checks and the trainer's own check of the job, so a bad one is rejected with nothing started.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from agent.commands import ActionFn
+from agent.commands.args import ArgsError
+from agent.commands.executor import AdmitFn
+from agent.daemon.runtime import Runtime
+from agent.gpu.sim import SimBackend
+from agent.trainer.check import check_job
+from agent.trainer.gpu_use import write_gpu_use
+from agent.trainer.supervisor import Supervisor
+from events.payloads import StartWorkersArgs
+
+log = structlog.get_logger("myolo.agent.daemon")
+
+
+def trainer_python(rt: Runtime) -> tuple[str, ...]:
+    """The interpreter that has torch and the trainer: ``trainer.python``, else the agent's own."""
+    return tuple(rt.cfg.trainer.python) or (sys.executable,)
+
+
+def build_supervisor(rt: Runtime) -> Supervisor:
+    workers_dir = Path(rt.cfg.trainer.workers_dir)
+    backend = rt.backend
+
+    def gpu_use(use: dict[int, list[int]]) -> None:
+        if isinstance(backend, SimBackend):
+            backend.set_workload(use)
+        write_gpu_use(workers_dir, use)
+
+    return Supervisor(
+        rt.cfg.trainer,
+        node_id=rt.cfg.node_id,
+        clock=rt.clock,
+        publish=rt.publisher.publish,
+        workers_dir=workers_dir,
+        gpu_count=backend.device_count,
+        real_gpus=backend.name == "nvml",
+        python=trainer_python(rt),
+        on_gpu_use=gpu_use,
+    )
+
+
+def trainer_actions(rt: Runtime, sup: Supervisor) -> tuple[dict[str, ActionFn], dict[str, AdmitFn]]:
+    """``start_workers`` and ``stop_workers``, and the admission check of ``start_workers``."""
+
+    async def admit_start(args: StartWorkersArgs) -> None:
+        if rt.draining:
+            why = f" ({rt.drain_reason})" if rt.drain_reason else ""
+            raise ArgsError(f"this node is draining{why}: no new workers start here", "action")
+        sup.admit(args)
+        await check_job(sup.python, args.job, args.world_size, rt.cfg.trainer.check_timeout_s)
+
+    async def start_workers(args: StartWorkersArgs) -> dict[str, Any]:
+        return await sup.start(args)
+
+    async def stop_workers(job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
+        return await sup.stop(job_id, generation, checkpoint)
+
+    return {"start_workers": start_workers, "stop_workers": stop_workers}, {"start_workers": admit_start}
+
+
+def nccl_globs(rt: Runtime) -> list[str]:
+    """The configured NCCL log globs, plus the logs of the workers this agent starts."""
+    globs = list(rt.cfg.nccl.log_globs)
+    if rt.trainer is not None:
+        globs.append(str(Path(rt.cfg.trainer.workers_dir) / "*" / "g*" / "nccl-rank-*.log"))
+    return globs

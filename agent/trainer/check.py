@@ -1,0 +1,58 @@
+"""The trainer's own check of a job, run in the trainer's interpreter before any worker starts.
+
+Why a subprocess: the rules (a known model, a layout that divides the world size, heads divisible by tp...)
+belong to the trainer, and the agent never imports it. ``python -m kernels.cli.check_job`` answers without
+importing torch, in well under a second; its verdict names the job field, which becomes ``args.job.<field>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+import msgspec
+
+from agent.commands.args import ArgsError
+from events.payloads import TrainerJob
+
+
+class Verdict(msgspec.Struct):
+    ok: bool
+    field: str | None = None
+    reason: str | None = None
+
+
+async def check_job(python: Sequence[str], job: TrainerJob, world_size: int, timeout_s: float) -> None:
+    """Raise :class:`ArgsError` naming the field when the trainer refuses ``job`` at ``world_size``, or when
+    the trainer cannot be asked (the interpreter is missing or the check does not answer)."""
+    request = msgspec.json.encode({"job": job, "world_size": world_size})
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *python,
+            "-m",
+            "kernels.cli.check_job",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise ArgsError(
+            f"cannot run the trainer's interpreter {list(python)}: {exc}; set trainer.python", "args.job"
+        ) from None
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(request), timeout_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise ArgsError(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job") from None
+    try:
+        verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=Verdict)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise ArgsError(
+            f"the trainer's job check failed (exit {proc.returncode}): {detail[0][:500]}", "args.job"
+        ) from None
+    if not verdict.ok:
+        raise ArgsError(verdict.reason or "refused by the trainer", f"args.{verdict.field or 'job'}")

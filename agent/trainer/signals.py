@@ -1,0 +1,60 @@
+"""Signals to a worker's process group, and waiting for processes on the agent's clock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+
+from events.clock import Clock
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send ``sig`` to the process group led by ``pid`` (each worker leads its own session); False when it is
+    gone. A stopped (SIGSTOP) group also gets SIGCONT after SIGTERM, so it can act on it."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    if sig == signal.SIGTERM:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGCONT)
+    return True
+
+
+def signal_name(returncode: int) -> str | None:
+    """``SIGKILL`` for a return code of -9; None for a normal exit."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def process_stopped(pid: int) -> bool:
+    """True when the process is stopped (state T: SIGSTOP, or a debugger): a hang that is certainly its own."""
+    try:
+        stat = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115 - one read
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state in (b"T", b"t")
+
+
+async def wait_all(waits: list[asyncio.Future], clock: Clock, timeout_s: float) -> bool:
+    """Wait until every future is done or ``timeout_s`` passed on ``clock``; True when all are done."""
+    pending = {w for w in waits if not w.done()}
+    if not pending:
+        return True
+    timer = asyncio.ensure_future(clock.sleep(timeout_s))
+    try:
+        while pending:
+            done, _ = await asyncio.wait(pending | {timer}, return_when=asyncio.FIRST_COMPLETED)
+            pending -= done
+            if timer in done:
+                return not pending
+        return True
+    finally:
+        timer.cancel()

@@ -1,0 +1,133 @@
+"""The supervisor with real worker processes (``fake_worker.py``) over real ZeroMQ."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from events.clock import SimClock
+from tests.helpers import wait_until
+from tests.unit.agent.trainer.conftest import start_args
+
+
+async def test_workers_train_report_progress_and_complete(node_factory) -> None:
+    node = await node_factory({"FAKE": "steps:6"})
+    result = await node.sup.start(start_args([1, 3]))
+    assert sorted(result["pids"]) == ["0", "1"]
+    assert node.gpu_use[-1] == {1: [result["pids"]["0"]], 3: [result["pids"]["1"]]}
+    await wait_until(lambda: node.completions, 30, "the completion")
+    done = node.completions[0]
+    assert (done.job_id, done.generation, done.ranks, done.last_step, done.simulated) == ("j1", 0, [0, 1], 6, True)
+    steps = [p.step for p in node.progress]
+    assert steps and steps[-1] == 6, steps
+    assert all(p.node_id == "node-a" for p in node.progress)
+    assert node.faults == [] and node.sup.jobs == {}
+    assert node.gpu_use[-1] == {}
+    assert done in node.urgent
+
+
+async def test_progress_is_throttled_per_job_and_the_last_step_goes_out(node_factory) -> None:
+    node = await node_factory({"FAKE": "steps:30", "FAKE_STEP_S": "0.01"}, progress_interval_s=3600.0)
+    await node.sup.start(start_args([0, 1]))
+    await wait_until(lambda: node.completions, 30, "the completion")
+    assert [p.step for p in node.progress] == [1, 30]  # the first at once, then only the final one
+    assert node.sup.stats.progress_in == 60 and node.sup.stats.progress_out == 2
+
+
+async def test_a_worker_that_fails_is_a_fault_and_its_peers_are_stopped(node_factory) -> None:
+    node = await node_factory({"FAKE_0": "forever", "FAKE_1": "fail:3"})
+    result = await node.sup.start(start_args([0, 1]))
+    await wait_until(lambda: node.faults and not node.sup.jobs, 30, "the fault and the stop")
+    (fault,) = node.faults
+    assert (fault.kind, fault.rank, fault.exit_code, fault.signal, fault.last_step) == ("worker_exit", 1, 3, None, 3)
+    assert fault.pid == result["pids"]["1"]
+    assert "RuntimeError: injected failure" in fault.log_tail
+    assert fault in node.urgent
+    assert node.completions == []
+
+
+async def test_a_killed_worker_names_the_signal(node_factory) -> None:
+    node = await node_factory({"FAKE": "forever"})
+    result = await node.sup.start(start_args([0, 1]))
+    await wait_until(lambda: node.progress, 30, "progress")
+    os.kill(result["pids"]["1"], signal.SIGKILL)
+    await wait_until(lambda: node.faults and not node.sup.jobs, 30, "the fault and the stop")
+    (fault,) = node.faults
+    assert (fault.kind, fault.rank, fault.signal, fault.exit_code) == ("worker_exit", 1, "SIGKILL", None)
+    assert "killed by SIGKILL" in (fault.message or "")
+
+
+async def test_a_silent_worker_is_a_hang_on_the_agents_clock(node_factory) -> None:
+    clock = SimClock()
+    node = await node_factory({"FAKE_0": "forever", "FAKE_1": "silent:3"}, clock=clock, hang_floor_s=30.0)
+    result = await node.sup.start(start_args([0, 1]))
+    await wait_until(lambda: node.sup.jobs["j1"].workers[1].last_step == 3, 30, "rank 1 at step 3")
+    os.kill(result["pids"]["0"], signal.SIGSTOP)  # both silent now; the stopped one is named
+    node.sup.check_hangs()
+    assert node.faults == []  # no time passed on the agent's clock
+    await clock.advance(31.0)
+    node.sup.check_hangs()
+    (fault,) = node.faults
+    assert (fault.kind, fault.rank, fault.bound_s) == ("worker_hang", 0, 30.0)
+    assert fault.silent_s is not None and fault.silent_s > 30.0
+    assert "process stopped" in (fault.message or "")
+    await wait_until(lambda: not node.sup.jobs, 30, "the workers to be stopped")
+
+
+async def test_stop_with_checkpoint_asks_rank_0_and_every_rank_leaves(node_factory, tmp_path) -> None:
+    node = await node_factory({"FAKE": "forever"})
+    await node.sup.start(start_args([0, 1]))
+    await wait_until(lambda: node.progress, 30, "progress")
+    result = await node.sup.stop("j1", 0, checkpoint=True)
+    assert result["stopped"] and result["asked_to_checkpoint"]
+    assert result["exit_codes"] == {"0": 0, "1": 0} and result["terminated"] == [] == result["killed"]
+    assert list((tmp_path / "workers" / "j1" / "g0").glob("stopped-at-*"))
+    assert node.faults == [] and node.completions == []  # a requested stop is neither
+    assert node.sup.jobs == {}
+
+
+async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(node_factory) -> None:
+    node = await node_factory({"FAKE": "stubborn"}, term_grace_s=0.5)
+    result = await node.sup.start(start_args([2]))
+    await wait_until(lambda: node.progress, 30, "progress")
+    stopped = await node.sup.stop("j1", 0, checkpoint=False)
+    assert stopped["terminated"] == [0] and stopped["killed"] == [0]
+    assert stopped["exit_codes"] == {"0": -signal.SIGKILL}
+    with pytest.raises(ProcessLookupError):
+        os.kill(result["pids"]["0"], 0)
+
+
+async def test_stop_of_a_generation_not_running_here_is_a_result(node_factory) -> None:
+    node = await node_factory({"FAKE": "forever"})
+    await node.sup.start(start_args([0], generation=4))
+    other = await node.sup.stop("j1", 3, checkpoint=True)
+    assert other["stopped"] is False and "generation 4 runs here" in other["note"]
+    assert (await node.sup.stop("nope", 0, checkpoint=True))["stopped"] is False
+
+
+async def test_admission_names_the_argument(node_factory) -> None:
+    from agent.commands.args import ArgsError
+
+    node = await node_factory({"FAKE": "forever"})
+    with pytest.raises(ArgsError) as err:
+        node.sup.admit(start_args([1, 4]))
+    assert err.value.field == "args.gpus" and "GPU 4 does not exist" in err.value.reason
+    await node.sup.start(start_args([1]))
+    with pytest.raises(ArgsError) as err:
+        node.sup.admit(start_args([1], job_id="j2"))
+    assert err.value.field == "args.gpus" and "in use by job j1" in err.value.reason
+    with pytest.raises(ArgsError) as err:
+        node.sup.admit(start_args([2], generation=1))
+    assert err.value.field == "args.generation"
+
+
+async def test_close_stops_every_worker(node_factory) -> None:
+    node = await node_factory({"FAKE": "forever"})
+    result = await node.sup.start(start_args([0, 1]))
+    await wait_until(lambda: node.progress, 30, "progress")
+    await node.sup.close()
+    for pid in result["pids"].values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
