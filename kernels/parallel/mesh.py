@@ -14,23 +14,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
-
-@dataclass(frozen=True)
-class Layout:
-    pp: int = 1
-    dp: int = 1
-    tp: int = 1
-
-    @property
-    def world(self) -> int:
-        return self.pp * self.dp * self.tp
-
-    def coords(self, rank: int) -> tuple[int, int, int]:
-        """(pp_rank, dp_rank, tp_rank) of a global rank under the tp-fastest order."""
-        return rank // (self.dp * self.tp), (rank // self.tp) % self.dp, rank % self.tp
-
-    def __str__(self) -> str:
-        return f"pp={self.pp} x dp={self.dp} x tp={self.tp}"
+from kernels.parallel.layout import Layout
 
 
 @dataclass(frozen=True)

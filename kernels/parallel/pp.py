@@ -17,8 +17,7 @@ from torch.distributed import ProcessGroup
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
 
 from kernels.model.gpt import GPT
-
-SCHEDULES = ("1f1b", "interleaved1f1b")
+from kernels.parallel.layout import SCHEDULES
 
 
 def layer_ranges(n_layers: int, n_stages: int) -> list[range]:

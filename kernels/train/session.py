@@ -20,8 +20,8 @@ from kernels import ops
 from kernels.data import TokenSource, open_source
 from kernels.model import GPT, ModelConfig
 from kernels.model.flops import peak_flops
-from kernels.parallel import MeshInfo, ParallelModel, build_mesh, init_distributed, parallelize
-from kernels.parallel.mesh import pick_device
+from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device
+from kernels.parallel.parallelize import ParallelModel, parallelize
 from kernels.train.config import JobConfig
 from kernels.train.staleness import LocalSGD
 from kernels.train.step import lm_loss

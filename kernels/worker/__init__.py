@@ -6,8 +6,9 @@ loaded on first use and tooling can import ``kernels.worker.env`` alone cheaply.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kernels.lazy import lazy_attributes
 from kernels.worker.env import WorkerEnv, WorkerEnvError
 
 if TYPE_CHECKING:
@@ -16,14 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentLink", "ControlRequest", "WorkerEnv", "WorkerEnvError"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "AgentLink":
-        from kernels.worker.link import AgentLink
-
-        return AgentLink
-    if name == "ControlRequest":
-        from kernels.worker.control import ControlRequest
-
-        return ControlRequest
-    raise AttributeError(f"module 'kernels.worker' has no attribute {name!r}")
+__getattr__ = lazy_attributes(
+    __name__, {"AgentLink": "kernels.worker.link", "ControlRequest": "kernels.worker.control"}
+)
