@@ -20,7 +20,7 @@ def parse_model_args(items: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
-            raise JobConfigError(f"--model-arg {item!r} must look like name=value, e.g. n_layers=8")
+            raise JobConfigError(f"--model-arg {item!r} must look like name=value, e.g. n_layers=8", "model_args")
         key, raw = item.split("=", 1)
         value: Any = raw
         for conv in (int, float):
@@ -41,7 +41,9 @@ def parse_ops(items: list[str] | None) -> dict[str, list[str]]:
     for item in items or []:
         op, sep, names = item.partition("=")
         if not sep or not op.strip() or not names.strip():
-            raise JobConfigError(f"--ops {item!r} must look like op=backend[,backend...], e.g. rms_norm=triton,native")
+            raise JobConfigError(
+                f"--ops {item!r} must look like op=backend[,backend...], e.g. rms_norm=triton,native", "ops_prefer"
+            )
         out[op.strip()] = [n.strip() for n in names.split(",") if n.strip()]
     return out
 

@@ -37,6 +37,8 @@ class ModelConfig:
             raise ValueError(f"head dim dim/n_heads = {self.head_dim} must be even for rotary positions")
         if self.kv_heads <= 0 or self.n_heads % self.kv_heads:
             raise ValueError(f"model.n_kv_heads ({self.n_kv_heads}) must divide model.n_heads ({self.n_heads})")
+        if self.hidden <= 0:
+            raise ValueError(f"model.ffn_hidden must be > 0, got {self.hidden}")
 
     @property
     def head_dim(self) -> int:

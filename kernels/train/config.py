@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernels.model.config import ModelConfig, preset
-from kernels.parallel.mesh import Layout
-from kernels.parallel.pp import SCHEDULES
+from kernels.model.config import PRESETS, ModelConfig, preset
+from kernels.parallel.layout import SCHEDULES, Layout
 
 
 class JobConfigError(ValueError):
@@ -24,7 +24,24 @@ class JobConfigError(ValueError):
     Not ``events.errors.ConfigError``: that one is a daemon's configuration key (one dotted key and its
     environment variable, message "config key K: reason"), whereas most job errors are about a combination
     of flags against the world size (pp x tp vs --nproc, batch vs dp), which no single key names.
+
+    ``field`` is the ``JobConfig`` field at fault; for a combination, the one whose change the message puts
+    first, among the job's own fields: a layout that does not divide the world size blames the degree that
+    does not fit (``tp`` when it alone does not divide the world, else ``pp``), since the world size is the
+    scheduler's choice, not the job's. It lets a caller with its own vocabulary (the agent's ``job.<field>``)
+    point at the input; None where no field is at fault (a job file that does not exist or does not parse).
     """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def reject_unknown(options: Mapping[str, Any], known: Collection[str]) -> None:
+    """JobConfigError naming the first unknown option (by name) and listing the valid ones."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise JobConfigError(f"unknown job option(s) {unknown}; valid options: {sorted(known)}", unknown[0])
 
 
 @dataclass
@@ -63,10 +80,11 @@ class JobConfig:
 
     # ---- derived -------------------------------------------------------------------------------
     def model_config(self) -> ModelConfig:
+        at_fault = "model_args" if isinstance(self.model, str) and self.model in PRESETS else "model"
         try:
             cfg = preset(self.model, **self.model_args)
-        except (ValueError, TypeError) as exc:
-            raise JobConfigError(f"model: {exc}") from exc
+        except (ValueError, TypeError, ArithmeticError) as exc:  # ArithmeticError: sizes too large to compute
+            raise JobConfigError(f"model: {exc}", at_fault) from exc
         return cfg
 
     def layout(self) -> Layout:
@@ -93,83 +111,98 @@ class JobConfig:
         world = world_size if world_size is not None else self.nproc
         for name in ("nproc", "pp", "tp", "steps", "global_batch", "seq_len", "stages_per_rank", "sync_every"):
             if getattr(self, name) < 1:
-                raise JobConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+                raise JobConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}", name)
         for name in ("dp", "micro_batch", "warmup_steps", "checkpoint_every", "snapshot_every"):
             if getattr(self, name) < 0:
-                raise JobConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+                raise JobConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}", name)
         if self.lr <= 0:
-            raise JobConfigError(f"--lr must be > 0, got {self.lr}")
+            raise JobConfigError(f"--lr must be > 0, got {self.lr}", "lr")
         if self.pp * self.tp > world or world % (self.pp * self.tp):
             raise JobConfigError(
                 f"layout pp={self.pp} x tp={self.tp} does not divide the world size {world}: "
-                f"choose --nproc as a multiple of pp*tp={self.pp * self.tp} or change --pp/--tp"
+                f"choose --nproc as a multiple of pp*tp={self.pp * self.tp} or change --pp/--tp",
+                "tp" if world % self.tp else "pp",
             )
         lay = self.layout()
         if lay.world != world:
             raise JobConfigError(
                 f"layout {lay} needs {lay.world} processes but the world size is {world}: "
-                f"set --dp {world // (self.pp * self.tp)} or --nproc {lay.world}"
+                f"set --dp {world // (self.pp * self.tp)} or --nproc {lay.world}",
+                "dp",
             )
         cfg = self.model_config()
         if cfg.n_heads % self.tp or cfg.kv_heads % self.tp:
             raise JobConfigError(
                 f"model {self.model!r} has {cfg.n_heads} heads ({cfg.kv_heads} KV heads), not divisible "
-                f"by tp={self.tp}: choose --tp dividing {cfg.kv_heads} or set model_args.n_heads"
+                f"by tp={self.tp}: choose --tp dividing {cfg.kv_heads} or set model_args.n_heads",
+                "tp",
             )
         if cfg.vocab_size % self.tp or cfg.hidden % self.tp:
             raise JobConfigError(
                 f"vocab_size {cfg.vocab_size} and MLP hidden {cfg.hidden} must be divisible by tp={self.tp}: "
-                "pad model_args.vocab_size to a multiple of tp or change --tp"
+                "pad model_args.vocab_size to a multiple of tp or change --tp",
+                "model_args",
             )
         if self.seq_len % self.tp:
             raise JobConfigError(
-                f"--seq-len {self.seq_len} must be divisible by tp={self.tp} (sequence parallelism shards it)"
+                f"--seq-len {self.seq_len} must be divisible by tp={self.tp} (sequence parallelism shards it)",
+                "seq_len",
             )
         if self.seq_len > cfg.max_seq_len:
-            raise JobConfigError(f"--seq-len {self.seq_len} exceeds model max_seq_len {cfg.max_seq_len}")
+            raise JobConfigError(f"--seq-len {self.seq_len} exceeds model max_seq_len {cfg.max_seq_len}", "seq_len")
         if self.global_batch % lay.dp:
             raise JobConfigError(
-                f"--global-batch {self.global_batch} is not divisible by dp={lay.dp}: use a multiple of {lay.dp}"
+                f"--global-batch {self.global_batch} is not divisible by dp={lay.dp}: use a multiple of {lay.dp}",
+                "global_batch",
             )
         per = self.rows_per_replica()
         if per % self.micro_rows():
             raise JobConfigError(
                 f"per-replica batch {per} (global {self.global_batch} / dp {lay.dp}) is not divisible by "
-                f"--micro-batch {self.micro_rows()}: choose a micro batch dividing {per}"
+                f"--micro-batch {self.micro_rows()}: choose a micro batch dividing {per}",
+                "micro_batch",
             )
         if self.schedule not in SCHEDULES:
-            raise JobConfigError(f"--schedule {self.schedule!r} is unknown; choose one of {SCHEDULES}")
+            raise JobConfigError(f"--schedule {self.schedule!r} is unknown; choose one of {SCHEDULES}", "schedule")
         if self.pp > 1:
             n_stages = self.pp * self.stages_per_rank
             if self.schedule == "1f1b" and self.stages_per_rank != 1:
-                raise JobConfigError("--schedule 1f1b runs one stage per rank: set --stages-per-rank 1")
+                raise JobConfigError(
+                    "--schedule 1f1b runs one stage per rank: set --stages-per-rank 1", "stages_per_rank"
+                )
             if self.schedule == "interleaved1f1b" and self.stages_per_rank < 2:
-                raise JobConfigError("--schedule interleaved1f1b needs --stages-per-rank >= 2")
+                raise JobConfigError("--schedule interleaved1f1b needs --stages-per-rank >= 2", "stages_per_rank")
             if n_stages > cfg.n_layers:
-                raise JobConfigError(f"{n_stages} pipeline stages exceed the model's {cfg.n_layers} layers: lower --pp")
+                raise JobConfigError(
+                    f"{n_stages} pipeline stages exceed the model's {cfg.n_layers} layers: lower --pp", "pp"
+                )
             n_mb = self.n_microbatches()
             if n_mb < self.pp:
                 raise JobConfigError(
                     f"{n_mb} microbatches per step is fewer than the {self.pp} pipeline stages (the "
                     f"pipeline would hang): lower --micro-batch or raise --global-batch to at least "
-                    f"{self.pp * lay.dp * self.micro_rows()}"
+                    f"{self.pp * lay.dp * self.micro_rows()}",
+                    "micro_batch",
                 )
             if self.schedule == "interleaved1f1b" and n_mb % self.pp:
-                raise JobConfigError(f"interleaved 1F1B needs microbatches ({n_mb}) to be a multiple of pp={self.pp}")
+                raise JobConfigError(
+                    f"interleaved 1F1B needs microbatches ({n_mb}) to be a multiple of pp={self.pp}", "micro_batch"
+                )
         if self.compile and self.tp > 1:
             # Found on torch 2.13 (CPU, gloo): a compiled block under the TP plan gets a plain-tensor
             # gradient where its compiled backward expects a DTensor ("no attribute '_local_tensor'"),
             # even as one full graph. Eager TP and compiled pp/dp are fine.
             raise JobConfigError(
                 "--compile with tp > 1 is not supported yet (compiled tensor-parallel blocks fail in "
-                "backward on this torch): drop --compile, or use --tp 1"
+                "backward on this torch): drop --compile, or use --tp 1",
+                "compile",
             )
         if self.sync_every > 1 and lay.dp == 1:
-            raise JobConfigError("--sync-every > 1 (local SGD) needs dp > 1 replicas to average")
+            raise JobConfigError("--sync-every > 1 (local SGD) needs dp > 1 replicas to average", "sync_every")
         if self.resume and not self.checkpoint_dir:
-            raise JobConfigError("--resume needs --checkpoint-dir")
+            raise JobConfigError("--resume needs --checkpoint-dir", "checkpoint_dir")
         if self.device not in ("auto", "cpu", "cuda"):
-            raise JobConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+            raise JobConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}", "device")
         return self
 
     # ---- (de)serialisation ---------------------------------------------------------------------
@@ -178,10 +211,7 @@ class JobConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise JobConfigError(f"unknown job option(s) {unknown}; valid options: {sorted(known)}")
+        reject_unknown(data, [f.name for f in dataclasses.fields(cls)])
         return cls(**data)
 
     @classmethod

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.parallel.mesh import Layout
+from kernels.parallel.layout import Layout
 from kernels.train.config import JobConfig, JobConfigError
 from kernels.train.session import lr_lambda
 
@@ -28,27 +28,50 @@ def test_pipeline_default_microbatches_fill_the_stages() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kw", "message"),
+    ("kw", "message", "field"),
     [
-        ({"nproc": 6, "pp": 2, "tp": 2}, "does not divide the world size 6"),
-        ({"nproc": 4, "tp": 2, "dp": 3}, "set --dp 2"),
-        ({"nproc": 4, "tp": 4, "model_args": {"n_heads": 2, "dim": 32}}, "not divisible by tp=4"),
-        ({"nproc": 2, "tp": 2, "model_args": {"vocab_size": 255}}, "pad model_args.vocab_size"),
-        ({"nproc": 4, "pp": 4, "global_batch": 8, "micro_batch": 4}, "fewer than the 4 pipeline stages"),
-        ({"nproc": 4, "dp": 4, "global_batch": 6}, "not divisible by dp=4"),
-        ({"nproc": 2, "global_batch": 8, "micro_batch": 3}, "not divisible by --micro-batch 3"),
-        ({"nproc": 2, "tp": 2, "seq_len": 63}, "--seq-len 63 must be divisible by tp=2"),
-        ({"nproc": 2, "pp": 2, "schedule": "interleaved1f1b"}, "--stages-per-rank >= 2"),
-        ({"nproc": 2, "pp": 2, "schedule": "zb"}, "unknown; choose one of"),
-        ({"nproc": 1, "sync_every": 4}, "needs dp > 1"),
-        ({"nproc": 1, "resume": True}, "--resume needs --checkpoint-dir"),
-        ({"nproc": 2, "tp": 2, "compile": True}, "drop --compile, or use --tp 1"),
-        ({"nproc": 1, "model": "huge"}, "unknown model preset"),
+        ({"nproc": 6, "pp": 2, "tp": 2}, "does not divide the world size 6", "pp"),
+        ({"nproc": 3, "tp": 2}, "does not divide the world size 3", "tp"),
+        ({"nproc": 4, "tp": 2, "dp": 3}, "set --dp 2", "dp"),
+        ({"nproc": 4, "tp": 4, "model_args": {"n_heads": 2, "dim": 32}}, "not divisible by tp=4", "tp"),
+        ({"nproc": 2, "tp": 2, "model_args": {"vocab_size": 255}}, "pad model_args.vocab_size", "model_args"),
+        ({"nproc": 4, "pp": 4, "global_batch": 8, "micro_batch": 4}, "fewer than the 4 pipeline stages", "micro_batch"),
+        ({"nproc": 4, "dp": 4, "global_batch": 6}, "not divisible by dp=4", "global_batch"),
+        ({"nproc": 2, "global_batch": 8, "micro_batch": 3}, "not divisible by --micro-batch 3", "micro_batch"),
+        ({"nproc": 2, "tp": 2, "seq_len": 63}, "--seq-len 63 must be divisible by tp=2", "seq_len"),
+        ({"nproc": 1, "seq_len": 512}, "exceeds model max_seq_len 256", "seq_len"),
+        ({"nproc": 2, "pp": 2, "schedule": "interleaved1f1b"}, "--stages-per-rank >= 2", "stages_per_rank"),
+        ({"nproc": 2, "pp": 2, "stages_per_rank": 2}, "set --stages-per-rank 1", "stages_per_rank"),
+        ({"nproc": 8, "pp": 8}, "8 pipeline stages exceed the model's 4 layers", "pp"),
+        (
+            {
+                "nproc": 2,
+                "pp": 2,
+                "schedule": "interleaved1f1b",
+                "stages_per_rank": 2,
+                "global_batch": 6,
+                "micro_batch": 2,
+            },
+            "to be a multiple of pp=2",
+            "micro_batch",
+        ),
+        ({"nproc": 2, "pp": 2, "schedule": "zb"}, "unknown; choose one of", "schedule"),
+        ({"nproc": 1, "sync_every": 4}, "needs dp > 1", "sync_every"),
+        ({"nproc": 1, "resume": True}, "--resume needs --checkpoint-dir", "checkpoint_dir"),
+        ({"nproc": 2, "tp": 2, "compile": True}, "drop --compile, or use --tp 1", "compile"),
+        ({"nproc": 1, "model": "huge"}, "unknown model preset", "model"),
+        ({"nproc": 1, "model_args": {"depth": 3}}, "unknown model option(s) ['depth']", "model_args"),
+        ({"nproc": 1, "model_args": {"ffn_hidden": -1}}, "model.ffn_hidden must be > 0", "model_args"),
+        ({"nproc": 1, "steps": 0}, "--steps must be >= 1", "steps"),
+        ({"nproc": 1, "micro_batch": -1}, "--micro-batch must be >= 0", "micro_batch"),
+        ({"nproc": 1, "lr": 0.0}, "--lr must be > 0", "lr"),
+        ({"nproc": 1, "device": "gpu"}, "--device must be auto, cpu or cuda", "device"),
     ],
 )
-def test_bad_configs_say_what_to_change(kw: dict, message: str) -> None:
-    with pytest.raises(JobConfigError, match=re.escape(message)):
+def test_bad_configs_say_what_to_change_and_name_the_field(kw: dict, message: str, field: str) -> None:
+    with pytest.raises(JobConfigError, match=re.escape(message)) as caught:
         JobConfig(**kw).validate()
+    assert caught.value.field == field
 
 
 def test_config_file_then_overrides(tmp_path: Path) -> None:
@@ -57,8 +80,9 @@ def test_config_file_then_overrides(tmp_path: Path) -> None:
     job = JobConfig.load(path, steps=3)
     assert (job.steps, job.tp, job.model_args) == (3, 2, {"n_layers": 2})
     path.write_text("stepz = 1\n")
-    with pytest.raises(JobConfigError, match=r"unknown job option\(s\) \['stepz'\]"):
+    with pytest.raises(JobConfigError, match=r"unknown job option\(s\) \['stepz'\]") as caught:
         JobConfig.load(path)
+    assert caught.value.field == "stepz"
     again = JobConfig.from_dict(json.loads(job.to_json()))
     assert again == job
 
