@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -27,13 +28,19 @@ from kernels.train.step import clip_global_norm, forward_backward
 Emit = Callable[[Record], None]
 
 
+class Heartbeat(Protocol):
+    """``AgentLink.heartbeat``'s shape: rate-limited unless ``force``; ``step`` is the last finished step."""
+
+    def __call__(self, step: int, force: bool = False) -> object: ...
+
+
 @dataclass
 class Control:
     """What the supervisor asked for; ``poll`` returns (checkpoint_now, stop)."""
 
     poll: Callable[[], tuple[bool, bool]] = lambda: (False, False)
     progress: Callable[[TrainingProgress], None] = lambda payload: None
-    heartbeat: Callable[[int], object] = lambda step: None
+    heartbeat: Heartbeat = lambda step, force=False: None
     close: Callable[[], None] = lambda: None
 
 
@@ -155,6 +162,9 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
     """Train ``job`` on this process's share of the mesh; rank 0 passes records to ``emit``."""
     control = control or Control()
     s = prepare(job)
+    # Start-up is over (model built, rendezvous joined, checkpoint loaded): say so at once, with the last
+    # finished step, so the agent can tell a slow start from a hang before the first (often slowest) step.
+    control.heartbeat(s.start, force=True)
     result = RunResult()
 
     def out(rec: Record) -> None:

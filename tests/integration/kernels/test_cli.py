@@ -108,8 +108,9 @@ def test_resume_after_a_crash_continues_the_same_run(tmp_path: Path) -> None:
 
 
 def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
-    """Two workers under a fake agent: per-replica progress and per-rank heartbeats arrive; 'stop' ends
-    the run after the current step with exit code 0."""
+    """Two workers under a fake agent: per-replica progress and per-rank heartbeats arrive, each rank's first
+    heartbeat (step 0) as soon as it is built and joined, before its first step; 'stop' ends the run after
+    the current step with exit code 0."""
     ctx = zmq.Context()
     pull = ctx.socket(zmq.PULL)
     pull.bind(f"ipc://{tmp_path}/progress")
@@ -140,7 +141,7 @@ def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
     ]
     decoder = msgspec.json.Decoder(TrainingProgress)
     progress: list[TrainingProgress] = []
-    heartbeat_ranks: set[int] = set()
+    first_beat: dict[int, int] = {}  # rank -> step of its first heartbeat
     try:
         while not any(p.step >= 3 for p in progress):
             assert pull.poll(120_000), "no message from the workers"
@@ -148,7 +149,8 @@ def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
             if topic == b"progress":
                 progress.append(decoder.decode(body))
             else:
-                heartbeat_ranks.add(json.loads(body)["rank"])
+                beat = json.loads(body)
+                first_beat.setdefault(beat["rank"], beat["step"])
         push.send(json.dumps({"kind": "stop", "job_id": "job-7", "generation": 3}).encode())
         codes = [p.wait(timeout=120) for p in procs]
     finally:
@@ -162,5 +164,5 @@ def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
     assert {p.dp_rank for p in progress} == {0, 1}
     assert all(p.job_id == "job-7" and p.generation == 3 and p.world_size == 2 for p in progress)
     assert all(p.gradient_staleness == 0 and p.loss > 0 for p in progress)
-    assert heartbeat_ranks == {0, 1}
+    assert first_beat == {0: 0, 1: 0}
     assert max(p.step for p in progress) < 1000  # stopped early
