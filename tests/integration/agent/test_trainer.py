@@ -1,0 +1,248 @@
+"""The agent runs the trainer: real agents, real workers (torch, gloo), the real broker.
+
+Checked: a signed ``start_workers`` trains a 2-worker job to completion with progress and a checkpoint on
+Kafka's side; a job across two agents matches ``myolo-train --nproc 2``; a killed worker is a fault naming
+its rank and signal and its peers are stopped; a stopped (SIGSTOP) worker is a ``worker_hang`` within the
+learned bound; ``stop_workers`` checkpoints, leaves no process and acks ``done``; bad starts are rejected
+naming the argument, with nothing started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import wait_until
+from tests.integration.agent.agent_proc import ROOT
+from tests.integration.agent.trainer_rig import TINY_JOB, rig
+
+pytestmark = pytest.mark.kafka
+
+
+def job_id() -> str:
+    return f"job-{uuid.uuid4().hex[:8]}"
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def marker_step(directory: Path) -> int | None:
+    marker = directory / "latest.json"
+    return json.loads(marker.read_text())["step"] if marker.exists() else None
+
+
+async def test_a_signed_start_trains_to_completion_with_progress_and_checkpoints(
+    settings, kafka, tmp_path, monkeypatch
+) -> None:
+    job, ckpt = job_id(), tmp_path / "ckpt"
+    spec = {**TINY_JOB, "steps": 12, "checkpoint_dir": str(ckpt), "checkpoint_every": 4}
+    async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
+        (agent,) = r.agents
+        (cid,) = await r.start_job(job, spec, [[0, 1]])
+        ack = await r.outcome(cid)
+        assert ack.status == "done", ack
+        pids = ack.result["pids"]
+        assert sorted(pids) == ["0", "1"]
+
+        await wait_until(lambda: r.progress(job), 120, f"progress{r.logs()}")
+        await wait_until(lambda: r.completions(job), 300, f"the completion{r.logs()}")
+        (done,) = r.completions(job)
+        assert (done.node_id, done.ranks, done.last_step, done.simulated) == (agent.node_id, [0, 1], 12, True)
+        steps = [p.step for p in r.progress(job)]
+        assert steps == sorted(steps) and steps[-1] == 12 and len(set(steps)) >= 2, steps
+        assert all(p.node_id == agent.node_id and p.generation == 0 for p in r.progress(job))
+        assert marker_step(ckpt) == 12
+        assert all(gone(pid) for pid in pids.values())
+        assert r.faults(job) == []
+
+
+async def wait_for_sample_with_workers(r, agent) -> list:
+    """The workers in the node's published samples (``myolo.node.samples``)."""
+    from events.payloads import NodeSample
+    from events.topics import NODE_SAMPLES
+    from tests.integration.agent.agent_proc import read_topic
+
+    async def found() -> list:
+        events = await read_topic(r.settings, NODE_SAMPLES, agent.node_id)
+        samples = [e.data for e in events if isinstance(e.data, NodeSample) and e.data.workers]
+        return samples[-1].workers if samples else []
+
+    await wait_until(found, 60, "a node sample listing the workers", every=1.0)
+    return await found()
+
+
+def sample_json(agent) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "agent", "sample", "--json", "--config", str(agent.config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return json.loads(out.stdout)
+
+
+async def test_a_job_across_two_agents_matches_myolo_train(settings, kafka, tmp_path, monkeypatch) -> None:
+    job = job_id()
+    spec = {**TINY_JOB, "steps": 6, "dp": 2}
+    async with rig(settings, kafka, tmp_path, monkeypatch, nodes=2, gpus=1) as r:
+        acks = [await r.outcome(cid) for cid in await r.start_job(job, spec, [[0], [0]])]
+        assert [a.status for a in acks] == ["done", "done"], acks
+        assert acks[1].result["pids"].keys() == {"1"}  # node rank 1 holds global rank 1
+        await wait_until(lambda: len(r.completions(job)) == 2, 300, f"both completions{r.logs()}")
+    by_step: dict[int, list[float]] = {}
+    for p in r.progress(job):
+        by_step.setdefault(p.step, []).append(p.loss)
+    agent_losses = {step: sum(ls) / len(ls) for step, ls in by_step.items() if len(ls) == 2}
+    assert sorted(agent_losses) == [1, 2, 3, 4, 5, 6]
+
+    launch = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernels.cli.launch",
+            "--nproc",
+            "2",
+            "--dp",
+            "2",
+            "--steps",
+            "6",
+            "--model",
+            "tiny",
+            "--seed",
+            "0",
+            "--global-batch",
+            "4",
+            "--seq-len",
+            "16",
+            "--json",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert launch.returncode == 0, launch.stderr[-2000:]
+    reference = {
+        rec["step"]: rec["loss"]
+        for rec in map(json.loads, (ln for ln in launch.stdout.splitlines() if ln.startswith("{")))
+        if rec["event"] == "step"
+    }
+    for step, loss in agent_losses.items():
+        assert loss == pytest.approx(reference[step], rel=1e-6), (step, loss, reference[step])
+
+
+async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tmp_path, monkeypatch) -> None:
+    job = job_id()
+    async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
+        (cid,) = await r.start_job(job, {**TINY_JOB, "steps": 100_000}, [[0, 1]])
+        pids = (await r.outcome(cid)).result["pids"]
+        await wait_until(lambda: r.progress(job), 120, f"progress{r.logs()}")
+        os.kill(pids["1"], signal.SIGKILL)
+        await wait_until(lambda: r.faults(job), 60, f"the fault{r.logs()}")
+        fault = r.faults(job)[0]
+        assert (fault.kind, fault.rank, fault.signal, fault.pid) == ("worker_exit", 1, "SIGKILL", pids["1"])
+        assert fault.node_id == r.agents[0].node_id and fault.generation == 0
+        await wait_until(lambda: gone(pids["0"]), 60, "rank 0 to be stopped")
+        assert r.completions(job) == []
+
+
+async def test_a_stopped_worker_is_a_hang_within_the_learned_bound(settings, kafka, tmp_path, monkeypatch) -> None:
+    job = job_id()
+    async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2, hang_floor_s=3.0) as r:
+        (cid,) = await r.start_job(job, {**TINY_JOB, "steps": 100_000}, [[0, 1]])
+        pids = (await r.outcome(cid)).result["pids"]
+        await wait_until(lambda: len(r.progress(job)) >= 5, 120, f"progress{r.logs()}")
+        os.kill(pids["0"], signal.SIGSTOP)
+        try:
+            await wait_until(lambda: r.faults(job), 60, f"the hang{r.logs()}")
+        finally:
+            await wait_until(lambda: all(gone(p) for p in pids.values()), 60, "every worker to be stopped")
+        (fault,) = r.faults(job)
+        assert (fault.kind, fault.rank, fault.pid) == ("worker_hang", 0, pids["0"])
+        step_times = [p.step_time_s for p in r.progress(job)]
+        # the bound is max(floor, 5 x the learned step time): the floor unless a step was slower than 0.6 s
+        assert fault.bound_s is not None and fault.bound_s >= 3.0
+        assert fault.bound_s == 3.0 or max(step_times) > 0.6 * 0.5, (fault.bound_s, max(step_times))
+        assert fault.silent_s is not None and fault.silent_s > fault.bound_s
+        # its last step is the last one it reported (the fault follows the job's progress on the partition)
+        assert fault.last_step == max(p.step for p in r.progress(job) if p.rank == 0)
+
+
+async def test_stop_workers_checkpoints_and_leaves_no_process(settings, kafka, tmp_path, monkeypatch) -> None:
+    job, ckpt = job_id(), tmp_path / "ckpt"
+    spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
+    async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
+        (agent,) = r.agents
+        (cid,) = await r.start_job(job, spec, [[0, 1]])
+        pids = (await r.outcome(cid)).result["pids"]
+        await wait_until(lambda: len(r.progress(job)) >= 3, 120, f"progress{r.logs()}")
+        # while it trains: the agent's status, health endpoint, node sample and GPUs show the workers
+        status = await asyncio.to_thread(agent.cli, "status")
+        for rank in ("0", "1"):
+            assert f"job {job} g0 rank {rank} gpu {rank} pid {pids[rank]} running" in status.stdout, status.stdout
+        _, health = await asyncio.to_thread(agent.health)
+        shown = health["checks"]["workers"]["data"]["workers"]
+        assert {(w["rank"], w["pid"], w["state"]) for w in shown} == {
+            (0, pids["0"], "running"),
+            (1, pids["1"], "running"),
+        }
+        sample = await asyncio.to_thread(sample_json, agent)
+        assert [[p["pid"] for p in g["processes"]] for g in sample["gpus"]] == [[pids["0"]], [pids["1"]]]
+        assert all(g["util_gpu"] > 50 for g in sample["gpus"])
+        published = await wait_for_sample_with_workers(r, agent)
+        assert {(w.rank, w.pid) for w in published} == {(0, pids["0"]), (1, pids["1"])}
+        stop = await r.command(agent, "stop_workers", job_id=job, generation=0, checkpoint=True)
+        ack = await r.outcome(stop, 120)
+        assert ack.status == "done", ack
+        assert ack.result["asked_to_checkpoint"] is True and ack.result["exit_codes"] == {"0": 0, "1": 0}
+        assert ack.result["killed"] == [] and ack.result["terminated"] == []
+        assert all(gone(pid) for pid in pids.values())
+        assert marker_step(ckpt) == ack.result["last_step"]  # the checkpoint is of the step it stopped at
+        assert r.faults(job) == [] and r.completions(job) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"job": {**TINY_JOB, "model": "gpt-9"}}, "args.job.model", "unknown model preset 'gpt-9'"),
+        ({"gpus": [0, 2]}, "args.gpus", "GPU 2 does not exist on this node"),
+        ({"job": {**TINY_JOB, "tp": 3}}, "args.job.tp", "does not divide the world size 2"),
+    ],
+)
+async def test_a_bad_start_is_rejected_naming_the_argument(
+    settings, kafka, tmp_path, monkeypatch, change, field, words
+) -> None:
+    job = job_id()
+    async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
+        (agent,) = r.agents
+        args = {
+            "job_id": job,
+            "generation": 0,
+            "node_rank": 0,
+            "nnodes": 1,
+            "gpus": [0, 1],
+            "master_addr": "127.0.0.1",
+            "master_port": 29999,
+            "job": TINY_JOB,
+            **change,
+        }
+        ack = await r.outcome(await r.command(agent, "start_workers", **args))
+        assert ack.status == "rejected" and ack.result == {"field": field}, ack
+        assert words in (ack.reason or "")
+        assert [s.status for s in r.acks(ack.command_id)] == ["rejected"]  # never accepted
+        assert not (agent.dir / "workers" / job).exists()  # nothing was started
