@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from events.clock import Clock
+if TYPE_CHECKING:  # only an annotation: the trainer's torch-free job check imports this module, not asyncio
+    from events.clock import Clock
 
 MAX_RECORD_BYTES = 1 << 20
 """The record's value (the JSON payload, or the whole structured CloudEvent)."""

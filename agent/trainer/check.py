@@ -15,12 +15,7 @@ import msgspec
 
 from agent.commands.args import ArgsError
 from events.payloads import TrainerJob
-
-
-class Verdict(msgspec.Struct):
-    ok: bool
-    field: str | None = None
-    reason: str | None = None
+from events.payloads.trainer_job import JobVerdict
 
 
 async def check_job(python: Sequence[str], job: TrainerJob, world_size: int, timeout_s: float) -> None:
@@ -48,7 +43,7 @@ async def check_job(python: Sequence[str], job: TrainerJob, world_size: int, tim
         await proc.wait()
         raise ArgsError(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job") from None
     try:
-        verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=Verdict)
+        verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=JobVerdict)
     except (msgspec.DecodeError, msgspec.ValidationError):
         detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
         raise ArgsError(

@@ -13,9 +13,9 @@ import zmq
 import zmq.asyncio
 
 from events.payloads import ControlMessage, TrainingProgress, WorkerHeartbeat
+from events.payloads.training import ZMQ_HEARTBEAT_TOPIC as HEARTBEAT_TOPIC
+from events.payloads.training import ZMQ_PROGRESS_TOPIC as PROGRESS_TOPIC
 
-PROGRESS_TOPIC = b"progress"
-HEARTBEAT_TOPIC = b"heartbeat"
 MAX_MESSAGE_BYTES = 256 * 1024
 HOST = "127.0.0.1"
 

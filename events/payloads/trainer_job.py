@@ -56,3 +56,12 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     ops_prefer: Annotated[
         dict[Name, Annotated[list[Name], msgspec.Meta(max_length=8)]], msgspec.Meta(max_length=32)
     ] = {}
+
+
+class JobVerdict(msgspec.Struct, omit_defaults=True):
+    """The trainer's answer to "would you run this job at this world size?" (``kernels.cli.check_job``):
+    ``field`` (``job.tp``, or ``world_size``) names what to change when ``ok`` is false."""
+
+    ok: bool
+    field: str | None = None
+    reason: str | None = None

@@ -9,6 +9,10 @@ import msgspec
 
 from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
 
+# the first frame of a worker -> agent ZeroMQ message says which Struct the second frame holds
+ZMQ_PROGRESS_TOPIC = b"progress"  # a TrainingProgress
+ZMQ_HEARTBEAT_TOPIC = b"heartbeat"  # a WorkerHeartbeat
+
 
 class TrainingProgress(Payload, kw_only=True):
     """``ai.myolo.training.progress.v1``: one optimizer step of one worker (or its data-parallel replica).

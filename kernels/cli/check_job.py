@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import msgspec
 
 from events.limits import cut
+from events.payloads.trainer_job import JobVerdict as Verdict
 from events.payloads.trainer_job import TrainerJob
 from kernels.train.config import JobConfig, JobConfigError, reject_unknown
 
@@ -44,12 +45,6 @@ class CheckRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     job: dict[str, msgspec.Raw]
     world_size: Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
-
-
-class Verdict(msgspec.Struct, omit_defaults=True):
-    ok: bool
-    field: str | None = None
-    reason: str | None = None
 
 
 class UnreadableInput(Exception):

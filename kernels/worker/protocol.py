@@ -16,10 +16,9 @@ from typing import Literal
 
 import msgspec
 
+from events.payloads.training import ZMQ_HEARTBEAT_TOPIC as HEARTBEAT_TOPIC
+from events.payloads.training import ZMQ_PROGRESS_TOPIC as PROGRESS_TOPIC
 from events.payloads.training import ControlMessage, WorkerHeartbeat
-
-PROGRESS_TOPIC = b"progress"
-HEARTBEAT_TOPIC = b"heartbeat"
 
 ControlKind = Literal["checkpoint", "stop"]
 
