@@ -213,6 +213,8 @@ async def test_stop_workers_checkpoints_and_leaves_no_process(settings, kafka, t
         assert ack.result["killed"] == [] and ack.result["terminated"] == []
         assert all(gone(pid) for pid in pids.values())
         assert marker_step(ckpt) == ack.result["last_step"]  # the checkpoint is of the step it stopped at
+        maps = Path(f"/proc/{agent.proc.pid}/maps").read_text()
+        assert "libtorch" not in maps and "torch/lib" not in maps  # the supervising agent never loaded torch
         assert r.faults(job) == [] and r.completions(job) == []
 
 

@@ -46,3 +46,19 @@ def test_unit_has_notify_watchdog_restart_state_and_hardening():
     assert lines["ProtectSystem"] == "strict"
     assert "DeviceAllow=/dev/nvidiactl rw" in text and "DeviceAllow=char-nvidia-frontend rw" in text
     assert lines.get("PrivateDevices", "no") == "no"  # yes would hide /dev/nvidia*
+
+
+def test_a_stop_lets_the_agent_stop_its_workers_first():
+    """SIGTERM goes to the agent alone (it checkpoints and stops its workers), and systemd waits longer than
+    the agent's own stop sequence (the workers' stop timeout, then SIGTERM's grace) before it kills."""
+    from agent.trainer.config import TrainerConfig
+
+    lines = {
+        line.split("=", 1)[0]: line.split("=", 1)[1]
+        for line in UNIT.read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    }
+    assert lines["KillMode"] == "mixed"
+    trainer = TrainerConfig()
+    assert int(lines["TimeoutStopSec"].removesuffix("s")) > trainer.stop_timeout_s + trainer.term_grace_s + 5
+    assert "MemoryMax" not in lines and "CPUQuota" not in lines  # the workers share the agent's cgroup
