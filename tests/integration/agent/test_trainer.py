@@ -248,3 +248,23 @@ async def test_a_bad_start_is_rejected_naming_the_argument(
         assert words in (ack.reason or "")
         assert [s.status for s in r.acks(ack.command_id)] == ["rejected"]  # never accepted
         assert not (agent.dir / "workers" / job).exists()  # nothing was started
+
+
+async def test_the_agents_sigterm_stops_its_workers_with_a_checkpoint_first(
+    settings, kafka, tmp_path, monkeypatch
+) -> None:
+    job, ckpt = job_id(), tmp_path / "ckpt"
+    spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
+    async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
+        (agent,) = r.agents
+        (cid,) = await r.start_job(job, spec, [[0, 1]])
+        pids = (await r.outcome(cid)).result["pids"]
+        await wait_until(lambda: len(r.progress(job)) >= 3, 120, f"progress{r.logs()}")
+        agent.signal(signal.SIGTERM)
+        assert await asyncio.to_thread(agent.proc.wait, 120) == 0, agent.log_text()[-4000:]
+        assert all(gone(pid) for pid in pids.values())  # workers do not outlive their agent
+        step = marker_step(ckpt)
+        assert step is not None and step >= max(p.step for p in r.progress(job) if p.rank == 0)
+        assert "waiting for workers to checkpoint and stop" in agent.log_text()
+        await wait_until(lambda: max(p.step for p in r.progress(job)) == step, 30, "the last step's progress")
+        assert r.faults(job) == [] and r.completions(job) == []
