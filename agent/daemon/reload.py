@@ -1,8 +1,9 @@
 """SIGHUP: read the configuration again and apply what can change without a restart.
 
 Live: the sample interval, log level, publish batching and back-off, leak threshold and report interval, NCCL
-log globs, the spool's "degraded" share, the probe schedule. Identity, paths, the GPU backend, Kafka settings,
-the commands section and the health listener need a restart; a change to them is logged (and ignored) so an operator knows. A file that does not
+log globs, the spool's "degraded" share, the probe schedule, the trainer's timeouts, interpreter and progress
+interval (running jobs included: restarting the agent would stop their workers). Identity, paths, the GPU
+backend, Kafka settings, the commands section, ``trainer.enabled`` and the health listener need a restart; a change to them is logged (and ignored) so an operator knows. A file that does not
 load keeps the running configuration and logs why.
 """
 
@@ -15,6 +16,7 @@ import structlog
 
 from agent.config import AgentConfig, load_agent_config
 from agent.daemon.runtime import Runtime
+from agent.daemon.trainer import trainer_python
 from events.errors import ConfigError
 
 log = structlog.get_logger("myolo.agent.daemon")
@@ -30,6 +32,9 @@ def reload_config(rt: Runtime) -> bool:
         log.error("SIGHUP: configuration not reloaded, keeping the running one", error=str(exc))
         return False
     kept = [name for name in RESTART_ONLY if getattr(new, name) != getattr(old, name)]
+    if new.trainer.enabled != old.trainer.enabled:
+        kept.append("trainer.enabled")
+        new = msgspec.structs.replace(new, trainer=msgspec.structs.replace(new.trainer, enabled=old.trainer.enabled))
     if (
         new.health.host != old.health.host
         or new.health.port != old.health.port
@@ -53,4 +58,6 @@ def reload_config(rt: Runtime) -> bool:
 def apply(rt: Runtime, cfg: AgentConfig) -> None:
     rt.cfg = cfg
     rt.publisher.cfg = cfg.publish
+    if rt.trainer is not None:
+        rt.trainer.reconfigure(cfg.trainer, trainer_python(rt))
     logging.getLogger().setLevel(cfg.log_level.upper())

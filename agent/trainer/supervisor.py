@@ -131,6 +131,21 @@ class Supervisor:
             self.link.close()
             self.link = None
 
+    def reconfigure(self, cfg: TrainerConfig, python: Sequence[str]) -> None:
+        """A reloaded ``[trainer]`` (SIGHUP): timeouts and the hang rule apply to running jobs too, the
+        interpreter and the workers' directory to the next start."""
+        self.cfg, self.python = cfg, tuple(python)
+        self.workers_dir = Path(cfg.workers_dir) if cfg.workers_dir else self.workers_dir
+        self._throttle.interval_s = cfg.progress_interval_s
+        for job in self.jobs.values():
+            w = job.watch
+            w.floor_s, w.factor, w.window, w.startup_s = (
+                cfg.hang_floor_s,
+                cfg.hang_factor,
+                cfg.hang_window_steps,
+                cfg.startup_timeout_s,
+            )
+
     # ------------------------------------------------------------------ admission and start
     def admit(self, args: StartWorkersArgs) -> None:
         """The node's own checks of a ``start_workers``; :class:`ArgsError` names the argument."""
