@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import os
 import shutil
 import socket
 import subprocess
@@ -90,3 +91,12 @@ def structured(payload: Payload, source: str = "ext/kcat", **changes: Any) -> by
         else:
             target[last] = value
     return msgspec.json.encode(doc)
+
+
+def pid_gone(pid: int) -> bool:
+    """True when no process has ``pid`` any more (reaped, not merely a zombie of ours waiting to be)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import pid_gone, wait_until
 from tests.integration.agent.agent_proc import ROOT
 from tests.integration.agent.trainer_rig import TINY_JOB, rig
 
@@ -29,14 +29,6 @@ pytestmark = pytest.mark.kafka
 
 def job_id() -> str:
     return f"job-{uuid.uuid4().hex[:8]}"
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def marker_step(directory: Path) -> int | None:
@@ -65,7 +57,7 @@ async def test_a_signed_start_trains_to_completion_with_progress_and_checkpoints
         assert steps == sorted(steps) and steps[-1] == 12 and len(set(steps)) >= 2, steps
         assert all(p.node_id == agent.node_id and p.generation == 0 for p in r.progress(job))
         assert marker_step(ckpt) == 12
-        assert all(gone(pid) for pid in pids.values())
+        assert all(pid_gone(pid) for pid in pids.values())
         assert r.faults(job) == []
 
 
@@ -157,7 +149,7 @@ async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tm
         fault = r.faults(job)[0]
         assert (fault.kind, fault.rank, fault.signal, fault.pid) == ("worker_exit", 1, "SIGKILL", pids["1"])
         assert fault.node_id == r.agents[0].node_id and fault.generation == 0
-        await wait_until(lambda: gone(pids["0"]), 60, "rank 0 to be stopped")
+        await wait_until(lambda: pid_gone(pids["0"]), 60, "rank 0 to be stopped")
         assert r.completions(job) == []
 
 
@@ -171,7 +163,7 @@ async def test_a_stopped_worker_is_a_hang_within_the_learned_bound(settings, kaf
         try:
             await wait_until(lambda: r.faults(job), 60, f"the hang{r.logs()}")
         finally:
-            await wait_until(lambda: all(gone(p) for p in pids.values()), 60, "every worker to be stopped")
+            await wait_until(lambda: all(pid_gone(p) for p in pids.values()), 60, "every worker to be stopped")
         (fault,) = r.faults(job)
         assert (fault.kind, fault.rank, fault.pid) == ("worker_hang", 0, pids["0"])
         step_times = [p.step_time_s for p in r.progress(job)]
@@ -211,7 +203,7 @@ async def test_stop_workers_checkpoints_and_leaves_no_process(settings, kafka, t
         assert ack.status == "done", ack
         assert ack.result["asked_to_checkpoint"] is True and ack.result["exit_codes"] == {"0": 0, "1": 0}
         assert ack.result["killed"] == [] and ack.result["terminated"] == []
-        assert all(gone(pid) for pid in pids.values())
+        assert all(pid_gone(pid) for pid in pids.values())
         assert marker_step(ckpt) == ack.result["last_step"]  # the checkpoint is of the step it stopped at
         maps = Path(f"/proc/{agent.proc.pid}/maps").read_text()
         assert "libtorch" not in maps and "torch/lib" not in maps  # the supervising agent never loaded torch
@@ -262,7 +254,7 @@ async def test_the_agents_sigterm_stops_its_workers_with_a_checkpoint_first(
         await wait_until(lambda: len(r.progress(job)) >= 3, 120, f"progress{r.logs()}")
         agent.signal(signal.SIGTERM)
         assert await asyncio.to_thread(agent.proc.wait, 120) == 0, agent.log_text()[-4000:]
-        assert all(gone(pid) for pid in pids.values())  # workers do not outlive their agent
+        assert all(pid_gone(pid) for pid in pids.values())  # workers do not outlive their agent
         step = marker_step(ckpt)
         assert step is not None and step >= max(p.step for p in r.progress(job) if p.rank == 0)
         assert "waiting for workers to checkpoint and stop" in agent.log_text()

@@ -5,12 +5,11 @@ drain stops them, a reload changes the hang rule of a running job, and the daemo
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 
 from agent.daemon.reload import reload_config
 from events.payloads import CommandAck, NodeSample
-from tests.helpers import wait_until
+from tests.helpers import pid_gone, wait_until
 from tests.unit.agent.test_daemon import play
 from tests.unit.agent.test_daemon_commands import Node
 from tests.unit.agent.trainer.conftest import FAKE
@@ -25,14 +24,6 @@ START = {
     "master_addr": "127.0.0.1",
     "master_port": 29500,
 }
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 async def final(node: Node, command_id: str) -> CommandAck:
@@ -79,7 +70,7 @@ async def test_the_daemon_starts_shows_drains_and_reconfigures_workers(short_dir
     assert drained.status == "done" and drained.result["draining"] is True
     (stopped,) = drained.result["stopped"]
     assert stopped["job_id"] == "j1" and stopped["asked_to_checkpoint"] is True and stopped["exit_codes"] == {"0": 0}
-    assert gone(pid)
+    assert pid_gone(pid)
 
     await node.send("s2", "start_workers", **{**START, "generation": 1})  # a draining node takes no new work
     refused = await final(node, "s2")
@@ -97,4 +88,4 @@ async def test_the_daemons_stop_leaves_no_worker(short_dir, monkeypatch) -> None
     while not task.done():
         await play(node.clock, 5.0, 0.5)  # the stop waits on the agent's clock: stop timeout, then grace
     assert task.result() == 0
-    assert gone(pid)
+    assert pid_gone(pid)
