@@ -5,9 +5,11 @@ drain stops them, a reload changes the hang rule of a running job, and the daemo
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import sys
 
 from agent.daemon.reload import reload_config
+from agent.daemon.trainer import nccl_globs
 from events.payloads import CommandAck, NodeSample
 from tests.helpers import pid_gone, wait_until
 from tests.unit.agent.test_daemon import play
@@ -57,6 +59,16 @@ async def test_the_daemon_starts_shows_drains_and_reconfigures_workers(short_dir
     assert [p.pid for p in sample.gpus[1].processes or []] == [pid]  # on its simulated GPU, which is busy
     assert sample.gpus[1].util_gpu is not None and sample.gpus[1].util_gpu > 50
     assert pid not in [p.pid for p in sample.gpus[0].processes or []]
+
+    plan = node.rt.trainer.jobs["j1"].workers[0].plan  # type: ignore[union-attr]
+    assert plan.env["NCCL_DEBUG"] == "INFO" and plan.env["NCCL_DEBUG_FILE"] == str(plan.nccl_log)
+    assert any(fnmatch.fnmatch(str(plan.nccl_log), g) for g in nccl_globs(node.rt))  # the NCCL follower reads it
+    assert (plan.env["RANK"], plan.env["WORLD_SIZE"], plan.env["LOCAL_RANK"], plan.env["CUDA_VISIBLE_DEVICES"]) == (
+        "0",
+        "1",
+        "0",
+        "",
+    )
 
     (short_dir / "agent.toml").write_text(
         (short_dir / "agent.toml").read_text().replace("hang_floor_s = 60.0", "hang_floor_s = 7.0")
