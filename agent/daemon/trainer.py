@@ -51,6 +51,7 @@ def build_supervisor(rt: Runtime) -> Supervisor:
         real_gpus=backend.name == "nvml",
         python=trainer_python(rt),
         on_gpu_use=gpu_use,
+        socket_dir=Path(rt.cfg.control_socket).parent,
     )
 
 

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Literal
 
-import zmq.asyncio
+import zmq
 
 from agent.trainer.hang import HangWatch
 from agent.trainer.launch import WorkerPlan
@@ -39,7 +39,7 @@ class Worker:
 class LocalJob:
     args: StartWorkersArgs
     workers: dict[int, Worker]  # by global rank
-    control: zmq.asyncio.Socket
+    control: zmq.Socket
     watch: HangWatch
     started: float  # agent's monotonic clock
     ending: Ending | None = None  # None: training; set once, by a stop or by a fault

@@ -18,7 +18,6 @@ Workers do not outlive their agent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -86,11 +85,13 @@ class Supervisor:
         python: Sequence[str],
         on_gpu_use: GpuUse | None = None,
         base_env: Mapping[str, str] | None = None,
+        socket_dir: Path | None = None,
     ) -> None:
         self.cfg = cfg
         self.node_id = node_id
         self.clock = clock
         self.workers_dir = workers_dir
+        self.socket_dir = socket_dir  # for the ZeroMQ sockets (the agent's runtime directory); None: loopback TCP
         self.python = tuple(python)
         self.real_gpus = real_gpus
         self.stats = SupervisorStats()
@@ -103,25 +104,23 @@ class Supervisor:
         self._warn = Throttle(clock)
         self._tasks = TaskSet(log, "supervisor task")
         self.link: WorkerLink | None = None
+        self._has_jobs = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
         """Bind the workers' progress socket (before any command can start a worker)."""
         self.workers_dir.mkdir(parents=True, exist_ok=True)
-        self.link = WorkerLink()
+        self.link = WorkerLink(self.socket_dir)
 
     async def run(self) -> None:
         """Receive the workers' messages and watch for hangs until cancelled."""
         assert self.link is not None, "open() first"
-        ticker = asyncio.create_task(self._tick_loop(), name="trainer-tick")
+        self.link.attach(self.on_frames)
         try:
-            while True:
-                frames = await self.link.receive()
-                self.on_frames(frames)
+            await self._tick_loop()
         finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
+            if self.link is not None:
+                self.link.detach()
 
     async def close(self) -> None:
         """Stop every local job the way a stop command does (checkpoint first), then close the sockets."""
@@ -198,6 +197,7 @@ class Supervisor:
         )
         job = LocalJob(args=args, workers={}, control=control, watch=watch, started=now, spawning=True)
         self.jobs[args.job_id] = job
+        self._has_jobs.set()
         try:
             for plan in plans:
                 proc = await launch.spawn(plan)
@@ -247,7 +247,7 @@ class Supervisor:
         if checkpoint and 0 in job.workers and job.running():
             for kind in ("checkpoint", "stop"):
                 msg = ControlMessage(kind=kind, job_id=job.job_id, generation=job.generation)
-                asked = await send_control(job.control, msg) or asked
+                asked = send_control(job.control, msg) or asked
         if checkpoint:
             log.info("waiting for workers to checkpoint and stop", job_id=job.job_id, asked=asked)
             await wait_all(
@@ -329,7 +329,10 @@ class Supervisor:
     def _forget(self, job: LocalJob) -> None:
         if self.jobs.get(job.job_id) is job:
             del self.jobs[job.job_id]
-        job.control.close(linger=0)
+        if self.link is not None:
+            self.link.close_control(job.control)
+        else:
+            job.control.close(linger=0)
         self._gpus_changed()
 
     def _fault_exit(self, job: LocalJob, worker: Worker, code: int) -> None:
@@ -433,6 +436,9 @@ class Supervisor:
 
     async def _tick_loop(self) -> None:
         while True:
+            if not self.jobs:  # nothing to watch: sleep until a job starts (an idle node costs nothing here)
+                self._has_jobs.clear()
+                await self._has_jobs.wait()
             await self.clock.sleep(TICK_S)
             self.flush_progress()
             self.check_hangs()

@@ -8,8 +8,8 @@ is a fault on Kafka, and what supervising costs it -> ``results/supervisor.json`
    exited, and to its ``done`` acknowledgement consumed from Kafka.
 3. Fault: ``kill -9`` of one worker to the ``worker_exit`` fault consumed from Kafka.
 4. CPU: one agent with 8 simulated GPUs supervising 8 synthetic workers (``fake_worker.py``: the real ZeroMQ
-   protocol, no torch) at 10 steps/s each, a progress record and a heartbeat per step and rank; the agent
-   process's user+sys CPU over wall time, against the same agent idle just before.
+   protocol, no torch) at 10 steps/s each, a progress record per step and a heartbeat a second per rank (as
+   the trainer's AgentLink); the agent process's user+sys CPU over wall time, against the same agent idle just before.
 
 Everything is real: ``myolo-agent run`` processes, the broker, signed commands, torch workers in 1-3. Each
 start of 1 ends the job with the next ending of 2-3 in turn, so three starts give one of each.
@@ -333,18 +333,19 @@ async def supervision_cpu(settings: KafkaSettings, broker: Any, tmp: Path, procs
             await until_exited(watched)
     steps = (window[-1].step - window[0].step) / CPU_WINDOW_S if len(window) > 1 else 0.0
     extra = busy["pct_of_one_core"] - idle["pct_of_one_core"]
+    offered = CPU_GPUS / CPU_STEP_S + CPU_GPUS  # a progress record per step and rank, a heartbeat a second
     return {
         "gpus": CPU_GPUS,
         "workers": CPU_GPUS,
         "fake_step_s": CPU_STEP_S,
-        "worker_messages_per_s_offered": round(2 * CPU_GPUS / CPU_STEP_S),  # a progress and a heartbeat per step
+        "worker_messages_per_s_offered": round(offered),
         "worker_steps_per_s_measured": round(steps, 2),
         "progress_interval_s": PROGRESS_INTERVAL_S,
         "sample_interval_s": 1.0,
         "idle_agent": idle,
         "supervising_agent": busy,
         "supervision_pct_of_one_core": r3(extra),
-        "supervision_us_per_worker_message": round(extra * 1e4 / (2 * CPU_GPUS / CPU_STEP_S), 1),
+        "supervision_us_per_worker_message": round(extra * 1e4 / offered, 1),
         "progress_events_on_kafka_per_s": r3(len(window) / CPU_WINDOW_S),
         "stop_ack": stop.status,
         "target_pct": CPU_TARGET_PCT,

@@ -75,6 +75,7 @@ async def make_node(tmp_path: Path, clock: Clock, env: dict[str, str], **cfg: An
         python=(sys.executable, str(FAKE)),
         on_gpu_use=lambda use: node.gpu_use.append(use) if node else None,
         base_env={**os.environ, **env},
+        socket_dir=tmp_path,
     )
     node = Node(sup)
     sup.open()

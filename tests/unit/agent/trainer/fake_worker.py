@@ -43,7 +43,13 @@ def main() -> int:
         pull = ctx.socket(zmq.PULL)
         pull.connect(os.environ["MYOLO_ZMQ_CONTROL"])
 
-    def beat(step: int) -> None:
+    last_beat = [float("-inf")]
+
+    def beat(step: int, force: bool = False) -> None:
+        """At most one a second unless forced, as the trainer's ``AgentLink.heartbeat``."""
+        if not force and time.monotonic() - last_beat[0] < 1.0:
+            return
+        last_beat[0] = time.monotonic()
         hb = WorkerHeartbeat(
             job_id=job,
             generation=gen,
@@ -55,7 +61,7 @@ def main() -> int:
         )
         push.send_multipart([b"heartbeat", msgspec.json.encode(hb)])
 
-    beat(0)
+    beat(0, force=True)
     step = 0
     while True:
         if kind == "silent" and step >= limit:

@@ -131,3 +131,21 @@ async def test_close_stops_every_worker(node_factory) -> None:
     for pid in result["pids"].values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+async def test_the_worker_link_uses_unix_sockets_in_the_runtime_directory(node_factory, tmp_path) -> None:
+    from pathlib import Path
+
+    from agent.trainer.link import WorkerLink
+
+    node = await node_factory({"FAKE": "steps:3"})
+    assert node.sup.link is not None and node.sup.link.progress_endpoint == f"ipc://{tmp_path}/zmq-workers.sock"
+    await node.sup.start(start_args([0]))
+    assert (tmp_path / "zmq-control-0.sock").exists()  # the job's control socket, while it runs
+    await wait_until(lambda: node.completions, 30, "the completion")
+    assert not (tmp_path / "zmq-control-0.sock").exists()
+
+    long_dir = Path("/tmp") / ("d" * 120)
+    link = WorkerLink(long_dir)  # too long for a socket name: loopback TCP instead
+    assert link.progress_endpoint.startswith("tcp://127.0.0.1:")
+    link.close()
