@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import agent
 from agent.commands import CommandExecutor
@@ -17,9 +18,11 @@ from agent.gpu import GpuBackend
 from agent.health import HealthState
 from agent.notify import Notifier
 from agent.publish import Publisher
-from agent.trainer.supervisor import Supervisor
 from events.clock import Clock
 from events.payloads import NodeSample
+
+if TYPE_CHECKING:  # imported only where workers are supervised: it brings ZeroMQ in
+    from agent.trainer.supervisor import Supervisor
 
 
 @dataclass

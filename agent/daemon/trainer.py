@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -21,8 +21,10 @@ from agent.daemon.runtime import Runtime
 from agent.gpu.sim import SimBackend
 from agent.trainer.check import check_job
 from agent.trainer.gpu_use import write_gpu_use
-from agent.trainer.supervisor import Supervisor
 from events.payloads import StartWorkersArgs
+
+if TYPE_CHECKING:
+    from agent.trainer.supervisor import Supervisor
 
 log = structlog.get_logger("myolo.agent.daemon")
 
@@ -33,6 +35,8 @@ def trainer_python(rt: Runtime) -> tuple[str, ...]:
 
 
 def build_supervisor(rt: Runtime) -> Supervisor:
+    from agent.trainer.supervisor import Supervisor  # ZeroMQ only on nodes that run workers
+
     workers_dir = Path(rt.cfg.trainer.workers_dir)
     backend = rt.backend
 

@@ -89,20 +89,29 @@ class WorkerLink:
 
     def _readable(self) -> None:
         loop, handler = self._loop, self._handler
-        if handler is None or loop is None:
+        if handler is None or loop is None or self._paused is not None:
             return
-        pull, fd = self.pull, self.pull.getsockopt(zmq.FD)
-        for _ in range(MAX_PER_CALLBACK):
-            if not pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a recv that raises Again
-                break
-            handler(pull.recv_multipart(zmq.NOBLOCK))
-        else:
+        if self._read_batch(handler):
             loop.call_soon(self._readable)  # more may be queued; no new edge will announce it
             return
         # Pause: what arrives in the next BATCH_S is read in one go. A wake-up costs ~150 µs of libzmq's
         # mailbox handling whether it reads one message or fifty.
-        loop.remove_reader(fd)
+        loop.remove_reader(self.pull.getsockopt(zmq.FD))
         self._paused = loop.call_later(BATCH_S, self._resume)
+
+    def drain(self) -> None:
+        """Read what is queued now, paused or not (a worker just exited: hear its last words first)."""
+        if self._handler is not None:
+            self._read_batch(self._handler)
+
+    def _read_batch(self, handler: Callable[[list[bytes]], None]) -> bool:
+        """Up to MAX_PER_CALLBACK queued messages to ``handler``; True when more may be waiting."""
+        pull = self.pull
+        for _ in range(MAX_PER_CALLBACK):
+            if not pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a recv that raises Again
+                return False
+            handler(pull.recv_multipart(zmq.NOBLOCK))
+        return True
 
     def _resume(self) -> None:
         self._paused = None

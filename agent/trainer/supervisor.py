@@ -292,6 +292,8 @@ class Supervisor:
     # ------------------------------------------------------------------ exits
     async def _reap(self, job: LocalJob, worker: Worker) -> None:
         code = await worker.proc.wait()
+        if self.link is not None:
+            self.link.drain()  # what it said before it exited (its last step) counts
         worker.exit_code, worker.state = code, "exited"
         worker.exited.set()
         signal_group(worker.pid, signal.SIGKILL)  # whatever the worker left behind in its group

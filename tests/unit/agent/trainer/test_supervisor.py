@@ -41,7 +41,10 @@ async def test_a_worker_that_fails_is_a_fault_and_its_peers_are_stopped(node_fac
     result = await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.faults and not node.sup.jobs, 30, "the fault and the stop")
     (fault,) = node.faults
-    assert (fault.kind, fault.rank, fault.exit_code, fault.signal, fault.last_step) == ("worker_exit", 1, 3, None, 3)
+    assert (fault.kind, fault.rank, fault.exit_code, fault.signal) == ("worker_exit", 1, 3, None)
+    # the last step heard: its step-3 record may still be in flight when the exit is seen (a race the agent
+    # narrows by reading what is queued first, and cannot close)
+    assert fault.last_step is not None and 1 <= fault.last_step <= 3
     assert fault.pid == result["pids"]["1"]
     assert "RuntimeError: injected failure" in fault.log_tail
     assert fault in node.urgent
