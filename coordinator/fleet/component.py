@@ -50,6 +50,8 @@ class Fleet(Component):
         self._requests: set[asyncio.Task] = set()
         self.hold: str | None = None  # why Lost verdicts are held back right now
         self._all_silent_since: float | None = None
+        self._in_trouble = False  # the last tick found Kafka not answering (or ingest lagging)
+        self._trouble_ended: float | None = None  # when it answered again
 
     # ---- FleetNodes -----------------------------------------------------------------------------------------
     def now(self) -> float:
@@ -127,7 +129,16 @@ class Fleet(Component):
         cfg = self.cfg
         trouble = self.ctx.ingest.state().trouble(cfg.ingest_silent_after_s, cfg.ingest_lag_after_s)
         if trouble is not None:
+            self._trouble_ended = None
+            self._in_trouble = True
             return trouble
+        if self._in_trouble:
+            self._in_trouble, self._trouble_ended = False, now
+        if self._trouble_ended is not None and now - self._trouble_ended < cfg.resume_grace_s:
+            return (
+                f"Kafka answers again since {now - self._trouble_ended:.1f} s; waiting {cfg.resume_grace_s:g} s "
+                "for the agents to reconnect and send what they spooled"
+            )
         if not liveness.all_silent(self.view, self.policy, now, cfg.mass_silence_min_nodes):
             self._all_silent_since = None
             return None

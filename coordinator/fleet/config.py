@@ -22,3 +22,6 @@ class FleetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ingest_lag_after_s: Annotated[float, msgspec.Meta(gt=0)] = 3.0
     mass_silence_min_nodes: Annotated[int, msgspec.Meta(ge=2)] = 3
     mass_silence_max_hold_s: Annotated[float, msgspec.Meta(ge=0)] = 120.0
+    # after Kafka answers again, Lost verdicts wait this long more: the agents reconnect with back-off (their
+    # publish.retry_max_s, 5 s by default) and then send what they spooled, which shows they never stopped
+    resume_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 15.0

@@ -111,12 +111,19 @@ async def test_an_outage_cordons_nobody_and_a_node_killed_during_it_is_found_los
         await stack.second(delivered=False)
     assert all(stack.fleet.node(n).liveness == "Suspect" for n in NODES) and stack.fleet.hold is not None
     assert [stack.cordons_of(n) for n in NODES] == [[], [], []]
-    stack.hearing.answering = True  # Kafka is back: n1 and n2's spooled samples arrive with their own times
-    for t in range(50):
+    stack.hearing.answering = True  # Kafka is back; the agents reconnect with back-off, 8 s later
+    for _ in range(8):
+        await stack.second(alive=())
+    assert stack.fleet.hold is not None and "reconnect" in stack.fleet.hold  # the resume grace holds
+    assert [stack.cordons_of(n) for n in NODES] == [[], [], []]
+    for t in range(57):  # n1 and n2's spooled samples arrive with their own times
         for node in ("n1", "n2"):
             await stack.sample(node, taken=outage_start + t)
     await stack.second(alive=("n1", "n2"))
-    await stack.second(alive=("n1", "n2"))
+    assert [stack.fleet.node(n).liveness for n in NODES] == ["Ready", "Ready", "Suspect"]
+    for _ in range(8):  # the grace (15 s) ends: the node that really died is Lost
+        await stack.second(alive=("n1", "n2"))
+    assert stack.fleet.hold is None
     assert [stack.fleet.node(n).liveness for n in NODES] == ["Ready", "Ready", "Lost"]
     assert stack.cordons_of("n1") == stack.cordons_of("n2") == []
     (lost,) = stack.cordons_of("n3")
