@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from events.errors import ConfigError
+from events.errors import ConfigError, validation_problem
 
 T = TypeVar("T", bound=msgspec.Struct)
 
@@ -90,14 +90,10 @@ def _struct_type(tp: Any) -> type[msgspec.Struct] | None:
 def _config_error(
     exc: msgspec.ValidationError, origins: dict[tuple[str, ...], str], source: str, schema: type[msgspec.Struct]
 ) -> ConfigError:
-    msg = str(exc)
-    key = ""
-    if " - at `$." in msg:
-        msg, _, path = msg.partition(" - at `$.")
-        key = path.rstrip("`")
-    if msg.startswith("Object contains unknown field `"):
-        name = msg.split("`")[1]
-        key = f"{key}.{name}" if key else name
+    problem = validation_problem(exc)
+    msg, key = problem.message, problem.field.lstrip(".")
+    if problem.kind == "unknown":
+        name = key.rsplit(".", 1)[-1]
         msg = "unknown key (check the spelling; see the configuration reference in the README)"
         elsewhere = sorted(".".join(p) for p in env_names(schema, "").values() if p[-1] == name and len(p) > 1)
         if elsewhere and "." not in key:

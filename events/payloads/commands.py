@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from events.errors import InvalidEvent
+from events.errors import InvalidEvent, validation_problem
 from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
 from events.payloads.trainer_job import TrainerJob
 
@@ -153,16 +153,15 @@ def action_args(action: str, args: dict[str, Any]) -> ActionArgs:
     try:
         checked = msgspec.convert(args, cls, strict=True)
     except msgspec.ValidationError as exc:
-        msg, _, path = str(exc).partition(" - at `$")
-        path = path.rstrip("`")
-        if msg.startswith("Object contains unknown field `"):
-            nested, path = path, f"{path}.{msg.split('`')[1]}"
+        problem = validation_problem(exc)
+        msg, path, nested = problem.message, problem.field, problem.parent
+        if problem.kind == "unknown":
             takes = _fields_at(cls, nested)
             msg = f"unknown {'field' if nested else 'argument'} for {action}; {'it' if not nested else nested[1:]} takes {takes}"
+        elif problem.kind == "missing":
+            msg = "missing required argument"
         elif msg.startswith("Invalid enum value") and (choices := _choices_at(cls, path)):
             msg = f"{msg}; choose one of {choices}"
-        elif msg.startswith("Object missing required field `"):
-            path, msg = f"{path}.{msg.split('`')[1]}", "missing required argument"
         raise InvalidEvent(msg, f"args{path}") from None
     checked.check()
     return checked

@@ -1,0 +1,288 @@
+"""The ElasticJob manifest: YAML (or JSON) as operators write it, checked before anything is sent.
+
+The shape is Kubernetes-like (``apiVersion``, ``kind``, ``metadata.name``, ``spec``); field names are
+camelCase. The seed's own example is accepted as written: ``apiVersion: training.myolo.ai/v1`` as well as
+``myolo.ai/v1``, ``scalingPolicy`` as another name for ``policies``, thresholds like ``75%`` and durations
+like ``300s``, and a manifest without ``metadata`` (it is named after its content's hash).
+
+Hostile input: the text is bounded in bytes, YAML anchors and aliases are refused (an alias bomb expands
+exponentially), nesting is bounded, and every error names the field and what to change
+(``spec.maxReplicas: must be >= minReplicas (4)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import typing
+from typing import Annotated, Any, Literal
+
+import msgspec
+import yaml
+
+from coordinator.jobs import units
+from events.errors import validation_problem
+from events.payloads.trainer_job import TrainerJob
+
+MAX_MANIFEST_BYTES = 256 * 1024
+MAX_DEPTH = 16
+API_VERSIONS = ("myolo.ai/v1", "training.myolo.ai/v1")
+Metric = Literal["gpu_util", "gradient_staleness", "step_time", "tokens_per_s"]
+Action = Literal["scaleOut", "scaleIn", "replace"]
+# a metric above its threshold asks for this when the policy names no action
+DEFAULT_ACTION: dict[str, Action] = {
+    "gpu_util": "scaleOut",
+    "gradient_staleness": "scaleIn",
+    "step_time": "replace",
+    "tokens_per_s": "scaleOut",
+}
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")]
+Number = int | float
+Quantity = int | float | Annotated[str, msgspec.Meta(max_length=32)]
+LAYOUT_FIELDS = ("pp", "tp", "dp")
+
+
+class ManifestError(ValueError):
+    """``field`` is the manifest path (``spec.replica.tp``); ``reason`` says what is wrong and what to do."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+# the trainer's job as a manifest writes it: TrainerJob's fields (one definition) minus the layout, camelCase
+TrainerSpec = msgspec.defstruct(
+    "TrainerSpec",
+    [
+        (
+            f.name,
+            f.type,
+            f.default if f.default_factory is msgspec.NODEFAULT else msgspec.field(default_factory=f.default_factory),
+        )
+        for f in msgspec.structs.fields(TrainerJob)
+        if f.name not in LAYOUT_FIELDS
+    ],
+    kw_only=True,
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+    rename=_camel,
+)
+
+
+class ReplicaSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One data-parallel replica: tp x pp GPUs. Tensor parallelism never crosses a node."""
+
+    tp: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    pp: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+
+class PolicySpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    metric: Metric
+    threshold: Quantity
+    action: Action | None = None
+    window: Quantity = "60s"
+    cooldown: Quantity = "300s"
+
+
+class Metadata(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: Name
+    labels: Annotated[dict[Name, Annotated[str, msgspec.Meta(max_length=63)]], msgspec.Meta(max_length=32)] = {}
+
+
+class SpecBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    min_replicas: Annotated[int, msgspec.Meta(ge=1, le=4096)]
+    max_replicas: Annotated[int, msgspec.Meta(ge=1, le=4096)]
+    replica: ReplicaSpec = msgspec.field(default_factory=ReplicaSpec)
+    trainer: TrainerSpec = msgspec.field(default_factory=TrainerSpec)  # type: ignore[valid-type]
+    checkpoint_dir: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)] | None = None
+    policies: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] = []
+    scaling_policy: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] | None = None  # the seed's name
+    max_restarts: Annotated[int, msgspec.Meta(ge=0, le=1000)] = 10
+
+
+class Document(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    api_version: str
+    kind: str
+    spec: SpecBody
+    metadata: Metadata | None = None
+
+
+# ---- the checked result ---------------------------------------------------------------------------------
+
+
+class Policy(msgspec.Struct, frozen=True, kw_only=True):
+    metric: Metric
+    threshold: float  # in the metric's unit; gpu_util in percent
+    action: Action
+    window_s: float
+    cooldown_s: float
+
+
+class ElasticJobSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What the jobs component schedules: the manifest, checked and normalised."""
+
+    name: str
+    min_replicas: int
+    max_replicas: int
+    tp: int
+    pp: int
+    trainer: TrainerJob  # the layout fields left at 1/0: each generation sets them
+    policies: tuple[Policy, ...] = ()
+    max_restarts: int = 10
+    labels: dict[str, str] = {}
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+
+def parse_manifest(text: str | bytes) -> ElasticJobSpec:
+    """Parse and check a manifest; :class:`ManifestError` names the first problem's field."""
+    raw = text.encode() if isinstance(text, str) else text
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError("", f"the manifest is {len(raw)} bytes; the limit is {MAX_MANIFEST_BYTES}")
+    data = load_yaml(raw)
+    _check_depth(data, MAX_DEPTH)
+    try:
+        doc = msgspec.convert(data, Document, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc) from None
+    return _checked(doc, raw)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors and aliases (a few lines of aliases expand to gigabytes)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise ManifestError(
+                "", f"YAML aliases are not accepted (line {event.start_mark.line + 1}): write values out"
+            )
+        event = self.peek_event()
+        if getattr(event, "anchor", None):
+            raise ManifestError(
+                "", f"YAML anchors are not accepted (line {event.start_mark.line + 1}): write values out"
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml(raw: bytes) -> Any:
+    try:
+        docs = [d for d in yaml.load_all(raw, Loader=_NoAliasLoader) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ManifestError("", f"not valid YAML: {exc}") from None
+    if len(docs) != 1:
+        raise ManifestError("", f"expected one YAML document, found {len(docs)}")
+    if not isinstance(docs[0], dict):
+        raise ManifestError(
+            "", f"expected a mapping with apiVersion, kind, metadata and spec, got {type(docs[0]).__name__}"
+        )
+    return docs[0]
+
+
+def _check_depth(value: Any, limit: int, path: str = "") -> None:
+    if limit < 0:
+        raise ManifestError(path.lstrip("."), f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_depth(v, limit - 1, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_depth(v, limit - 1, f"{path}[{i}]")
+
+
+def _validation_error(exc: msgspec.ValidationError) -> ManifestError:
+    problem = validation_problem(exc)
+    field, msg = problem.field.lstrip("."), problem.message
+    if problem.kind == "unknown":
+        name = field.rsplit(".", 1)[-1]
+        layout = problem.parent == ".spec.trainer" and name in LAYOUT_FIELDS
+        msg = "unknown field" + (" (the layout is spec.replica.tp / spec.replica.pp)" if layout else "")
+    elif problem.kind == "missing":
+        msg = "missing: this field is required"
+    elif msg.startswith("Invalid enum value") and (choices := _CHOICES.get(field.rsplit(".", 1)[-1].split("[")[0])):
+        msg = f"{msg}; choose one of {', '.join(choices)}"
+    elif field == "metadata.name" and "regex" in msg:
+        msg = "must be a lowercase name of letters, digits and '-' (a DNS label), starting and ending alphanumeric"
+    return ManifestError(field, msg)
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {"metric": typing.get_args(Metric), "action": typing.get_args(Action)}
+
+
+def _checked(doc: Document, raw: bytes) -> ElasticJobSpec:
+    if doc.api_version not in API_VERSIONS:
+        raise ManifestError("apiVersion", f"{doc.api_version!r} is not supported; use {API_VERSIONS[0]}")
+    if doc.kind != "ElasticJob":
+        raise ManifestError("kind", f"{doc.kind!r} is not supported; this manifest must be kind ElasticJob")
+    spec = doc.spec
+    if spec.max_replicas < spec.min_replicas:
+        raise ManifestError("spec.maxReplicas", f"must be >= minReplicas ({spec.min_replicas})")
+    if spec.scaling_policy is not None and spec.policies:
+        raise ManifestError("spec.scalingPolicy", "give the policies once: as spec.policies or spec.scalingPolicy")
+    where = "spec.scalingPolicy" if spec.scaling_policy is not None else "spec.policies"
+    policies = tuple(_policy(p, f"{where}[{i}]") for i, p in enumerate(spec.scaling_policy or spec.policies))
+    trainer = TrainerJob(**msgspec.structs.asdict(spec.trainer))
+    if spec.checkpoint_dir is not None:
+        if trainer.checkpoint_dir not in (None, spec.checkpoint_dir):
+            raise ManifestError(
+                "spec.trainer.checkpointDir", "set the checkpoint directory once, as spec.checkpointDir"
+            )
+        trainer = msgspec.structs.replace(trainer, checkpoint_dir=spec.checkpoint_dir)
+    usable = [r for r in range(spec.min_replicas, spec.max_replicas + 1) if trainer.global_batch % r == 0]
+    if not usable:
+        raise ManifestError(
+            "spec.trainer.globalBatch",
+            f"{trainer.global_batch} is divisible by no replica count from {spec.min_replicas} to "
+            f"{spec.max_replicas}: the global batch is split evenly over the replicas; use a multiple of "
+            f"{spec.min_replicas}",
+        )
+    name = doc.metadata.name if doc.metadata else f"ejob-{hashlib.sha256(raw).hexdigest()[:10]}"
+    return ElasticJobSpec(
+        name=name,
+        min_replicas=spec.min_replicas,
+        max_replicas=spec.max_replicas,
+        tp=spec.replica.tp,
+        pp=spec.replica.pp,
+        trainer=trainer,
+        policies=policies,
+        max_restarts=spec.max_restarts,
+        labels=dict(doc.metadata.labels) if doc.metadata else {},
+    )
+
+
+def _policy(p: PolicySpec, field: str) -> Policy:
+    try:
+        value, percent = units.threshold(p.threshold)
+    except ValueError as exc:
+        raise ManifestError(f"{field}.threshold", str(exc)) from None
+    if percent and p.metric != "gpu_util":
+        raise ManifestError(f"{field}.threshold", f"{p.metric} is not a percentage: give a plain number")
+    out: dict[str, float] = {}
+    for key in ("window", "cooldown"):
+        try:
+            out[key] = units.duration_s(getattr(p, key))
+        except ValueError as exc:
+            raise ManifestError(f"{field}.{key}", str(exc)) from None
+    return Policy(
+        metric=p.metric,
+        threshold=value,
+        action=p.action or DEFAULT_ACTION[p.metric],
+        window_s=out["window"],
+        cooldown_s=out["cooldown"],
+    )
+
+
+def spec_json(spec: ElasticJobSpec) -> str:
+    """A stable rendering (for ``myoloctl get jobs -o json`` and the state topic's tests)."""
+    return json.dumps(msgspec.to_builtins(spec), sort_keys=True)
