@@ -10,9 +10,20 @@ import signal
 from events.clock import Clock
 
 
+def running_child(pid: int) -> bool:
+    """True while ``pid`` is our child and has not exited. Checked before signalling its group: once a child
+    is reaped its pid may be reused, and a group signal would hit a stranger's session."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        return False
+
+
 def signal_group(pid: int, sig: int) -> bool:
-    """Send ``sig`` to the process group led by ``pid`` (each worker leads its own session); False when it is
-    gone. A stopped (SIGSTOP) group also gets SIGCONT after SIGTERM, so it can act on it."""
+    """Send ``sig`` to the process group led by ``pid`` (each worker leads its own session), our running
+    child; False when it is gone. A stopped (SIGSTOP) group also gets SIGCONT after SIGTERM, so it can act."""
+    if not running_child(pid):
+        return False
     try:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):

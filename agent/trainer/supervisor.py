@@ -296,7 +296,6 @@ class Supervisor:
             self.link.drain()  # what it said before it exited (its last step) counts
         worker.exit_code, worker.state = code, "exited"
         worker.exited.set()
-        signal_group(worker.pid, signal.SIGKILL)  # whatever the worker left behind in its group
         job.watch.forget(worker.plan.rank)
         self._gpus_changed()
         if code != 0 and job.ending is None:
