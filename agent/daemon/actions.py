@@ -38,7 +38,7 @@ from agent.commands import (
 from agent.daemon.idle_probe import probe_python
 from agent.daemon.loops import request_sample
 from agent.daemon.runtime import Runtime, event_source
-from agent.daemon.trainer import trainer_actions
+from agent.daemon.trainer import trainer_actions, trainer_admissions
 from events.bus import EventConsumer, EventProducer
 from events.clock import sleep_or_wake
 
@@ -86,7 +86,7 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
 
     actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
     if rt.trainer is not None:
-        actions.update(trainer_actions(rt, rt.trainer)[0])
+        actions.update(trainer_actions(rt.trainer))
     return actions
 
 
@@ -109,7 +109,7 @@ def build_executor(rt: Runtime) -> CommandExecutor:
         rt.clock,
         max_ids=cfg.max_remembered,
         max_age_s=cfg.max_age_s or None,
-        admissions=trainer_actions(rt, rt.trainer)[1] if rt.trainer is not None else None,
+        admissions=trainer_admissions(rt, rt.trainer) if rt.trainer is not None else None,
     )
 
 

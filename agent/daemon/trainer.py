@@ -59,8 +59,20 @@ def build_supervisor(rt: Runtime) -> Supervisor:
     )
 
 
-def trainer_actions(rt: Runtime, sup: Supervisor) -> tuple[dict[str, ActionFn], dict[str, AdmitFn]]:
-    """``start_workers`` and ``stop_workers``, and the admission check of ``start_workers``."""
+def trainer_actions(sup: Supervisor) -> dict[str, ActionFn]:
+    """``start_workers`` and ``stop_workers``."""
+
+    async def start_workers(args: StartWorkersArgs) -> dict[str, Any]:
+        return await sup.start(args)
+
+    async def stop_workers(job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
+        return await sup.stop(job_id, generation, checkpoint)
+
+    return {"start_workers": start_workers, "stop_workers": stop_workers}
+
+
+def trainer_admissions(rt: Runtime, sup: Supervisor) -> dict[str, AdmitFn]:
+    """The admission check of ``start_workers``: the node's checks, then the trainer's own."""
 
     async def admit_start(args: StartWorkersArgs) -> None:
         if rt.draining:
@@ -69,13 +81,7 @@ def trainer_actions(rt: Runtime, sup: Supervisor) -> tuple[dict[str, ActionFn], 
         sup.admit(args)
         await check_job(sup.python, args.job, args.world_size, rt.cfg.trainer.check_timeout_s)
 
-    async def start_workers(args: StartWorkersArgs) -> dict[str, Any]:
-        return await sup.start(args)
-
-    async def stop_workers(job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
-        return await sup.stop(job_id, generation, checkpoint)
-
-    return {"start_workers": start_workers, "stop_workers": stop_workers}, {"start_workers": admit_start}
+    return {"start_workers": admit_start}
 
 
 def nccl_globs(rt: Runtime) -> list[str]:

@@ -42,7 +42,6 @@ from events.clock import Clock
 from events.limits import Throttle
 from events.payloads import (
     ControlMessage,
-    Payload,
     StartWorkersArgs,
     TrainingCompleted,
     TrainingFault,
@@ -462,13 +461,3 @@ class Supervisor:
 
 def _seconds(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.3f} s"
-
-
-def publish_payload(publish: Callable[[Payload], object]) -> Publish:
-    """Adapt a one-argument publish (tests) to the supervisor's ``publish(payload, urgent=...)``."""
-
-    def send(payload: Payload, urgent: bool = False) -> object:
-        del urgent
-        return publish(payload)
-
-    return send

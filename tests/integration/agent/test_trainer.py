@@ -142,9 +142,7 @@ async def test_a_job_across_two_agents_matches_myolo_train(settings, kafka, tmp_
 async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tmp_path, monkeypatch) -> None:
     job = job_id()
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
-        (cid,) = await r.start_job(job, {**TINY_JOB, "steps": 100_000}, [[0, 1]])
-        pids = (await r.outcome(cid)).result["pids"]
-        await wait_until(lambda: r.progress(job), 120, f"progress{r.logs()}")
+        pids = await r.running(job, {**TINY_JOB, "steps": 100_000}, [0, 1])
         os.kill(pids["1"], signal.SIGKILL)
         await wait_until(lambda: r.faults(job), 60, f"the fault{r.logs()}")
         fault = r.faults(job)[0]
@@ -157,9 +155,7 @@ async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tm
 async def test_a_stopped_worker_is_a_hang_within_the_learned_bound(settings, kafka, tmp_path, monkeypatch) -> None:
     job = job_id()
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2, hang_floor_s=3.0) as r:
-        (cid,) = await r.start_job(job, {**TINY_JOB, "steps": 100_000}, [[0, 1]])
-        pids = (await r.outcome(cid)).result["pids"]
-        await wait_until(lambda: len(r.progress(job)) >= 5, 120, f"progress{r.logs()}")
+        pids = await r.running(job, {**TINY_JOB, "steps": 100_000}, [0, 1], progress=5)
         os.kill(pids["0"], signal.SIGSTOP)
         try:
             await wait_until(lambda: r.faults(job), 60, f"the hang{r.logs()}")
@@ -181,9 +177,7 @@ async def test_stop_workers_checkpoints_and_leaves_no_process(settings, kafka, t
     spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
         (agent,) = r.agents
-        (cid,) = await r.start_job(job, spec, [[0, 1]])
-        pids = (await r.outcome(cid)).result["pids"]
-        await wait_until(lambda: len(r.progress(job)) >= 3, 120, f"progress{r.logs()}")
+        pids = await r.running(job, spec, [0, 1], progress=3)
         # while it trains: the agent's status, health endpoint, node sample and GPUs show the workers
         status = await asyncio.to_thread(agent.cli, "status")
         for rank in ("0", "1"):
@@ -250,9 +244,7 @@ async def test_the_agents_sigterm_stops_its_workers_with_a_checkpoint_first(
     spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
         (agent,) = r.agents
-        (cid,) = await r.start_job(job, spec, [[0, 1]])
-        pids = (await r.outcome(cid)).result["pids"]
-        await wait_until(lambda: len(r.progress(job)) >= 3, 120, f"progress{r.logs()}")
+        pids = await r.running(job, spec, [0, 1], progress=3)
         agent.signal(signal.SIGTERM)
         assert await asyncio.to_thread(agent.proc.wait, 120) == 0, agent.log_text()[-4000:]
         assert all(pid_gone(pid) for pid in pids.values())  # workers do not outlive their agent

@@ -80,6 +80,13 @@ class Rig:
         assert ack is not None
         return ack
 
+    async def running(self, job_id: str, job: dict[str, Any], gpus: list[int], progress: int = 1) -> dict[str, int]:
+        """Start ``job`` on the one agent, wait for ``progress`` progress events; the workers' pids by rank."""
+        (cid,) = await self.start_job(job_id, job, [gpus])
+        pids = (await self.outcome(cid)).result["pids"]
+        await wait_until(lambda: len(self.progress(job_id)) >= progress, 120, f"progress{self.logs()}")
+        return pids
+
     def logs(self) -> str:
         return "".join(f"\n--- {a.node_id}\n{a.log_text()[-6000:]}" for a in self.agents)
 
