@@ -23,6 +23,9 @@ class CoreView(Protocol):
     def leader_info(self) -> LeaderInfo | None:
         """This coordinator's term while it leads, else the last term recorded by anyone (None: never)."""
 
+    def generations(self) -> tuple[int, int | None]:
+        """(the leader group's generation this member last joined, the generation the known term was granted in)."""
+
 
 def leader_json(info: LeaderInfo | None, instance_id: str, is_leader: bool) -> dict[str, Any]:
     """The leader (or the last one recorded; all None before any term) and whether that is the answerer."""
@@ -41,10 +44,13 @@ def routes(core: CoreView, document: dict[str, Any], health: list[Callable[[], d
         body: dict[str, Any] = {}
         for part in health:
             body.update(part())
+        group_generation, term_generation = core.generations()
         body.update(
             status="ok" if ready else "starting",
             instance_id=core.instance_id,
             role="leader" if core.is_leader else "standby",
+            group_generation=group_generation,
+            term_generation=term_generation,
         )
         return web.json_response(body, status=200 if ready else 503)
 

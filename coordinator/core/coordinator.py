@@ -221,6 +221,10 @@ class Coordinator:
     def leader_info(self) -> LeaderInfo | None:
         return self.leadership.info()
 
+    def generations(self) -> tuple[int, int | None]:
+        term = self.leadership.term or self.leadership.last_term
+        return self.elector.generation, term.generation if term is not None else None
+
     async def _begin_term(self, generation: int) -> None:
         """Start a term; on a broker error try again for as long as we hold the partition (never hold
         leadership without leading). Cancelled by the elector when the partition is revoked."""
@@ -323,7 +327,7 @@ class Coordinator:
 
     def status(self) -> dict[str, Any]:
         info = self.leader_info()
-        term = self.leadership.term or self.leadership.last_term
+        group_generation, term_generation = self.generations()
         body: dict[str, Any] = {
             "instance_id": self.instance_id,
             "is_leader": self.is_leader,
@@ -331,8 +335,8 @@ class Coordinator:
             "leader": None
             if info is None
             else {"instance_id": info.instance_id, "epoch": info.epoch, "api_url": info.api_url},
-            "group_generation": self.elector.generation,
-            "term_generation": term.generation if term is not None else None,
+            "group_generation": group_generation,
+            "term_generation": term_generation,
             "api_url": self.api_url,
             "time": self.clock.now(),
             "ingest": msgspec.to_builtins(self.ingest_health.state()),

@@ -33,6 +33,18 @@ def coordinator_health(api_url: str) -> str:
     return body.get("role", "?") if body.get("status") == "ok" else str(body.get("status", f"HTTP {status}"))
 
 
+def settled_leader(bodies: list[dict[str, Any]]) -> bool:
+    """Exactly one coordinator leads and every one joined the leader group's generation its term was granted
+    in. Until then a member still joining makes the group rebalance, which revokes leadership everywhere for a
+    moment (both coordinators read as standby) and may move it."""
+    if not bodies:
+        return False
+    generations = {(b.get("group_generation"), b.get("term_generation")) for b in bodies}
+    joined, granted = next(iter(generations))
+    leaders = sum(b.get("role") == "leader" or b.get("is_leader") is True for b in bodies)
+    return leaders == 1 and len(generations) == 1 and joined == granted and joined is not None
+
+
 def agent_health(health_url: str) -> str:
     """The agent's own verdict: 'ok', 'degraded', 'failed' (or 'no answer')."""
     answer = get_json(f"{health_url}/healthz")

@@ -277,9 +277,10 @@ def view_members(state_dir: Path) -> list[ProcessView]:
 
 
 def wait_fleet(api_urls: list[str], node_ids: list[str], timeout: float) -> None:
-    """Until a coordinator leads and every coordinator lists every node as Ready (the stack is usable)."""
+    """Until one coordinator leads, every coordinator joined the group generation that elected it, and each lists
+    every node as Ready (the stack is usable, and no join still pending will move leadership)."""
     deadline = time.monotonic() + timeout
-    missing = "a leader"
+    missing = "one leader that every coordinator follows"
     while time.monotonic() < deadline:
         missing = _fleet_missing(api_urls, set(node_ids))
         if not missing:
@@ -292,7 +293,7 @@ def wait_fleet(api_urls: list[str], node_ids: list[str], timeout: float) -> None
 
 
 def _fleet_missing(api_urls: list[str], node_ids: set[str]) -> str:
-    leaders = 0
+    bodies = []
     for url in api_urls:
         answer = health.get_json(f"{url}/v1/nodes")
         if answer is None or answer[0] != 200:
@@ -301,5 +302,7 @@ def _fleet_missing(api_urls: list[str], node_ids: set[str]) -> str:
         if node_ids - ready:
             return f"{', '.join(sorted(node_ids - ready))} Ready on {url}"
         role = health.get_json(f"{url}/healthz")
-        leaders += role is not None and isinstance(role[1], dict) and role[1].get("role") == "leader"
-    return "" if leaders == 1 or not api_urls else "a leader"
+        if role is None or not isinstance(role[1], dict):
+            return f"{url}/healthz to answer"
+        bodies.append(role[1])
+    return "" if not api_urls or health.settled_leader(bodies) else "one leader that every coordinator follows"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from coordinator.localstack.health import settled_leader
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -52,13 +54,9 @@ def status(path: Path) -> dict | None:
 
 
 def one_settled_leader(statuses: list[dict | None]) -> bool:
-    """Every coordinator wrote its status, exactly one leads, all name the same term, and all joined the same
-    generation of the leader group, the one the term was granted in. Until then a member still joining makes
-    the group rebalance, which may move leadership."""
+    """Every coordinator wrote its status, all name the same term, and leadership is settled (settled_leader)."""
     if not statuses or None in statuses:
         return False
     sts = [s for s in statuses if s is not None]
     same_term = len({json.dumps(s["leader"], sort_keys=True) for s in sts}) == 1
-    gens = {(s["group_generation"], s["term_generation"]) for s in sts}
-    stable = len(gens) == 1 and next(iter(gens))[0] == next(iter(gens))[1]
-    return sum(bool(s["is_leader"]) for s in sts) == 1 and same_term and stable
+    return same_term and settled_leader(sts)

@@ -137,6 +137,9 @@ class MemoryFleet:
             return Term(self.instance_id, self.epoch, self.leader_url or "http://127.0.0.1:1")
         return Term("coord-leader", self.epoch, self.leader_url) if self.leader_url else None
 
+    def generations(self) -> tuple[int, int | None]:
+        return 4, 4
+
     async def cordon(self, node_id: str, reason: str, by: str) -> CordonRecord:
         return self._write(node_id, True, reason, by)
 

@@ -91,7 +91,14 @@ async def test_leader_and_healthz(client: TestClient, fleet: MemoryFleet) -> Non
     }
     health = await client.get("/healthz")
     assert health.status == 200
-    assert await health.json() == {"status": "ok", "instance_id": "coord-a", "role": "leader", "nodes": 3}
+    assert await health.json() == {
+        "status": "ok",
+        "instance_id": "coord-a",
+        "role": "leader",
+        "group_generation": 4,
+        "term_generation": 4,
+        "nodes": 3,
+    }
     fleet.started.clear()
     fleet.is_leader = False
     starting = await client.get("/healthz")
