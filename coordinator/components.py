@@ -10,5 +10,6 @@ from coordinator.commands.component import Commands
 from coordinator.cordons.component import Cordons
 from coordinator.core.component import Component
 from coordinator.fleet.component import Fleet
+from coordinator.jobs.component import Jobs
 
-COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons)
+COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs)

@@ -53,6 +53,9 @@ class Commands(Component):
     def has_pending(self, node_id: str, action: str) -> bool:
         return self.dispatcher.has_pending(node_id, action)
 
+    def intent(self, command_id: str) -> CommandIntent | None:
+        return self.dispatcher.intents.get(command_id)
+
     def intents(self) -> list[CommandIntent]:
         """Every command remembered (finished ones for an hour), oldest first."""
         return sorted(self.dispatcher.intents.values(), key=lambda i: i.created)

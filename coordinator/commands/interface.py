@@ -13,5 +13,9 @@ class CommandSender(Protocol):
         """Record the intent, then send the signed command. Raises ``NotLeader`` when not leading and
         ``ValueError`` (naming the argument) when the agent could not execute it."""
 
+    def intent(self, command_id: str) -> CommandIntent | None:
+        """A command and what became of it (its status follows the acks; None once forgotten, an hour after
+        it finished)."""
+
     def has_pending(self, node_id: str, action: str) -> bool:
         """Is such a command already on its way (so a reaction does not pile up copies of it)?"""

@@ -61,6 +61,12 @@ class Cordons(Component):
         self._check(node_id)
         return await self.writer.write(node_id, False, reason.strip() or "uncordoned by hand", operator_by(by))
 
+    def cordon_automatically(self, node_id: str, reason: str, by: str) -> bool:
+        """Another component's automatic cordon (AutoCordons), queued like the fault and Lost ones."""
+        if not by.startswith("auto:"):
+            raise ValueError(f"by: an automatic cordon's author starts with 'auto:', got {by!r}")
+        return self.writer.request(node_id, reason, by)
+
     def _check(self, node_id: str) -> None:
         self.ctx.leadership.require()
         if self.fleet.node(node_id) is None:

@@ -274,6 +274,8 @@ def _policy(p: PolicySpec, field: str) -> Policy:
             out[key] = units.duration_s(getattr(p, key))
         except ValueError as exc:
             raise ManifestError(f"{field}.{key}", str(exc)) from None
+    if out["window"] <= 0:
+        raise ManifestError(f"{field}.window", "must be longer than 0 s: the metric is averaged over it")
     return Policy(
         metric=p.metric,
         threshold=value,

@@ -77,6 +77,7 @@ def test_the_seeds_manifest_as_written() -> None:
         (("75%", "175%"), "spec.policies[0].threshold", "between 0% and 100%"),
         (("threshold: 10", "threshold: 10%"), "spec.policies[1].threshold", "not a percentage"),
         (("300s", "5 minutes"), "spec.policies[0].cooldown", "like 300s"),
+        (("cooldown: 300s,", "cooldown: 300s, window: 0s,"), "spec.policies[0].window", "longer than 0 s"),
         (("metric: gpu_util", "metric: temperature"), "spec.policies[0].metric", "gpu_util"),
         (("{name: tiny-pretrain}", "{name: Tiny_Pretrain}"), "metadata.name", "DNS label"),
         (("kind: ElasticJob", "kind: Job"), "kind", "must be kind ElasticJob"),

@@ -1,0 +1,316 @@
+"""The jobs component: ElasticJobs in ``myolo.state.jobs``, scheduled by the leader onto healthy nodes.
+
+Every coordinator follows the state topic and the jobs' progress (so a standby's view and API are current);
+only the leader steps the jobs (``reconcile.Reconciler``) and answers writes. Worker faults and completions
+are kept in memory per job and generation until the next step acts on them; a new leader does not need them:
+it finds the generation as recorded and the fleet as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from coordinator.commands.interface import CommandSender
+from coordinator.cordons.interface import AutoCordons
+from coordinator.core.component import Component, RouteSet, StateTopic
+from coordinator.core.context import Context
+from coordinator.fleet.interface import FleetNodes
+from coordinator.fleet.model import NodeState
+from coordinator.jobs import routes
+from coordinator.jobs.config import JobsConfig, check
+from coordinator.jobs.interface import JobConflict, UnknownJob
+from coordinator.jobs.manifest import parse_manifest
+from coordinator.jobs.metrics import JobMetrics
+from coordinator.jobs.placement import replica_counts
+from coordinator.jobs.policies import evaluate, straggler
+from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
+from coordinator.jobs.records import JobProgress, JobRecord
+from events.bus import RecordInfo
+from events.envelope import Event
+from events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
+from events.topics import STATE_JOBS
+
+log = structlog.get_logger("myolo.coordinator.jobs")
+# what may change in a running job's manifest (the rest is its training: a new job)
+MUTABLE = ("min_replicas", "max_replicas", "policies", "max_restarts", "labels")
+
+
+class Jobs(Component):
+    name = "jobs"
+    config = JobsConfig
+    openapi = Path(__file__).with_name("openapi.yaml")
+    consumes = (TrainingProgress, TrainingFault, TrainingCompleted)
+    owns = (StateTopic(STATE_JOBS, {"job": JobRecord}),)
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.cfg: JobsConfig = ctx.config
+        self.fleet = ctx.peers.require(FleetNodes)
+        self.records: dict[str, JobRecord] = {}
+        self.metrics: dict[str, JobMetrics] = {}
+        self._evidence: dict[str, Evidence] = {}
+        self._rates: dict[str, dict[int, float]] = {}  # the latest tokens/s of each replica, per job
+        self._lock = asyncio.Lock()
+        self.reconciler = Reconciler(
+            self.cfg,
+            self.fleet,
+            ctx.peers.require(CommandSender),
+            ctx.peers.require(AutoCordons),
+            self._save,
+            lambda: list(self.records.values()),
+        )
+        self.fleet.on_applied(self._on_sample)
+
+    @classmethod
+    def check_config(cls, section: JobsConfig, core: Any) -> None:
+        check(section, core)
+
+    # ---- JobsAPI --------------------------------------------------------------------------------------------
+    def jobs(self) -> list[JobRecord]:
+        return sorted(self.records.values(), key=lambda r: r.name)
+
+    def job(self, name: str) -> JobRecord | None:
+        return self.records.get(name)
+
+    async def apply(self, manifest: str, by: str) -> tuple[JobRecord, bool]:
+        spec = parse_manifest(manifest)
+        self.ctx.leadership.require()
+        now = self.ctx.clock.now()
+        async with self._lock:
+            rec = self.records.get(spec.name)
+            if rec is not None and not rec.terminal and not rec.deleting:
+                changed = [f for f in msgspec.structs.asdict(spec) if getattr(spec, f) != getattr(rec.spec, f)]
+                fixed = [f for f in changed if f not in MUTABLE]
+                if fixed:
+                    raise JobConflict(
+                        f"spec.{fixed[0]}" if fixed[0] != "trainer" else "spec.trainer",
+                        f"cannot change on a running job (only replica bounds, policies, maxRestarts and labels "
+                        f"can); delete job {spec.name} first or apply under another name",
+                    )
+                rec.spec, rec.manifest = spec, manifest
+                if rec.desired_replicas is not None and rec.desired_replicas not in replica_counts(spec):
+                    rec.desired_replicas = None
+                decide(rec, "scale", f"manifest applied ({', '.join(changed) or 'unchanged'})", now, by=by)
+                await self._save(rec)
+                return rec, False
+            if rec is None and len(self.records) >= self.cfg.max_jobs:
+                raise JobConflict("metadata.name", f"this coordinator holds {self.cfg.max_jobs} jobs (jobs.max_jobs)")
+            rec = JobRecord(name=spec.name, spec=spec, manifest=manifest, created=now, updated=now)
+            rec.reason = "waiting for its first placement"
+            await self._save(rec)
+            self.metrics[spec.name] = JobMetrics()
+            log.info("job applied", job=spec.name, by=by)
+        return rec, True
+
+    async def scale(self, name: str, replicas: int, by: str) -> JobRecord:
+        self.ctx.leadership.require()
+        async with self._lock:
+            rec = self._live(name)
+            allowed = replica_counts(rec.spec)
+            if replicas not in allowed:
+                raise ValueError(
+                    f"replicas: {replicas} is not allowed for job {name}: between minReplicas {rec.spec.min_replicas} "
+                    f"and maxReplicas {rec.spec.max_replicas}, dividing the global batch "
+                    f"{rec.spec.trainer.global_batch}: one of {sorted(allowed)}"
+                )
+            rec.desired_replicas = replicas
+            rec.last_resize = None  # an operator's scale is not held back by the growth cooldown
+            decide(rec, "scale", f"target set to {replicas} replica(s)", self.ctx.clock.now(), by=by)
+            await self._save(rec)
+            return rec
+
+    async def delete(self, name: str, by: str) -> JobRecord:
+        self.ctx.leadership.require()
+        async with self._lock:
+            rec = self.records.get(name)
+            if rec is None:
+                raise UnknownJob(name)
+            if not rec.deleting:
+                rec.deleting = True
+                decide(rec, "delete", "deleted: its workers stop with a checkpoint", self.ctx.clock.now(), by=by)
+                await self._save(rec)
+            return rec
+
+    def _live(self, name: str) -> JobRecord:
+        rec = self.records.get(name)
+        if rec is None or rec.deleting:
+            raise UnknownJob(name)
+        return rec
+
+    # ---- state --------------------------------------------------------------------------------------------
+    async def _save(self, rec: JobRecord) -> None:
+        rec.updated = self.ctx.clock.now()
+        await self.ctx.store.put(STATE_JOBS, rec.name, rec)
+        self.records[rec.name] = rec
+
+    def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:
+        if self.ctx.leadership.is_leader:
+            return  # memory is ahead of the log: we wrote it
+        if record is None:
+            self.records.pop(key, None)
+            self.metrics.pop(key, None)
+        elif isinstance(record, JobRecord):
+            mine = self.records.get(key)
+            if mine is not None and mine.progress.step > record.progress.step:
+                record.progress = mine.progress  # our own reading of the progress topic may be newer
+            self.records[key] = record
+            self.metrics.setdefault(key, JobMetrics())
+
+    # ---- events -------------------------------------------------------------------------------------------
+    async def on_event(self, event: Event, info: RecordInfo) -> None:
+        data = event.data
+        rec = self.records.get(getattr(data, "job_id", ""))
+        gen = rec.generation if rec is not None else None
+        if rec is None or gen is None or data.generation != gen.number:
+            return  # another job's, or an older generation's (already stopped)
+        now = self.ctx.clock.now()
+        if isinstance(data, TrainingProgress):
+            self._progress(rec, data, now)
+            if gen.first_step_at is None and self.ctx.leadership.is_leader:
+                gen.first_step_at, gen.resumed_from = now, data.step - 1
+                async with self._lock:
+                    await self._save(rec)
+            return
+        evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
+        if isinstance(data, TrainingFault):
+            evidence.faults.append(data)
+        elif isinstance(data, TrainingCompleted):
+            evidence.completed[data.node_id] = data
+        if self.ctx.leadership.is_leader:
+            await self._step(rec, now)  # act now, not at the next tick
+
+    def _progress(self, rec: JobRecord, p: TrainingProgress, now: float) -> None:
+        self.metrics.setdefault(rec.name, JobMetrics()).add_progress(p, now)
+        rates = self._rates.setdefault(rec.name, {})
+        rates[p.dp_rank] = p.tokens_per_s
+        if p.step >= rec.progress.step:
+            prev = rec.progress
+            rec.progress = JobProgress(
+                step=p.step,
+                loss=p.loss if p.dp_rank == 0 or prev.loss is None or p.step > prev.step else prev.loss,
+                # each replica reports the job's rate (global batch tokens / its step time): their mean is the job's
+                tokens_per_s=sum(rates.values()) / len(rates),
+                step_time_s=p.step_time_s,
+                gradient_staleness=p.gradient_staleness,
+                updated=now,
+            )
+
+    def _on_sample(self, node: NodeState, event: Event) -> None:
+        sample = event.data
+        if not isinstance(sample, NodeSample):
+            return
+        now = self.ctx.clock.now()
+        for rec in self.records.values():
+            gen = rec.generation
+            member = gen.member(node.node_id) if gen is not None and gen.stage == "running" else None
+            if member is not None:
+                self.metrics.setdefault(rec.name, JobMetrics()).add_gpu_util(node.node_id, member.gpus, sample, now)
+
+    # ---- the leader's loop --------------------------------------------------------------------------------
+    async def tick(self, now: float) -> None:
+        if not self.ctx.leadership.is_leader:
+            return
+        for rec in list(self.records.values()):
+            try:
+                await self._step(rec, now)
+            except Exception as exc:  # one job's trouble (a broker error, not leading) must not stop the others
+                log.warning("job step failed", job=rec.name, error=repr(exc))
+
+    async def _step(self, rec: JobRecord, now: float) -> None:
+        async with self._lock:
+            if self.records.get(rec.name) is not rec:
+                return
+            gen_before = rec.generation.number if rec.generation else None
+            evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
+            faults, evidence.faults = evidence.faults, []  # acted on once; completions add up per generation
+            evidence = Evidence(faults, evidence.completed)
+            verdict = None
+            if rec.generation is not None and rec.generation.stage == "running" and not evidence.faults:
+                verdict = self._policy(rec, now)
+            acted = verdict is not None and rec.generation is not None
+            if acted:
+                await self.reconciler.resize(rec, rec.generation, now, verdict)
+                acted = (rec.generation.number if rec.generation else None) != gen_before
+            if not acted:  # no verdict, or none that could be placed: the usual step
+                await self.reconciler.step(rec, now, evidence)
+            gen = rec.generation
+            if gen is not None and gen.number != gen_before:
+                self.metrics.setdefault(rec.name, JobMetrics()).reset(gen.number, gen.replicas)
+                self._rates.pop(rec.name, None)
+                self._evidence.pop(rec.name, None)
+            if Reconciler.gone(rec):
+                await self.ctx.store.delete(STATE_JOBS, rec.name, "job")
+                self.records.pop(rec.name, None)
+                self.metrics.pop(rec.name, None)
+                self._rates.pop(rec.name, None)
+                log.info("job deleted", job=rec.name)
+
+    def _policy(self, rec: JobRecord, now: float) -> Verdict | None:
+        """What the job's policies and the straggler check ask for, if anything."""
+        gen = rec.generation
+        metrics = self.metrics.get(rec.name)
+        if gen is None or metrics is None:
+            return None
+        spec = rec.spec
+        verdict = evaluate(
+            spec.policies, metrics, now, rec.last_resize, gen.replicas, spec.min_replicas, spec.max_replicas
+        )
+        if verdict is not None:
+            counts = sorted(replica_counts(spec))
+            if verdict.action == "scaleOut":
+                up = [c for c in counts if c > gen.replicas]
+                return Verdict("grow", up[0], verdict.reason, verdict.metrics) if up else None
+            if verdict.action == "scaleIn":
+                down = [c for c in counts if c < gen.replicas]
+                return Verdict("shrink", down[-1], verdict.reason, verdict.metrics) if down else None
+            slow = straggler(metrics, now, verdict.policy.window_s, factor=self.cfg.straggler_factor)
+            if slow is not None and slow.node_id is not None:  # replace: the slowest replica's node
+                reason = f"{verdict.reason}; {slow.reason}"
+                return Verdict(
+                    "replace", gen.replicas, reason, verdict.metrics | slow.metrics, frozenset({slow.node_id})
+                )
+            return None
+        slow = straggler(metrics, now, self.cfg.straggler_window_s, factor=self.cfg.straggler_factor)
+        if slow is not None and slow.node_id is not None:
+            cooled = rec.last_resize is None or now - rec.last_resize >= self.cfg.grow_cooldown_s
+            if cooled and len(gen.members) > 0:
+                return Verdict("replace", gen.replicas, slow.reason, slow.metrics, frozenset({slow.node_id}))
+        return None
+
+    async def on_lead(self, epoch: int) -> None:
+        self._evidence.clear()
+        now = self.ctx.clock.now()
+        adopted = 0
+        for rec in list(self.records.values()):
+            if rec.terminal or rec.generation is None:
+                continue
+            gen = rec.generation
+            decide(
+                rec,
+                "adopt",
+                f"adopted in epoch {epoch} by {self.ctx.instance_id}: generation {gen.number} "
+                f"({gen.stage}) kept as it is",
+                now,
+            )
+            try:
+                async with self._lock:
+                    await self._save(rec)
+            except Exception as exc:
+                log.warning("adoption not recorded", job=rec.name, error=repr(exc))
+            adopted += 1
+        log.info("jobs resumed", epoch=epoch, jobs=len(self.records), adopted=adopted)
+
+    # ---- API and status -----------------------------------------------------------------------------------
+    def api(self) -> RouteSet:
+        return RouteSet(routes.routes(self), self.openapi, health=lambda: {"jobs": len(self.records)})
+
+    def stats(self) -> dict[str, int]:
+        return {"jobs": len(self.records), "generations_started": self.reconciler.generations_started}
+
+    def status(self) -> dict[str, Any]:
+        return {"jobs": [msgspec.to_builtins(r) for r in self.jobs()]}

@@ -1,0 +1,43 @@
+"""The ``[jobs]`` section: how the leader schedules elastic jobs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from events.errors import ConfigError
+
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=86_400)]
+Port = Annotated[int, msgspec.Meta(ge=1024, le=65535)]
+
+
+class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Each generation's rendezvous port is taken from ``[port_min, port_max]`` by job and generation; the
+    master address is the address its rank-0 node advertises (``default_address`` when it gives none).
+
+    A job grows when capacity appears, at most once per ``grow_cooldown_s``; a failed generation is
+    restarted after ``restart_backoff_s`` doubling per restart up to ``max_backoff_s``; a node on which the
+    same job's workers failed ``cordon_after_failures`` times in a row is cordoned with the reason.
+    Stopping a generation waits at most ``stop_timeout_s`` for the agents' answers (a node that went Lost
+    never answers)."""
+
+    port_min: Port = 29500
+    port_max: Port = 30499
+    default_address: Annotated[str, msgspec.Meta(min_length=1, max_length=253)] = "127.0.0.1"
+    grow_cooldown_s: Seconds = 30.0
+    restart_backoff_s: Seconds = 1.0
+    max_backoff_s: Seconds = 60.0
+    cordon_after_failures: Annotated[int, msgspec.Meta(ge=0, le=100)] = 3  # 0: never
+    stop_timeout_s: Seconds = 180.0
+    start_timeout_s: Seconds = 120.0  # from the start commands to every agent's answer
+    straggler_factor: Annotated[float, msgspec.Meta(ge=1.0, le=100.0)] = 2.0
+    straggler_window_s: Seconds = 60.0
+    max_jobs: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 1000
+
+
+def check(cfg: JobsConfig, core: Any) -> None:
+    if cfg.port_max < cfg.port_min:
+        raise ConfigError("jobs.port_max", f"must be >= jobs.port_min ({cfg.port_min})")
+    if cfg.max_backoff_s < cfg.restart_backoff_s:
+        raise ConfigError("jobs.max_backoff_s", f"must be >= jobs.restart_backoff_s ({cfg.restart_backoff_s})")

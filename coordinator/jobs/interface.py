@@ -1,0 +1,39 @@
+"""What the HTTP routes (and other components) may ask of the jobs component."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from coordinator.jobs.records import JobRecord
+
+
+@runtime_checkable
+class JobsAPI(Protocol):
+    def jobs(self) -> list[JobRecord]:
+        """Every job known (deleted ones are gone), by name."""
+
+    def job(self, name: str) -> JobRecord | None: ...
+
+    async def apply(self, manifest: str, by: str) -> tuple[JobRecord, bool]:
+        """Create the job, or update its spec (replica bounds, policies) when it exists; (record, created).
+        Raises ``ManifestError`` (field, reason) for a bad manifest, ``NotLeader`` on a standby, and
+        ``JobConflict`` when the change cannot apply to a running job (e.g. a different model)."""
+
+    async def scale(self, name: str, replicas: int, by: str) -> JobRecord:
+        """Pin the job at ``replicas`` (within its bounds): ``UnknownJob``, ``ValueError`` naming the bound."""
+
+    async def delete(self, name: str, by: str) -> JobRecord:
+        """Stop the job's workers (with a checkpoint) and forget it once they stopped."""
+
+
+class UnknownJob(LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no job named {name!r} (myoloctl get jobs lists them)")
+        self.name = name
+
+
+class JobConflict(ValueError):
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason

@@ -1,0 +1,417 @@
+"""The leader's control loop for one job: look at its record and the fleet, take the next step.
+
+Level-triggered, like a Kubernetes controller: each tick compares what the record says with what the fleet
+and the agents' answers show, and moves the job one step. Every step writes the record before it sends a
+command, so a new leader that reads the record mid-way continues from it (the commands component resends
+what was not acknowledged, with the same ids).
+
+A generation goes ``stopping`` (the previous one is told to stop; the agents answer once its workers are
+gone) -> ``starting`` (``start_workers`` to each member; each agent answers once they run) -> ``running``
+(until a fault, a resize or the end) -> ``ended``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from coordinator.commands.interface import CommandSender
+from coordinator.cordons.interface import AutoCordons
+from coordinator.fleet.interface import FleetNodes
+from coordinator.fleet.model import NodeState
+from coordinator.jobs.config import JobsConfig
+from coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
+from coordinator.jobs.placement import Capacity, Placement, capacity, place, replica_counts
+from coordinator.jobs.records import MAX_DECISIONS, Decision, DecisionKind, Generation, JobRecord
+from events.payloads import TrainingCompleted, TrainingFault
+
+log = structlog.get_logger("myolo.coordinator.jobs")
+FAILED_COMMAND = frozenset({"rejected", "failed", "expired"})
+AUTO_JOB = "auto:job"
+
+
+@dataclass
+class Evidence:
+    """What the job's workers reported about its current generation since the last step (leader's memory)."""
+
+    faults: list[TrainingFault]
+    completed: dict[str, TrainingCompleted]
+
+
+@dataclass
+class Verdict:
+    """A resize the policies ask for: the replica count wanted and why."""
+
+    kind: DecisionKind
+    replicas: int
+    reason: str
+    metrics: dict[str, float]
+    avoid: frozenset[str] = frozenset()  # nodes to leave out (a straggler's)
+
+
+Save = Callable[[JobRecord], "object"]
+
+
+def why_unschedulable(node: NodeState | None) -> str | None:
+    if node is None:
+        return "is no longer in the fleet"
+    if node.cordoned and node.cordon is not None:
+        return f"was cordoned ({node.cordon.by}: {node.cordon.reason})"
+    if node.liveness != "Ready":
+        return f"is {node.liveness}"
+    if node.health == "fail":
+        return f"has FAIL health ({'; '.join(node.health_reasons) or 'no reason given'})"
+    return None
+
+
+def decide(rec: JobRecord, kind: DecisionKind, reason: str, now: float, **extra) -> None:
+    gen = rec.generation
+    rec.decisions.append(
+        Decision(
+            time=now,
+            kind=kind,
+            reason=reason,
+            generation=extra.pop("generation", gen.number if gen else None),
+            replicas=extra.pop("replicas", gen.replicas if gen else None),
+            **extra,
+        )
+    )
+    del rec.decisions[:-MAX_DECISIONS]
+
+
+class Reconciler:
+    """The steps; ``save`` writes a record to the state topic (acknowledged) and keeps it in memory."""
+
+    def __init__(
+        self,
+        cfg: JobsConfig,
+        fleet: FleetNodes,
+        commands: CommandSender,
+        cordons: AutoCordons,
+        save,
+        records: Callable[[], list[JobRecord]],
+    ) -> None:
+        self.cfg = cfg
+        self.fleet = fleet
+        self.commands = commands
+        self.cordons = cordons
+        self.save = save
+        self.records = records
+        self.generations_started = 0
+
+    # ---- capacity -------------------------------------------------------------------------------------------
+    def free(self, rec: JobRecord, avoid: frozenset[str] = frozenset()) -> list[Capacity]:
+        """Free GPUs for this job: schedulable nodes, healthy GPUs, not held by another job (its own count)."""
+        nodes = [n for n in self.fleet.nodes() if n.node_id not in avoid]
+        return capacity(nodes, held_gpus(self.records(), but=rec.name))
+
+    def place(self, rec: JobRecord, want: int | None = None, avoid: frozenset[str] = frozenset()) -> Placement | None:
+        return place(rec.spec, self.free(rec, avoid), want if want is not None else self.target(rec))
+
+    @staticmethod
+    def target(rec: JobRecord) -> int:
+        """The replicas wanted: the operator's (or a policy's) choice; else as many as fit up to maxReplicas, or
+        minReplicas for a job with a scaleOut policy (it grows when its metric says so)."""
+        if rec.desired_replicas is not None:
+            return rec.desired_replicas
+        if any(p.action == "scaleOut" for p in rec.spec.policies):
+            return rec.spec.min_replicas
+        return rec.spec.max_replicas
+
+    def address(self, node_id: str) -> str:
+        node = self.fleet.node(node_id)
+        return getattr(node, "address", None) or self.cfg.default_address
+
+    def pending_reason(self, rec: JobRecord) -> str:
+        spec = rec.spec
+        free = self.free(rec)
+        gpus = sum(len(c.free_gpus) for c in free)
+        return (
+            f"waiting for capacity: minReplicas {spec.min_replicas} x {spec.gpus_per_replica} GPU(s) per replica "
+            f"(tp {spec.tp} within a node); {gpus} free GPU(s) on {len(free)} schedulable node(s)"
+        )
+
+    # ---- the step -------------------------------------------------------------------------------------------
+    async def step(self, rec: JobRecord, now: float, evidence: Evidence) -> None:
+        if rec.terminal:
+            return
+        gen = rec.generation
+        if rec.deleting:
+            await self._deleting(rec, now)
+        elif gen is None:
+            await self._pending(rec, now)
+        elif gen.stage == "stopping":
+            await self._stopping(rec, gen, now)
+        elif gen.stage == "starting":
+            await self._starting(rec, gen, now, evidence)
+        elif gen.stage == "running":
+            await self._running(rec, gen, now, evidence)
+
+    async def _pending(self, rec: JobRecord, now: float) -> None:
+        if rec.previous is not None and not await self._previous_stopped(rec, now):
+            return
+        if rec.not_before is not None and now < rec.not_before:
+            return
+        placement = self.place(rec)
+        if placement is None:
+            reason = self.pending_reason(rec)
+            if rec.phase != "Pending" or rec.reason != reason or rec.previous is not None:
+                if rec.phase != "Pending":
+                    decide(rec, "pending", reason, now)
+                rec.phase, rec.reason, rec.previous = "Pending", reason, None
+                await self.save(rec)
+            return
+        first = rec.generations == 0
+        kind: DecisionKind = "start" if first else "restart"
+        reason = (
+            f"{placement.replicas} replica(s) on {len(placement.nodes)} node(s)"
+            if first
+            else f"capacity for {placement.replicas} replica(s) is back"
+        )
+        await self.begin(rec, placement, kind, reason, now)
+
+    async def begin(
+        self,
+        rec: JobRecord,
+        placement: Placement | None,
+        kind: DecisionKind,
+        reason: str,
+        now: float,
+        *,
+        checkpoint: bool = True,
+        metrics: dict[str, float] | None = None,
+        by: str = "auto",
+    ) -> None:
+        """End the current generation (if it started) and make the next one from ``placement`` (None: the job
+        waits in Pending). The record is written before any stop goes out."""
+        old = rec.generation
+        if old is not None and old.stage in ("starting", "running"):
+            old.stage = "ended"
+            rec.previous = old
+        number = rec.generations + 1
+        if placement is not None:
+            addr = self.address(placement.nodes[0][0])
+            port = master_port(rec.name, number, self.cfg.port_min, self.cfg.port_max)
+            rec.generation = new_generation(number, placement, addr, port, f"{kind}: {reason}", now)
+            rec.generations = number
+            rec.phase, rec.reason = "Resizing", reason
+        else:
+            rec.generation = None
+            rec.phase, rec.reason = "Pending", reason
+        if kind in ("shrink", "grow", "scale", "replace", "restart"):
+            rec.last_resize = now
+        decide(rec, kind, reason, now, metrics=metrics or {}, by=by)
+        log.info(
+            "job decision",
+            job=rec.name,
+            kind=kind,
+            reason=reason,
+            generation=rec.generation.number if rec.generation else None,
+            replicas=rec.generation.replicas if rec.generation else None,
+        )
+        await self.save(rec)
+        if rec.previous is not None:
+            await self._send_stops(rec, rec.previous, checkpoint)
+
+    async def _send_stops(self, rec: JobRecord, prev: Generation, checkpoint: bool) -> None:
+        sent = False
+        for m in prev.members:
+            node = self.fleet.node(m.node_id)
+            if m.stop_command is not None or node is None or node.liveness == "Lost":
+                continue  # a Lost node cannot answer: its workers are fenced by the generation number
+            intent = await self.commands.issue(m.node_id, "stop_workers", stop_args(rec, prev, checkpoint))
+            m.stop_command, sent = intent.command_id, True
+        if sent:
+            await self.save(rec)
+
+    async def _previous_stopped(self, rec: JobRecord, now: float) -> bool:
+        prev = rec.previous
+        if prev is None:
+            return True
+        await self._send_stops(rec, prev, checkpoint=False)  # after a failover: members not told yet
+        waiting = []
+        for m in prev.members:
+            node = self.fleet.node(m.node_id)
+            if node is None or node.liveness != "Ready" or m.stop_command is None:
+                continue  # a silent node is not waited for: the next generation leaves it out
+            intent = self.commands.intent(m.stop_command)
+            if intent is not None and not intent.terminal:
+                waiting.append(m.node_id)
+        created = rec.generation.created if rec.generation else (rec.last_resize or now)
+        if waiting and now - created < self.cfg.stop_timeout_s:
+            return False
+        if waiting:
+            log.warning("stop not confirmed in time: going on", job=rec.name, nodes=waiting)
+        rec.previous = None
+        return True
+
+    async def _stopping(self, rec: JobRecord, gen: Generation, now: float) -> None:
+        if not await self._previous_stopped(rec, now):
+            return
+        if rec.not_before is not None and now < rec.not_before:
+            return
+        lost = self._unschedulable(gen)
+        if lost:  # a member went away before its generation started: place again
+            placement = self.place(rec)
+            node, why = lost[0]
+            await self.begin(rec, placement, "shrink", f"{node} {why} before generation {gen.number} started", now)
+            return
+        gen.stage = "starting"
+        await self.save(rec)
+        await self._send_starts(rec, gen)
+
+    async def _send_starts(self, rec: JobRecord, gen: Generation) -> None:
+        sent = False
+        for m in gen.members:
+            if m.start_command is None:
+                intent = await self.commands.issue(m.node_id, "start_workers", start_args(rec, gen, m))
+                m.start_command, sent = intent.command_id, True
+        if sent:
+            self.generations_started += 1
+            await self.save(rec)
+
+    async def _starting(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
+        lost = self._unschedulable(gen, faults=bool(evidence.faults))
+        if lost:
+            node, why = lost[0]
+            await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=False)
+            return
+        await self._send_starts(rec, gen)  # after a failover: members not told yet
+        answers = {m.node_id: self.commands.intent(m.start_command or "") for m in gen.members}
+        refused = [(n, i) for n, i in answers.items() if i is not None and i.status in FAILED_COMMAND]
+        if refused:
+            node, intent = refused[0]
+            why = f"start_workers {intent.status} on {node}: {intent.reason or 'no reason given'}"
+            await self._failed(rec, gen, node, why, now)
+            return
+        if evidence.faults:
+            await self._on_faults(rec, gen, evidence.faults, now)
+            return
+        if all(i is not None and i.status == "done" for i in answers.values()):
+            gen.stage, gen.started = "running", now
+            rec.phase, rec.reason = "Running", f"generation {gen.number}: {gen.replicas} replica(s)"
+            await self.save(rec)
+        elif now - gen.created > self.cfg.start_timeout_s:
+            silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
+            await self._failed(rec, gen, silent[0], f"no start confirmed by {', '.join(silent)}", now)
+
+    async def _running(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
+        lost = self._unschedulable(gen, faults=bool(evidence.faults))
+        if lost:
+            node, why = lost[0]
+            alive = all((n := self.fleet.node(m.node_id)) is not None and n.liveness == "Ready" for m in gen.members)
+            await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=alive)
+            return
+        if evidence.faults:
+            await self._on_faults(rec, gen, evidence.faults, now)
+            return
+        if evidence.completed and set(evidence.completed) >= set(gen.node_ids):
+            await self._completed(rec, gen, evidence, now)
+            return
+        await self.resize(rec, gen, now)
+
+    async def resize(self, rec: JobRecord, gen: Generation, now: float, verdict: Verdict | None = None) -> None:
+        target = self.target(rec)
+        if gen.replicas > target:
+            placement = self.place(rec, want=target)
+            if placement is not None and placement.replicas < gen.replicas:
+                await self.begin(rec, placement, "scale", f"scaled to {target} replica(s)", now)
+            return
+        if verdict is not None:
+            placement = self.place(rec, want=verdict.replicas, avoid=verdict.avoid)
+            if placement is not None and (placement.replicas != gen.replicas or verdict.avoid):
+                if verdict.kind in ("grow", "shrink"):
+                    rec.desired_replicas = placement.replicas  # the policy's size holds until the next verdict
+                await self.begin(rec, placement, verdict.kind, verdict.reason, now, metrics=verdict.metrics)
+            return
+        cooled = rec.last_resize is None or now - rec.last_resize >= self.cfg.grow_cooldown_s
+        if gen.replicas < target and cooled:
+            placement = self.place(rec, want=target)
+            if placement is not None and placement.replicas > gen.replicas:
+                reason = f"capacity for {placement.replicas} replica(s) (was {gen.replicas}, target {target})"
+                kind: DecisionKind = "grow" if rec.desired_replicas is None else "scale"
+                await self.begin(rec, placement, kind, reason, now)
+
+    async def _on_faults(self, rec: JobRecord, gen: Generation, faults: list[TrainingFault], now: float) -> None:
+        first = faults[0]  # in arrival order: the first one is nearest the cause
+        what = f"rank {first.rank} on {first.node_id}: {first.kind}"
+        if first.kind == "worker_exit":
+            what += f" ({first.signal or f'exit code {first.exit_code}'})"
+        await self._failed(rec, gen, first.node_id, what, now)
+
+    async def _failed(self, rec: JobRecord, gen: Generation, node_id: str | None, why: str, now: float) -> None:
+        """A generation failed on a node that stays schedulable: restart (the same layout when it still fits),
+        within the restart budget, after a back-off; cordon a node that fails this job again and again."""
+        rec.restarts += 1
+        count = 0
+        if node_id is not None:
+            count = rec.node_failures[node_id] = rec.node_failures.get(node_id, 0) + 1
+        if rec.restarts > rec.spec.max_restarts:
+            reason = f"{why}; restart budget spent ({rec.spec.max_restarts} restart(s))"
+            await self.begin(rec, None, "fail", reason, now, checkpoint=False)
+            rec.phase, rec.reason = "Failed", reason
+            await self.save(rec)
+            return
+        avoid: frozenset[str] = frozenset()
+        if node_id is not None and self.cfg.cordon_after_failures and count >= self.cfg.cordon_after_failures:
+            reason = f"job {rec.name}: {count} failures on this node (last: {why})"
+            self.cordons.cordon_automatically(node_id, reason, AUTO_JOB)
+            avoid = frozenset({node_id})
+        backoff = min(self.cfg.max_backoff_s, self.cfg.restart_backoff_s * 2 ** (rec.restarts - 1))
+        rec.not_before = now + backoff
+        placement = self._same(gen) if not avoid else None
+        placement = placement or self.place(rec, avoid=avoid)
+        reason = f"{why}; restart {rec.restarts}/{rec.spec.max_restarts} after {backoff:g} s"
+        await self.begin(rec, placement, "restart", reason, now, checkpoint=False)
+
+    def _same(self, gen: Generation) -> Placement | None:
+        """The generation's own layout, when all its nodes and GPUs are still usable (a restart then finds its
+        host-memory snapshots where they were written)."""
+        for m in gen.members:
+            node = self.fleet.node(m.node_id)
+            if node is None or not node.schedulable:
+                return None
+            healthy = {g.index for g in node.gpus if g.health != "fail"}
+            if not set(m.gpus) <= healthy:
+                return None
+        nodes = tuple((m.node_id, tuple(m.gpus)) for m in gen.members)
+        return Placement(replicas=gen.replicas, workers_per_node=gen.workers_per_node, nodes=nodes)
+
+    async def _completed(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> None:
+        steps = rec.spec.trainer.steps
+        last = max((c.last_step or 0) for c in evidence.completed.values())
+        if last >= steps:
+            gen.stage = "ended"
+            rec.phase, rec.reason = "Succeeded", f"trained {steps} steps"
+            decide(rec, "succeed", f"every worker of generation {gen.number} finished step {steps}", now)
+            await self.save(rec)
+        else:
+            await self._failed(rec, gen, None, f"the workers stopped at step {last} of {steps}", now)
+
+    async def _deleting(self, rec: JobRecord, now: float) -> None:
+        """Stop the generation (with a checkpoint); the component forgets the job once nothing runs."""
+        if rec.generation is not None:
+            await self.begin(rec, None, "delete", "deleted: stopping its workers", now, checkpoint=True)
+        await self._previous_stopped(rec, now)
+
+    @staticmethod
+    def gone(rec: JobRecord) -> bool:
+        """A deleted job whose workers are all stopped: its record can be removed."""
+        return rec.deleting and rec.generation is None and rec.previous is None
+
+    def _unschedulable(self, gen: Generation, faults: bool = False) -> list[tuple[str, str]]:
+        """Members the generation cannot keep. A Suspect node (a few samples missed) counts only together with
+        a fault of the generation: alone it may be a blip of the bus, and its workers may train on."""
+        out = []
+        for m in gen.members:
+            node = self.fleet.node(m.node_id)
+            why = why_unschedulable(node)
+            suspect_only = node is not None and node.liveness == "Suspect" and why == "is Suspect"
+            if why is not None and (faults or not suspect_only):
+                out.append((m.node_id, why))
+        return out
+
+    def allowed(self, rec: JobRecord) -> list[int]:
+        return replica_counts(rec.spec)

@@ -1,0 +1,110 @@
+"""What the jobs component writes to ``myolo.state.jobs`` (keyed by job name): one ``JobRecord`` per job.
+
+The record holds the manifest as applied, the job's phase, its current generation (nodes, ranks, GPUs, the
+rendezvous and the commands that start and stop it) and the decisions taken with the metric values that
+caused them. It is written before any command goes out, so a new leader resumes each job where the last
+one left it, without restarting workers that are healthy.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from coordinator.jobs.manifest import ElasticJobSpec
+
+Phase = Literal["Pending", "Running", "Resizing", "Succeeded", "Failed"]
+TERMINAL_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})
+# the generation's own progress: stopping the previous one, starting this one, training, or ended
+Stage = Literal["stopping", "starting", "running", "ended"]
+DecisionKind = Literal[
+    "start", "shrink", "grow", "scale", "replace", "restart", "pending", "fail", "succeed", "delete", "adopt"
+]
+MAX_DECISIONS = 50
+
+
+class Decision(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One decision about a job, with why and the measurements behind it (newest last in the record)."""
+
+    time: float
+    kind: DecisionKind
+    reason: str
+    generation: int | None = None
+    replicas: int | None = None
+    metrics: dict[str, float] = {}
+    by: str = "auto"  # "auto", or "operator:<name>" for scale/delete
+
+
+class Member(msgspec.Struct, kw_only=True):
+    """One node of a generation: its node rank and the GPUs its workers use (one worker per GPU)."""
+
+    node_id: str
+    node_rank: int
+    gpus: list[int]
+    start_command: str | None = None  # the start_workers command id once issued
+    stop_command: str | None = None  # the stop_workers command id once issued (this generation's end)
+
+
+class Generation(msgspec.Struct, kw_only=True):
+    """One layout of the job: from its start to its stop, the same workers on the same nodes."""
+
+    number: int
+    replicas: int
+    workers_per_node: int
+    members: list[Member]
+    master_addr: str
+    master_port: int
+    stage: Stage = "stopping"
+    created: float
+    started: float | None = None  # every start_workers command done
+    first_step_at: float | None = None  # the first progress of this generation
+    resumed_from: int | None = None  # the step before the first one this generation trained
+    cause: str = ""  # the decision that made it
+
+    @property
+    def world_size(self) -> int:
+        return self.workers_per_node * len(self.members)
+
+    @property
+    def node_ids(self) -> list[str]:
+        return [m.node_id for m in self.members]
+
+    def member(self, node_id: str) -> Member | None:
+        return next((m for m in self.members if m.node_id == node_id), None)
+
+
+class JobProgress(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The job's latest numbers, from its workers' progress (kept in memory, written with the record)."""
+
+    step: int = 0
+    loss: float | None = None
+    tokens_per_s: float | None = None
+    step_time_s: float | None = None
+    gradient_staleness: int | None = None
+    updated: float | None = None
+
+
+class JobRecord(msgspec.Struct, kw_only=True):
+    name: str
+    spec: ElasticJobSpec
+    manifest: str = ""  # the YAML as applied (for `myoloctl get job -o yaml`)
+    created: float
+    updated: float
+    phase: Phase = "Pending"
+    reason: str = ""
+    desired_replicas: int | None = None  # set by `myoloctl scale`; None: as many as fit, up to maxReplicas
+    generation: Generation | None = None
+    generations: int = 0  # generations made so far (the next one is numbered generations + 1)
+    previous: Generation | None = None  # the generation being stopped while ``generation`` waits to start
+    restarts: int = 0  # restarts after worker failures (the budget is spec.max_restarts)
+    node_failures: dict[str, int] = {}  # worker failures of this job per node (a repeat offender is cordoned)
+    last_resize: float | None = None  # for the policies' and growth's cooldowns
+    not_before: float | None = None  # back-off: no new generation before this time
+    progress: JobProgress = msgspec.field(default_factory=JobProgress)
+    decisions: list[Decision] = []
+    deleting: bool = False
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES

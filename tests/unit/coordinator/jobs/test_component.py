@@ -1,0 +1,252 @@
+"""The jobs component on a real (offline) coordinator: placement, generations, shrink, grow, restarts, adoption.
+
+Simulated time; Kafka's writes are recorded; the test plays the agents. The same scenarios with real
+processes and the real broker: tests/integration/coordinator/test_jobs.py."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from coordinator.fleet.model import CordonRecord
+from coordinator.jobs.interface import JobConflict
+from coordinator.jobs.manifest import ManifestError
+from coordinator.jobs.records import JobRecord
+from events.payloads.commands import StartWorkersArgs
+from events.topics import STATE_JOBS, STATE_NODES
+from tests.unit.coordinator.jobs.sim import JobSim, manifest
+
+
+@pytest.fixture
+async def sim(tmp_path):
+    s = JobSim(tmp_path, MYOLO_JOBS_GROW_COOLDOWN_S="30", MYOLO_FLEET_LOST_AFTER_S="10")
+    await s.start()
+    yield s
+    await s.close()
+
+
+async def running(sim: JobSim, **kw) -> JobRecord:
+    await sim.jobs.apply(manifest(**kw), "alice")
+    await sim.second()
+    return await sim.run_generation()
+
+
+def starts(sim: JobSim, generation: int) -> list[StartWorkersArgs]:
+    out = [msgspec.convert(c.args, StartWorkersArgs) for c in sim.sent("start_workers")]
+    return sorted((a for a in out if a.generation == generation), key=lambda a: a.node_rank)
+
+
+async def test_a_job_is_placed_on_every_node_and_runs(sim: JobSim) -> None:
+    rec = await running(sim)
+    gen = rec.generation
+    assert rec.phase == "Running" and gen.number == 1 and gen.replicas == 3
+    args = starts(sim, 1)
+    assert [(a.node_rank, a.nnodes, a.gpus) for a in args] == [(0, 3, [0]), (1, 3, [0]), (2, 3, [0])]
+    assert {a.master_port for a in args} == {gen.master_port} and args[0].master_addr == "127.0.0.1"
+    job = args[0].job
+    assert (job.dp, job.global_batch, job.resume, job.checkpoint_dir) == (3, 12, True, "/srv/ckpt/tiny")
+    # the generation was written before its first start command went out
+    first_write = next(i for i, (t, r) in enumerate(sim.writes) if t == STATE_JOBS and r.generation is not None)
+    first_start = next(
+        i for i, (k, c) in enumerate(sim.writes) if k == "send" and getattr(c, "action", "") == "start_workers"
+    )
+    assert first_write < first_start
+    await sim.progress("tiny", 1, 1, 3)
+    rec = sim.job()
+    assert rec.generation.first_step_at is not None and rec.generation.resumed_from == 0
+    assert rec.progress.step == 1 and rec.progress.tokens_per_s == 1000.0
+    assert [d.kind for d in rec.decisions] == ["start"]
+
+
+async def test_a_cordoned_node_shrinks_the_job_and_its_return_grows_it_after_the_cooldown(sim: JobSim) -> None:
+    await running(sim)
+    await sim.progress("tiny", 1, 30, 3)
+    await sim.cordons.cordon("n3", "XID 79", "ops")
+    await sim.second()
+    rec = sim.job()
+    assert rec.phase == "Resizing" and rec.generation.number == 2 and rec.generation.replicas == 2
+    assert rec.decisions[-1].kind == "shrink" and "n3 was cordoned" in rec.decisions[-1].reason
+    stops = [c for c in sim.sent("stop_workers") if c.args["generation"] == 1]
+    assert sorted(c.node_id for c in stops) == ["n1", "n2", "n3"] and all(c.args["checkpoint"] for c in stops)
+    assert starts(sim, 2) == []  # nothing starts before the old generation stopped
+    rec = await sim.run_generation()
+    assert rec.phase == "Running" and [a.node_rank for a in starts(sim, 2)] == [0, 1]
+    assert {a.gpus[0] for a in starts(sim, 2)} == {0} and all(a.nnodes == 2 for a in starts(sim, 2))
+    assert starts(sim, 2)[0].job.dp == 2 and starts(sim, 2)[0].job.global_batch == 12
+
+    await sim.cordons.uncordon("n3", "fixed", "ops")
+    await sim.second(5)
+    assert sim.job().generation.number == 2  # the growth cooldown (30 s since the shrink) holds
+    await sim.second(30)
+    rec = await sim.run_generation()
+    assert rec.generation.number == 3 and rec.generation.replicas == 3
+    assert [d.kind for d in rec.decisions] == ["start", "shrink", "grow"]
+    assert "capacity for 3 replica(s)" in rec.decisions[-1].reason
+
+
+async def test_a_lost_node_is_not_waited_for(sim: JobSim) -> None:
+    await running(sim)
+    sim.dead.add("n2")
+    await sim.second(15)  # lost after 10 s, then cordoned automatically
+    rec = sim.job()
+    assert rec.generation.replicas == 2 and rec.generation.node_ids == ["n1", "n3"]
+    assert not [c for c in sim.sent("stop_workers") if c.node_id == "n2"]  # a Lost node gets no stop to wait on
+    rec = await sim.run_generation()
+    assert rec.phase == "Running"
+
+
+async def test_below_min_replicas_the_job_waits_in_pending_with_the_reason(tmp_path) -> None:
+    sim = JobSim(tmp_path, nodes=("n1",))
+    await sim.start()
+    try:
+        await sim.jobs.apply(manifest(lo=2, hi=3), "alice")
+        await sim.second(2)
+        rec = sim.job()
+        assert rec.phase == "Pending" and rec.generation is None
+        assert "minReplicas 2" in rec.reason and "1 free GPU(s) on 1 schedulable node(s)" in rec.reason
+        assert sim.sent("start_workers") == []
+        sim.nodes.append("n2")
+        await sim.second()
+        rec = await sim.run_generation()
+        assert rec.phase == "Running" and rec.generation.replicas == 2
+    finally:
+        await sim.close()
+
+
+async def test_a_worker_failure_restarts_the_same_layout_after_a_back_off(sim: JobSim) -> None:
+    await running(sim)
+    await sim.fault("tiny", 1, "n2")
+    rec = sim.job()
+    assert rec.restarts == 1 and rec.node_failures == {"n2": 1}
+    assert rec.generation.number == 2 and rec.generation.node_ids == ["n1", "n2", "n3"]
+    assert "restart 1/10 after 1 s" in rec.decisions[-1].reason
+    assert all(not c.args["checkpoint"] for c in sim.sent("stop_workers"))
+    rec = await sim.run_generation()
+    assert rec.phase == "Running" and rec.generation.number == 2
+
+
+async def test_a_node_failing_the_job_again_and_again_is_cordoned(sim: JobSim) -> None:
+    await running(sim)
+    for gen in (1, 2, 3):
+        await sim.fault("tiny", gen, "n3")
+        await sim.second(10)
+        await sim.run_generation()
+    await sim.second(2)
+    cordons = [r for t, r in sim.writes if t == STATE_NODES and isinstance(r, CordonRecord) and r.node_id == "n3"]
+    assert cordons and cordons[-1].by == "auto:job" and "job tiny: 3 failures" in cordons[-1].reason
+    rec = await sim.run_generation()
+    assert "n3" not in rec.generation.node_ids and rec.generation.replicas == 2
+
+
+async def test_the_restart_budget_ends_in_failed(sim: JobSim) -> None:
+    await running(sim, restarts=1)
+    await sim.fault("tiny", 1, "n1")
+    await sim.second(5)
+    await sim.run_generation()
+    await sim.fault("tiny", 2, "n2")
+    rec = sim.job()
+    assert rec.phase == "Failed" and "restart budget spent (1 restart(s))" in rec.reason
+    await sim.second(3)
+    assert sim.job().phase == "Failed"
+
+
+async def test_every_node_completing_the_steps_succeeds(sim: JobSim) -> None:
+    await running(sim)
+    for node in ("n1", "n2", "n3"):
+        await sim.completed("tiny", 1, node, 400)
+    rec = sim.job()
+    assert rec.phase == "Succeeded" and rec.decisions[-1].kind == "succeed"
+
+
+async def test_scale_and_delete(sim: JobSim) -> None:
+    await running(sim)
+    with pytest.raises(ValueError, match=r"replicas: 5 is not allowed .* one of \[1, 2, 3\]"):
+        await sim.jobs.scale("tiny", 5, "bob")
+    await sim.jobs.scale("tiny", 2, "operator:bob")
+    await sim.second()
+    rec = await sim.run_generation()
+    assert rec.generation.replicas == 2 and rec.decisions[-1].kind == "scale"
+    await sim.jobs.delete("tiny", "operator:bob")
+    await sim.second()
+    assert [c.args["checkpoint"] for c in sim.sent("stop_workers") if c.args["generation"] == 2] == [True, True]
+    await sim.ack_all("stop_workers")
+    await sim.second()
+    assert sim.jobs.job("tiny") is None and sim.written()[-1] is None
+
+
+async def test_apply_changes_bounds_but_not_the_training(sim: JobSim) -> None:
+    await running(sim)
+    rec, created = await sim.jobs.apply(manifest(lo=1, hi=2), "alice")
+    assert not created and rec.spec.max_replicas == 2
+    await sim.second()
+    assert (await sim.run_generation()).generation.replicas == 2
+    with pytest.raises(JobConflict) as err:
+        await sim.jobs.apply(manifest().replace("steps: 400", "steps: 500"), "alice")
+    assert err.value.field == "spec.trainer"
+    with pytest.raises(ManifestError) as bad:
+        await sim.jobs.apply(manifest(lo=3, hi=1), "alice")
+    assert bad.value.field == "spec.maxReplicas"
+
+
+async def test_a_new_leader_adopts_the_running_job_without_restarting_it(sim: JobSim, tmp_path) -> None:
+    await running(sim)
+    (tmp_path / "b").mkdir()
+    standby = JobSim(tmp_path / "b")
+    for topic, record in sim.writes:
+        if topic == STATE_JOBS:
+            standby.jobs.on_state(topic, record.name, record, "job")
+    await standby.start(epoch=4)
+    try:
+        rec = standby.job()
+        assert rec.phase == "Running" and rec.generation.number == 1
+        assert rec.decisions[-1].kind == "adopt" and "generation 1 (running) kept" in rec.decisions[-1].reason
+        await standby.second(5)
+        assert standby.sent("start_workers") == [] and standby.sent("stop_workers") == []
+    finally:
+        await standby.close()
+
+
+POLICIES = """\
+  policies:
+    - {metric: gpu_util, threshold: 75%, window: 10s, cooldown: 20s}
+    - {metric: gradient_staleness, threshold: 10, window: 10s, cooldown: 20s}
+"""
+
+
+async def test_policies_scale_out_on_gpu_util_and_in_on_staleness_with_the_values(sim: JobSim) -> None:
+    rec = await running(sim, extra=POLICIES)
+    assert rec.generation.replicas == 1  # a job with a scaleOut policy starts at minReplicas
+    sim.util = 90.0
+    await sim.second(12)
+    rec = sim.job()
+    assert rec.generation.replicas == 2 and rec.decisions[-1].kind == "grow"
+    assert rec.decisions[-1].metrics["gpu_util"] == pytest.approx(90.0)
+    assert "gpu_util 90% over 10 s >= 75%" in rec.decisions[-1].reason
+    sim.util = 50.0
+    rec = await sim.run_generation()
+    await sim.second(10)
+    assert sim.job().generation.number == 2  # busy no more
+    for t in range(25):
+        await sim.progress("tiny", 2, 10 + t, 2, staleness=12)
+        await sim.second()
+    rec = sim.job()
+    assert rec.generation.replicas == 1 and rec.decisions[-1].kind == "shrink"
+    assert rec.decisions[-1].metrics["gradient_staleness"] == 12.0
+
+
+async def test_a_straggler_is_replaced_by_a_spare_node(tmp_path) -> None:
+    sim = JobSim(tmp_path, nodes=("n1", "n2", "n3", "n4"), MYOLO_JOBS_STRAGGLER_WINDOW_S="10")
+    await sim.start()
+    try:
+        rec = await running(sim, hi=3)
+        assert rec.generation.node_ids == ["n1", "n2", "n3"]
+        await sim.second(30)  # past the cooldown since the start
+        nodes = {0: "n1", 1: "n2", 2: "n3"}
+        for t in range(12):
+            await sim.progress("tiny", 1, t + 1, 3, step_times={0: 0.2, 1: 1.0, 2: 0.2}, nodes=nodes)
+            await sim.second()
+        rec = sim.job()
+        assert rec.decisions[-1].kind == "replace" and "replica 1 on n2" in rec.decisions[-1].reason
+        assert rec.generation.node_ids == ["n1", "n3", "n4"] and rec.decisions[-1].metrics["ratio"] == 5.0
+    finally:
+        await sim.close()
