@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
@@ -13,7 +14,11 @@ from coordinator.api.app import create_app
 from coordinator.components import COMPONENTS
 from coordinator.cordons.component import Cordons
 from coordinator.fleet.component import Fleet
+from coordinator.jobs import manifest, records
+from coordinator.jobs import routes as job_routes
+from events.payloads.trainer_job import TrainerJob
 from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
+from tests.unit.coordinator.jobs import memory_jobs
 from tests.unit.coordinator.offline import offline_coordinator
 
 _TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
@@ -162,3 +167,85 @@ def test_the_checker_catches_a_mismatch() -> None:
     assert check(doc, leader, {"leader_id": "a", "epoch": 1, "api_url": None, "instance_id": "a"}) == [
         "$: missing is_leader"
     ]
+
+
+# -- the jobs' routes (their component is listed in COMPONENTS separately; these hold before and after) ----------
+@pytest.fixture
+async def jobs_client() -> TestClient:
+    jobs = memory_jobs.MemoryJobs()
+    jobs.add(memory_jobs.running_job(jobs.clock.now(), name="running"))
+    jobs.add(memory_jobs.running_job(jobs.clock.now(), name="pretrain"))  # what MANIFEST less "tiny-" applies to
+    client = TestClient(TestServer(memory_jobs.app_for(jobs)))
+    await client.start_server()
+    yield client
+    await client.close()
+
+
+def test_every_jobs_route_is_documented_and_every_documented_jobs_path_is_routed() -> None:
+    app = memory_jobs.app_for(memory_jobs.MemoryJobs())
+    routed = {(r.resource.canonical, r.method.lower()) for r in app.router.routes() if r.method != "HEAD"}
+    doc = openapi.assemble([job_routes.OPENAPI])
+    fragment = yaml.safe_load(job_routes.OPENAPI.read_text())
+    documented = {(p, m) for p, ops in fragment["paths"].items() for m in ops if m != "parameters"}
+    core = {(p, m) for p, ops in yaml.safe_load(openapi.CORE_OPENAPI.read_text())["paths"].items() for m in ops}
+    assert routed == documented | core
+    assert all(doc["paths"][p][m].get("operationId") for p, m in documented)
+    assert openapi.for_components(COMPONENTS)  # the fragment merges with every component's document
+    openapi.assemble([Fleet.openapi, Cordons.openapi, job_routes.OPENAPI])
+
+
+_YAML = {"Content-Type": "application/yaml"}
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "path", "status", "kw"),
+    [
+        ("get", "/v1/jobs", "/v1/jobs", 200, {}),
+        ("get", "/v1/jobs/running", "/v1/jobs/{name}", 200, {}),
+        ("get", "/v1/jobs/zzz", "/v1/jobs/{name}", 404, {}),
+        ("post", "/v1/jobs", "/v1/jobs", 201, {"data": memory_jobs.MANIFEST, "headers": _YAML}),
+        ("post", "/v1/jobs", "/v1/jobs", 200, {"json": {"manifest": memory_jobs.MANIFEST.replace("tiny-", "")}}),
+        ("post", "/v1/jobs", "/v1/jobs", 400, {"data": "kind: Pod", "headers": _YAML}),
+        (
+            "post",
+            "/v1/jobs",
+            "/v1/jobs",
+            409,
+            {"json": {"manifest": memory_jobs.MANIFEST.replace("tiny-", "").replace("model: tiny", "model: x")}},
+        ),
+        ("post", "/v1/jobs", "/v1/jobs", 413, {"data": "#" * (manifest.MAX_MANIFEST_BYTES + 1), "headers": _YAML}),
+        ("post", "/v1/jobs", "/v1/jobs", 415, {"data": b"x", "headers": {"Content-Type": "image/png"}}),
+        ("post", "/v1/jobs/running/scale", "/v1/jobs/{name}/scale", 200, {"json": {"replicas": 2}}),
+        ("post", "/v1/jobs/running/scale", "/v1/jobs/{name}/scale", 400, {"json": {"replicas": 99}}),
+        ("post", "/v1/jobs/zzz/scale", "/v1/jobs/{name}/scale", 404, {"json": {"replicas": 2}}),
+        ("delete", "/v1/jobs/running", "/v1/jobs/{name}", 202, {}),
+        ("delete", "/v1/jobs/zzz", "/v1/jobs/{name}", 404, {}),
+    ],
+)
+async def test_jobs_answers_fit_their_documented_schema(
+    jobs_client: TestClient, method: str, url: str, path: str, status: int, kw: dict[str, Any]
+) -> None:
+    resp = await jobs_client.request(method.upper(), url, **kw)
+    assert resp.status == status, await resp.text()
+    doc = openapi.assemble([job_routes.OPENAPI])
+    assert check(doc, _response_schema(doc, path, method, status), await resp.json()) == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "struct"),
+    [
+        ("Job", records.JobRecord),
+        ("JobSpec", manifest.ElasticJobSpec),
+        ("JobPolicy", manifest.Policy),
+        ("TrainerJob", TrainerJob),
+        ("Generation", records.Generation),
+        ("JobMember", records.Member),
+        ("JobProgress", records.JobProgress),
+        ("JobDecision", records.Decision),
+    ],
+)
+def test_job_schemas_declare_every_field_of_the_record(schema: str, struct: type) -> None:
+    """A field added to the job's record shows up here until the document describes it."""
+    doc = openapi.assemble([job_routes.OPENAPI])
+    fields = {f.encode_name for f in msgspec.structs.fields(struct)}
+    assert _declared_properties(doc, doc["components"]["schemas"][schema]) == fields

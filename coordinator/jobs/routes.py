@@ -1,0 +1,193 @@
+"""The jobs' HTTP routes: list and read jobs (every coordinator), apply, scale and delete (the leader).
+
+A job is answered as its whole state record (``JobRecord``: spec, phase, generation with its members,
+progress, decisions), the same shape ``myoloctl`` renders and ``-o json`` prints. A manifest may come as
+YAML (``Content-Type: application/yaml``, as ``curl --data-binary @job.yaml`` sends it with that header) or
+wrapped in JSON (``{"manifest": "...", "by": "..."}``, as ``myoloctl apply`` sends it); its body is bounded
+before it is parsed. A write on a standby raises ``NotLeader``, which the API's middleware answers with a 307
+to the leader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import msgspec
+from aiohttp import web
+
+from coordinator.api.errors import ApiError
+from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
+from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError
+from coordinator.jobs.records import JobRecord
+from events.errors import validation_problem
+
+OPENAPI = Path(__file__).with_name("openapi.yaml")
+YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain"})
+# a manifest wrapped in JSON: every byte may be escaped (\u00XX is six bytes for one)
+MAX_JSON_MANIFEST_BODY = 6 * MAX_MANIFEST_BYTES + 4096
+MAX_SMALL_BODY = 4096  # scale and delete bodies
+_CHUNK = 64 * 1024
+
+By = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\w.@:+-]+$")]
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+class ApplyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``POST /v1/jobs`` as JSON: the manifest's text, and (optionally) who applies it."""
+
+    manifest: str
+    by: By | None = None
+
+
+class ScaleRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    replicas: Annotated[int, msgspec.Meta(ge=0, le=4096)]
+    by: By | None = None
+
+
+class ByRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``DELETE /v1/jobs/{name}`` (body or query), and the query of a YAML apply."""
+
+    by: By | None = None
+
+
+def job_response(record: JobRecord, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """The record as JSON (msgspec writes a NaN loss as null, which strict JSON readers accept)."""
+    return web.Response(
+        body=msgspec.json.encode(record), status=status, content_type="application/json", headers=headers
+    )
+
+
+def unknown_job(name: str) -> ApiError:
+    return ApiError(404, f"job {name!r} is not known", field="name", hint="list the jobs with GET /v1/jobs")
+
+
+def _invalid(exc: msgspec.ValidationError, hint: str) -> ApiError:
+    field = validation_problem(exc).field.lstrip(".") or None
+    return ApiError(400, f"invalid request: {exc}", field=field, hint=hint)
+
+
+def decode_json(raw: bytes, kind: type[T], hint: str) -> T:
+    """A JSON body (empty means every default), or ApiError 400 naming the field at fault."""
+    try:
+        return msgspec.json.decode(raw if raw.strip() else b"{}", type=kind)
+    except msgspec.ValidationError as exc:
+        raise _invalid(exc, hint) from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
+
+
+def query_by(request: web.Request) -> str | None:
+    """``?by=`` checked like a body's ``by``."""
+    try:
+        return msgspec.convert(dict(request.query), ByRequest).by
+    except msgspec.ValidationError as exc:
+        raise _invalid(exc, "the only query parameter is by=<who asks>") from None
+
+
+async def read_bounded(request: web.Request, limit: int, what: str) -> bytes:
+    """The body, refused with 413 past ``limit`` bytes (checked as it arrives, whatever Content-Length says)."""
+
+    def too_large(size: int | str) -> ApiError:
+        return ApiError(413, f"the {what} is {size} bytes; the limit is {limit}", field=what)
+
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(request.content_length)
+    chunks, size = [], 0
+    while chunk := await request.content.read(_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise too_large(f"more than {limit}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def manifest_request(request: web.Request) -> tuple[str, str | None]:
+    """(manifest text, by) of ``POST /v1/jobs``, from a YAML or a JSON body."""
+    if request.content_type == "application/json":
+        raw = await read_bounded(request, MAX_JSON_MANIFEST_BODY, "request body")
+        body = decode_json(raw, ApplyRequest, 'send {"manifest": "<the YAML>", "by": "<who>"}')
+        if len(body.manifest.encode()) > MAX_MANIFEST_BYTES:
+            raise ApiError(413, f"the manifest is over {MAX_MANIFEST_BYTES} bytes", field="manifest")
+        return body.manifest, body.by
+    if request.content_type not in YAML_TYPES:
+        raise ApiError(
+            415,
+            f"a manifest cannot be sent as {request.content_type}",
+            field="Content-Type",
+            hint='send the YAML with Content-Type: application/yaml, or JSON {"manifest": ...}',
+        )
+    raw = await read_bounded(request, MAX_MANIFEST_BYTES, "manifest")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f"the manifest is not UTF-8: {exc}", field="manifest") from None
+    return text, query_by(request)
+
+
+@contextmanager
+def refusals(value_field: str | None = None) -> Iterator[None]:
+    """The jobs component's refusals as API errors; with ``value_field``, a ValueError is that field's fault."""
+    try:
+        yield
+    except UnknownJob as exc:
+        raise unknown_job(exc.name) from None
+    except ManifestError as exc:
+        hint = "fix the manifest and apply it again (myoloctl apply checks it before sending)"
+        raise ApiError(400, str(exc), field=exc.field or "manifest", hint=hint) from None
+    except JobConflict as exc:
+        hint = "a running job keeps this field; delete the job and apply it again to change it"
+        raise ApiError(409, str(exc), field=exc.field, hint=hint) from None
+    except ValueError as exc:
+        if value_field is None:
+            raise
+        raise ApiError(400, str(exc), field=value_field) from None
+
+
+def operator(by: str | None) -> str:
+    return f"operator:{by or 'api'}"
+
+
+def routes(jobs: JobsAPI) -> list[web.RouteDef]:
+    async def list_jobs(request: web.Request) -> web.Response:
+        items = sorted(jobs.jobs(), key=lambda r: r.name)
+        return web.Response(body=msgspec.json.encode({"items": items}), content_type="application/json")
+
+    async def get_job(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        record = jobs.job(name)
+        if record is None:
+            raise unknown_job(name)
+        return job_response(record)
+
+    async def apply(request: web.Request) -> web.Response:
+        manifest, by = await manifest_request(request)
+        with refusals():
+            record, created = await jobs.apply(manifest, operator(by))
+        if created:
+            return job_response(record, 201, {"Location": f"/v1/jobs/{record.name}"})
+        return job_response(record)
+
+    async def scale(request: web.Request) -> web.Response:
+        raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
+        body = decode_json(raw, ScaleRequest, 'send {"replicas": 3}; allowed fields: replicas, by')
+        with refusals("replicas"):
+            record = await jobs.scale(request.match_info["name"], body.replicas, operator(body.by))
+        return job_response(record)
+
+    async def delete(request: web.Request) -> web.Response:
+        raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
+        by = decode_json(raw, ByRequest, 'send {"by": "<who>"} or nothing').by or query_by(request)
+        with refusals():
+            record = await jobs.delete(request.match_info["name"], operator(by))
+        return job_response(record, 202)
+
+    return [
+        web.get("/v1/jobs", list_jobs),
+        web.post("/v1/jobs", apply),
+        web.get("/v1/jobs/{name}", get_job),
+        web.delete("/v1/jobs/{name}", delete),
+        web.post("/v1/jobs/{name}/scale", scale),
+    ]
