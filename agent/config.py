@@ -24,6 +24,7 @@ from agent.leak.config import LeakConfig
 from agent.trainer.config import TrainerConfig
 from events.config import load_config
 from events.errors import ConfigError
+from events.payloads.common import Host
 from events.settings import KafkaSettings
 
 Positive = Annotated[float, msgspec.Meta(gt=0)]
@@ -94,6 +95,10 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The ``agent.toml`` file. See ``systemd/agent.toml`` for a commented example."""
 
     node_id: str = ""  # default: the host name
+    # where other nodes reach this one (a job's rendezvous when its rank 0 runs here; the coordinator's view of
+    # the health endpoint when it listens on all interfaces); default: 127.0.0.1 on simulated GPUs, else the
+    # address the host name resolves to
+    address: str = ""
     sample_interval_s: Positive = 1.0
     simulate_gpus: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
     data_dir: str = ""  # default: $STATE_DIRECTORY, else $XDG_STATE_HOME/myolo/agent
@@ -150,12 +155,43 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
         )
     if cfg.probe.world_size == 1:
         raise ConfigError("probe.world_size", "an all-reduce needs at least 2 ranks; use 0 (the GPU count) or >= 2")
+    address = cfg.address or default_address(cfg.simulate_gpus > 0)
+    check_host("address", address)
+    if cfg.health.host:
+        check_host("health.host", cfg.health.host)  # it is in the health endpoint's URL in every sample
     spool = msgspec.structs.replace(cfg.spool, dir=str(spool_dir))
     workers_dir = Path(cfg.trainer.workers_dir).expanduser() if cfg.trainer.workers_dir else data_dir / "workers"
     trainer = msgspec.structs.replace(cfg.trainer, workers_dir=str(workers_dir))
     return msgspec.structs.replace(
-        cfg, node_id=node_id, data_dir=str(data_dir), control_socket=str(sock), spool=spool, trainer=trainer
+        cfg,
+        node_id=node_id,
+        address=address,
+        data_dir=str(data_dir),
+        control_socket=str(sock),
+        spool=spool,
+        trainer=trainer,
     )
+
+
+def check_host(key: str, host: str) -> None:
+    try:
+        msgspec.convert(host, Host)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(key, f"{host[:64]!r} is not a host name or IP address: {exc}") from None
+
+
+def default_address(simulated: bool) -> str:
+    """Simulated GPUs make a one-machine fleet: loopback. A real node: what its host name resolves to (a
+    host whose name resolves to loopback, as Debian's ``127.0.1.1`` line does, needs ``address`` set)."""
+    if simulated:
+        return "127.0.0.1"
+    name = socket.gethostname()
+    try:
+        return socket.gethostbyname(name)
+    except OSError as exc:
+        raise ConfigError(
+            "address", f"the host name {name!r} does not resolve ({exc}); set address to this node's IP address"
+        ) from None
 
 
 def default_data_dir(env: dict[str, str] | os._Environ[str]) -> str:

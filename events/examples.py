@@ -82,6 +82,8 @@ def node_sample(node_id: str = "gpu-node-001", gpus: int = 8, seq: int = 0) -> N
         driver_version="570.86.15",
         cuda_version="12.8",
         agent_version="4.0.0",
+        address="10.0.3.17",
+        health_url="http://10.0.3.17:8080",
     )
 
 

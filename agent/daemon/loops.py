@@ -47,6 +47,8 @@ async def read_sample(rt: Runtime) -> NodeSample:
         cuda_version=rt.backend.cuda_version(),
         agent_version=rt.version,
         workers=rt.trainer.workers() if rt.trainer is not None else None,
+        address=rt.cfg.address,
+        health_url=rt.health_url,
     )
     return rt.health.evaluate_sample(sample)
 

@@ -27,6 +27,7 @@ from agent.daemon.runtime import Runtime
 from agent.daemon.wiring import leak_observer, nccl_task
 from agent.gpu import GpuBackendError
 from agent.healthz import HealthServer
+from agent.healthz.logs import JobLogs
 
 log = structlog.get_logger("myolo.agent.daemon")
 EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2
@@ -111,7 +112,7 @@ def _failed_start(rt: Runtime, exc: Exception) -> int:
 
 
 def _servers(rt: Runtime) -> list[ControlServer | HealthServer]:
-    """The control socket, and the health endpoint unless it is disabled."""
+    """The control socket, and the health endpoint (with the workers' logs) unless it is disabled."""
     servers: list[ControlServer | HealthServer] = [
         ControlServer(rt.cfg.control_socket, lambda req: handle_control(rt, req))
     ]
@@ -122,6 +123,8 @@ def _servers(rt: Runtime) -> list[ControlServer | HealthServer]:
                 lambda: status.active_report(rt),
                 host=rt.cfg.health.host,
                 port=rt.cfg.health.port,
+                routes=JobLogs(rt.trainer).routes(),
+                advertise=rt.cfg.address,
             )
         )
     return servers

@@ -2,9 +2,10 @@
 
 Live: the sample interval, log level, publish batching and back-off, leak threshold and report interval, NCCL
 log globs, the spool's "degraded" share, the probe schedule, the trainer's timeouts, interpreter and progress
-interval (running jobs included: restarting the agent would stop their workers). Identity, paths, the GPU
-backend, Kafka settings, the commands section, ``trainer.enabled`` and the health listener need a restart; a change to them is logged (and ignored) so an operator knows. A file that does not
-load keeps the running configuration and logs why.
+interval (running jobs included: restarting the agent would stop their workers). Identity (node id, address),
+paths, the GPU backend, Kafka settings, the commands section, ``trainer.enabled`` and the health listener need
+a restart; a change to them is logged (and ignored) so an operator knows. A file that does not load keeps the
+running configuration and logs why.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from agent.daemon.trainer import trainer_python
 from events.errors import ConfigError
 
 log = structlog.get_logger("myolo.agent.daemon")
-RESTART_ONLY = ("node_id", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka", "commands")
+RESTART_ONLY = ("node_id", "address", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka", "commands")
 
 
 def reload_config(rt: Runtime) -> bool:

@@ -8,7 +8,7 @@ on a failed node.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 import structlog
@@ -18,10 +18,14 @@ from agent.healthz.checks import HealthReport
 
 log = structlog.get_logger("myolo.agent.healthz")
 _ENC = msgspec.json.Encoder()
+_WILDCARDS = ("", "0.0.0.0", "::", "[::]")
 
 
 class HealthServer:
-    """aiohttp on ``host:port``; ``port=0`` picks a free port (tests), readable from :attr:`port`."""
+    """aiohttp on ``host:port``; ``port=0`` picks a free port (tests), readable from :attr:`port`.
+
+    ``routes``: more of the agent's routes on the same listener (the workers' logs). ``advertise``: the node's
+    address, which :attr:`url` names instead of a wildcard ``host`` (``0.0.0.0``) no other node can reach."""
 
     def __init__(
         self,
@@ -30,17 +34,22 @@ class HealthServer:
         *,
         host: str = "127.0.0.1",
         port: int = 8080,
+        routes: Sequence[web.RouteDef] = (),
+        advertise: str | None = None,
     ) -> None:
         self._current = current
         self._active = active
         self.host = host
         self.port = port
+        self.advertise = advertise
+        self._routes = list(routes)
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/healthz", self._get)
         app.router.add_post("/healthcheck", self._post)
+        app.add_routes(self._routes)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
@@ -62,7 +71,10 @@ class HealthServer:
     @property
     def url(self) -> str:
         """Where the endpoint answers (``/healthz``, ``/healthcheck`` below it); the real port once started."""
-        return f"http://{self.host}:{self.port}"
+        host = self.advertise if self.advertise and self.host in _WILDCARDS else self.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"  # an IPv6 address
+        return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
         if self._runner is not None:

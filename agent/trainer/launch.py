@@ -38,8 +38,17 @@ class WorkerPlan:
 
 
 def run_dir(workers_dir: Path, job_id: str, generation: int) -> Path:
-    """``<workers_dir>/<job>/g<generation>``; the job id is made safe for a path (it came from a command)."""
-    return workers_dir / _UNSAFE.sub("_", job_id)[:128] / f"g{generation}"
+    """``<workers_dir>/<job>/g<generation>``; the job id is made safe for a path (it came from a command): no
+    separator, and a name of dots only (``..``) loses them, so the directory stays under ``workers_dir``."""
+    name = _UNSAFE.sub("_", job_id)[:128]
+    if not name.strip("."):
+        name = name.replace(".", "_")
+    return workers_dir / name / f"g{generation}"
+
+
+def rank_log(directory: Path, rank: int) -> Path:
+    """A worker's stdout and stderr in its run directory."""
+    return directory / f"rank-{rank}.log"
 
 
 def write_job_file(directory: Path, args: StartWorkersArgs) -> Path:
@@ -100,7 +109,7 @@ def plan_workers(
                 argv=(*python, "-m", "kernels.cli.worker", "--config", str(job_file)),
                 env=env,
                 cwd=directory,
-                log_path=directory / f"rank-{rank}.log",
+                log_path=rank_log(directory, rank),
                 nccl_log=nccl_log,
             )
         )

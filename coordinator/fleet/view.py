@@ -140,7 +140,11 @@ class FleetView:
         node.driver_version = s.driver_version or node.driver_version
         node.agent_version = s.agent_version or node.agent_version
         node.samples_seen += 1
-        self._alive(node, _event_time(event, now), now)
+        sampled = _event_time(event, now)
+        if node.last_event_time is None or sampled >= node.last_event_time:
+            # where the node is reachable now: a delayed sample (a spool sent late) may predate a restart
+            node.address, node.health_url = s.address, s.health_url
+        self._alive(node, sampled, now)
         return Applied(node=node)
 
     def _fault(self, f: NodeFault, event: Event, now: float) -> Applied:

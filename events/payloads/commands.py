@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from events.errors import InvalidEvent, validation_problem
-from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.common import Host, Id, NonNegFloat, NonNegInt, Payload
 from events.payloads.trainer_job import TrainerJob
 
 CommandAction = Literal[
@@ -91,7 +91,6 @@ class DrainArgs(ActionArgs, kw_only=True):
 
 
 GpuIndex = Annotated[int, msgspec.Meta(ge=0, le=63)]
-Host = Annotated[str, msgspec.Meta(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9_.:\[\]-]+$")]
 
 
 class StartWorkersArgs(ActionArgs, kw_only=True):

@@ -15,6 +15,12 @@ Percent = Annotated[float, msgspec.Meta(ge=0.0, le=100.0, description="0..100 %"
 NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
 NonNegFloat = Annotated[float, msgspec.Meta(ge=0.0)]
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+# a host name or an IP address (IPv6 bare or bracketed): what another node connects to
+Host = Annotated[str, msgspec.Meta(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9_.:\[\]-]+$")]
+# an http(s) URL of a service a node runs, without credentials, query or fragment: a client appends its paths
+HttpUrl = Annotated[
+    str, msgspec.Meta(min_length=8, max_length=512, pattern=r"^https?://[A-Za-z0-9_.:\[\]-]+(/[A-Za-z0-9_.~%/-]*)?$")
+]
 Health = Literal["ok", "warn", "fail"]
 
 

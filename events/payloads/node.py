@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Health, Id, NonNegFloat, NonNegInt, Payload, Percent
+from events.payloads.common import Health, Host, HttpUrl, Id, NonNegFloat, NonNegInt, Payload, Percent
 from events.payloads.training import WorkerInfo
 
 
@@ -80,7 +80,11 @@ class HostReading(Payload, kw_only=True):
 
 class NodeSample(Payload, kw_only=True):
     """``ai.myolo.node.sample.v1``: one reading of every GPU of a node. ``backend`` is ``nvml`` or ``sim``;
-    simulated hardware is labelled as such in every sample."""
+    simulated hardware is labelled as such in every sample.
+
+    ``address`` is where other nodes reach this one (the rendezvous of a job generation whose global rank 0
+    runs here); ``health_url`` is the agent's HTTP endpoint (health, workers' logs). Absent from agents that
+    do not say."""
 
     node_id: Id
     backend: Literal["nvml", "sim"]
@@ -94,6 +98,8 @@ class NodeSample(Payload, kw_only=True):
     cuda_version: str | None = None
     agent_version: str | None = None
     workers: Annotated[list[WorkerInfo], msgspec.Meta(max_length=1024)] | None = None  # the agent's trainer processes
+    address: Host | None = None
+    health_url: HttpUrl | None = None
 
 
 FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process", "spool"]

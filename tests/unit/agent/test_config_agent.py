@@ -53,6 +53,14 @@ def test_environment_overrides_the_file(tmp_path):
     assert cfg.kafka.bootstrap == "k1:9092"
 
 
+def test_the_address_is_loopback_on_simulated_gpus_else_the_host_names_or_the_configured_one(tmp_path):
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    assert load_agent_config(None, env=env, simulate_gpus=2).address == "127.0.0.1"
+    assert load_agent_config(None, env=env).address == socket.gethostbyname(socket.gethostname())
+    assert load_agent_config(None, env={**env, "MYOLO_ADDRESS": "10.0.3.17"}, simulate_gpus=2).address == "10.0.3.17"
+    assert load_agent_config(EXAMPLE, env=env, simulate_gpus=2).address == "127.0.0.1"  # the example's "" is auto
+
+
 def test_simulate_gpus_from_the_command_line_wins(tmp_path):
     cfg = load_agent_config(None, env={"XDG_STATE_HOME": str(tmp_path), "MYOLO_SIMULATE_GPUS": "2"}, simulate_gpus=8)
     assert cfg.simulate_gpus == 8
@@ -66,6 +74,9 @@ def test_simulate_gpus_from_the_command_line_wins(tmp_path):
         ("[spool]\nfsync = 'sometimes'", "spool.fsync", "Invalid enum value 'sometimes'"),
         ("[health]\nport = 70000", "health.port", "<= 65535"),
         ("node_id = 'bad id!'", "node_id", "not a valid node id"),
+        ("address = '10.0.0.1/24'", "address", "is not a host name or IP address"),
+        ("address = 'http://node'", "address", "is not a host name or IP address"),
+        ("[health]\nhost = 'a host'", "health.host", "is not a host name or IP address"),
         ("[spool]\nmax_bytes = 8388608\nsegment_bytes = 4194304", "spool.segment_bytes", "more than a quarter"),
     ],
 )

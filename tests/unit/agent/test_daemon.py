@@ -180,6 +180,29 @@ async def test_status_says_where_the_health_endpoint_listens_when_the_kernel_pic
     assert await asyncio.wait_for(task, 30) == 0
 
 
+async def test_every_sample_says_where_the_node_and_its_agents_endpoint_are(short_dir):
+    """Listening on every interface, the endpoint is advertised at the node's address (auto: loopback on
+    simulated GPUs), the one a coordinator or ``myoloctl logs`` can reach; the logs route answers there too."""
+    clock, broker = SimClock(), FakeBroker()
+    env = {"MYOLO_HEALTH_ENABLED": "true", "MYOLO_HEALTH_PORT": "0", "MYOLO_HEALTH_HOST": "0.0.0.0"}
+    rt = make_runtime(short_dir, broker, clock, **env)
+    assert rt.cfg.address == "127.0.0.1"
+    task = asyncio.create_task(serve(rt, install_signals=False))
+    await settle()
+    await play(clock, 3, 0.5)
+    samples = broker.samples()
+    assert samples and rt.health_url is not None
+    port = urlsplit(rt.health_url).port
+    assert {(s.address, s.health_url) for s in samples} == {("127.0.0.1", f"http://127.0.0.1:{port}")}
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{samples[-1].health_url}/healthz") as resp:
+            assert (await resp.json())["node_id"] == "node-a"
+        async with http.get(f"{samples[-1].health_url}/v1/jobs/j1/logs?rank=0") as resp:
+            assert resp.status == 404 and "runs no trainer workers" in (await resp.json())["error"]
+    rt.stop_event.set()
+    assert await asyncio.wait_for(task, 30) == 0
+
+
 async def test_ready_after_first_sample_in_kafka_then_watchdog_and_stopping(short_dir):
     path = short_dir / "notify.sock"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

@@ -7,6 +7,8 @@ import json
 import urllib.error
 import urllib.request
 
+import pytest
+
 from agent.healthz import HealthServer
 from agent.healthz.checks import check_gpus, check_kafka, check_nvml, check_spool, report
 from agent.spool import SpoolStats
@@ -136,3 +138,17 @@ async def test_a_busy_port_is_a_clear_error():
     finally:
         await first.stop()
         await second.stop()
+
+
+@pytest.mark.parametrize(
+    ("host", "advertise", "url"),
+    [
+        ("127.0.0.1", "10.0.0.5", "http://127.0.0.1:8080"),  # a specific interface is its own address
+        ("0.0.0.0", "10.0.0.5", "http://10.0.0.5:8080"),
+        ("::", "fd00::5", "http://[fd00::5]:8080"),
+        ("0.0.0.0", None, "http://0.0.0.0:8080"),
+    ],
+)
+def test_the_url_names_the_advertised_address_when_listening_on_every_interface(host, advertise, url):
+    server = HealthServer(lambda: None, None, host=host, port=8080, advertise=advertise)  # type: ignore[arg-type]
+    assert server.url == url

@@ -6,6 +6,7 @@ import pytest
 
 from coordinator.fleet.model import CordonRecord
 from coordinator.fleet.view import MAX_FLAGS, FleetView
+from coordinator.fleet.views import node_json
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault, NodeSample
@@ -132,6 +133,23 @@ def test_continuity_follows_the_samples_own_times() -> None:
     assert (n.continuous_since, n.last_event_time) == (NOW + 40, NOW + 40)
     v.apply(ev(sample(), clock=SimClock(start=NOW + 30)), NOW + 41)  # late and out of order: ignored
     assert (n.continuous_since, n.last_event_time) == (NOW + 40, NOW + 40)
+
+
+def test_the_nodes_address_and_endpoint_come_from_its_newest_sample() -> None:
+    v = FleetView(stale_after_s=10.0)
+    at = {"address": "10.0.0.7", "health_url": "http://10.0.0.7:8080"}
+    v.apply(ev(sample(**at), clock=SimClock(start=NOW)), NOW)
+    n = v.node("n1")
+    assert (n.address, n.health_url) == ("10.0.0.7", "http://10.0.0.7:8080")
+    body = node_json(n, NOW)
+    assert (body["address"], body["health_url"]) == ("10.0.0.7", "http://10.0.0.7:8080")
+    moved = {"address": "10.0.0.8", "health_url": "http://10.0.0.8:9000"}
+    v.apply(ev(sample(**moved), clock=SimClock(start=NOW + 5)), NOW + 5)
+    v.apply(ev(sample(**at), clock=SimClock(start=NOW + 2)), NOW + 6)  # a late sample from before the move
+    assert (n.address, n.health_url, n.samples_seen) == ("10.0.0.8", "http://10.0.0.8:9000", 3)
+    v.apply(ev(sample(), clock=SimClock(start=NOW + 7)), NOW + 7)  # an agent that does not say
+    assert (n.address, n.health_url) == (None, None)
+    assert (node_json(n, NOW + 7)["address"], node_json(n, NOW + 7)["health_url"]) == (None, None)
 
 
 def test_cordon_from_state_creates_the_node() -> None:

@@ -72,6 +72,12 @@ def _sample_doc() -> dict:
         (lambda d: d["gpus"][0].update(util_gpu=140), "data.gpus[0].util_gpu", "<= 100.0"),
         (lambda d: d["gpus"][1].update(mem_used_bytes=-5), "data.gpus[1].mem_used_bytes", ">= 0"),
         (lambda d: d.update(backend="quantum"), "data.backend", "Invalid enum value 'quantum'"),
+        (lambda d: d.update(address="10.0.0.1; rm -rf /"), "data.address", "matching regex"),
+        (lambda d: d.update(address="h" * 254), "data.address", "length <= 253"),
+        (lambda d: d.update(health_url="file:///etc/passwd"), "data.health_url", "matching regex"),
+        (lambda d: d.update(health_url="http://user:pw@node:8080"), "data.health_url", "matching regex"),
+        (lambda d: d.update(health_url="http://node:8080/?next=evil"), "data.health_url", "matching regex"),
+        (lambda d: d.update(health_url="http://" + "n" * 600), "data.health_url", "length <= 512"),
     ],
 )
 def test_invalid_payloads_name_the_field(mutate, field: str, reason: str) -> None:
