@@ -58,8 +58,12 @@ class Cordons(Component):
         return await self.writer.write(node_id, True, reason.strip() or "cordoned by hand", operator_by(by))
 
     async def uncordon(self, node_id: str, reason: str, by: str) -> CordonRecord:
+        """An operator's uncordon also lifts the drain an automatic cordon put on the node: it may get work."""
         self._check(node_id)
-        return await self.writer.write(node_id, False, reason.strip() or "uncordoned by hand", operator_by(by))
+        rec = await self.writer.write(node_id, False, reason.strip() or "uncordoned by hand", operator_by(by))
+        if self.cfg.drain_after_auto_cordon:
+            await self._after(rec)
+        return rec
 
     def cordon_automatically(self, node_id: str, reason: str, by: str) -> bool:
         """Another component's automatic cordon (AutoCordons), queued like the fault and Lost ones."""

@@ -63,6 +63,7 @@ class Jobs(Component):
             ctx.peers.require(AutoCordons),
             self._save,
             lambda: list(self.records.values()),
+            ctx.clock,
         )
         self.fleet.on_applied(self._on_sample)
 

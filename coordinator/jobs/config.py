@@ -19,7 +19,8 @@ class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     A job grows when capacity appears, at most once per ``grow_cooldown_s``; a failed generation is
     restarted after ``restart_backoff_s`` doubling per restart up to ``max_backoff_s``; a node on which the
     same job's workers failed ``cordon_after_failures`` times in a row is cordoned with the reason.
-    Stopping a generation waits at most ``stop_timeout_s`` for the agents' answers (a node that went Lost
+    A node whose agent refused a start (draining, GPUs taken) or did not answer is left out of the job's
+    placements for ``avoid_s``, without spending its restart budget. Stopping a generation waits at most ``stop_timeout_s`` for the agents' answers (a node that went Lost
     never answers)."""
 
     port_min: Port = 29500
@@ -31,6 +32,7 @@ class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cordon_after_failures: Annotated[int, msgspec.Meta(ge=0, le=100)] = 3  # 0: never
     stop_timeout_s: Seconds = 180.0
     start_timeout_s: Seconds = 120.0  # from the start commands to every agent's answer
+    avoid_s: Seconds = 60.0  # a node that refused a start (or did not answer) is left out of placements this long
     straggler_factor: Annotated[float, msgspec.Meta(ge=1.0, le=100.0)] = 2.0
     straggler_window_s: Seconds = 60.0
     max_jobs: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 1000

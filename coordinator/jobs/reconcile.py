@@ -25,6 +25,7 @@ from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
 from coordinator.jobs.placement import Capacity, Placement, capacity, place, replica_counts
 from coordinator.jobs.records import MAX_DECISIONS, Decision, DecisionKind, Generation, JobRecord
+from events.clock import Clock
 from events.payloads import TrainingCompleted, TrainingFault
 
 log = structlog.get_logger("myolo.coordinator.jobs")
@@ -92,8 +93,10 @@ class Reconciler:
         cordons: AutoCordons,
         save,
         records: Callable[[], list[JobRecord]],
+        clock: Clock,
     ) -> None:
         self.cfg = cfg
+        self.clock = clock
         self.fleet = fleet
         self.commands = commands
         self.cordons = cordons
@@ -108,6 +111,8 @@ class Reconciler:
         return capacity(nodes, held_gpus(self.records(), but=rec.name))
 
     def place(self, rec: JobRecord, want: int | None = None, avoid: frozenset[str] = frozenset()) -> Placement | None:
+        now = self.clock.now()
+        avoid = avoid | {n for n, until in rec.avoid.items() if until > now}
         return place(rec.spec, self.free(rec, avoid), want if want is not None else self.target(rec))
 
     @staticmethod
@@ -284,7 +289,20 @@ class Reconciler:
         if refused:
             node, intent = refused[0]
             why = f"start_workers {intent.status} on {node}: {intent.reason or 'no reason given'}"
-            await self._failed(rec, gen, node, why, now)
+            if intent.status == "failed":  # the workers could not run there: the job's failure
+                await self._failed(rec, gen, node, why, now)
+                return
+            # the node refused (draining, GPUs taken) or did not answer: its state, not the job's failure;
+            # place without it for a while, without spending the restart budget
+            rec.avoid = {n: t for n, t in rec.avoid.items() if t > now} | {node: now + self.cfg.avoid_s}
+            await self.begin(
+                rec,
+                self.place(rec),
+                "restart",
+                f"{why}; placed without it for {self.cfg.avoid_s:g} s",
+                now,
+                checkpoint=False,
+            )
             return
         if evidence.faults:
             await self._on_faults(rec, gen, evidence.faults, now)
@@ -295,7 +313,9 @@ class Reconciler:
             await self.save(rec)
         elif now - gen.created > self.cfg.start_timeout_s:
             silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
-            await self._failed(rec, gen, silent[0], f"no start confirmed by {', '.join(silent)}", now)
+            rec.avoid = {n: t for n, t in rec.avoid.items() if t > now} | dict.fromkeys(silent, now + self.cfg.avoid_s)
+            why = f"no start confirmed by {', '.join(silent)} in {self.cfg.start_timeout_s:g} s"
+            await self.begin(rec, self.place(rec), "restart", why, now, checkpoint=False)
 
     async def _running(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
         lost = self._unschedulable(gen, faults=bool(evidence.faults))

@@ -99,6 +99,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     previous: Generation | None = None  # the generation being stopped while ``generation`` waits to start
     restarts: int = 0  # restarts after worker failures (the budget is spec.max_restarts)
     node_failures: dict[str, int] = {}  # worker failures of this job per node (a repeat offender is cordoned)
+    avoid: dict[str, float] = {}  # nodes left out of placements until then (their agent refused or did not answer)
     last_resize: float | None = None  # for the policies' and growth's cooldowns
     not_before: float | None = None  # back-off: no new generation before this time
     progress: JobProgress = msgspec.field(default_factory=JobProgress)

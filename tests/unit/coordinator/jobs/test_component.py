@@ -250,3 +250,25 @@ async def test_a_straggler_is_replaced_by_a_spare_node(tmp_path) -> None:
         assert rec.generation.node_ids == ["n1", "n3", "n4"] and rec.decisions[-1].metrics["ratio"] == 5.0
     finally:
         await sim.close()
+
+
+async def test_a_node_refusing_the_start_is_left_out_without_spending_the_budget(sim: JobSim) -> None:
+    await sim.jobs.apply(manifest(), "alice")
+    await sim.second(2)
+    refused = next(c for c in sim.sent("start_workers") if c.node_id == "n2")
+    await sim.ack(refused, "rejected", "bad arguments: action: this node is draining")
+    await sim.second()
+    rec = sim.job()
+    assert rec.restarts == 0 and rec.node_failures == {} and "n2" in rec.avoid
+    assert rec.generation.node_ids == ["n1", "n3"] and "placed without it for 60 s" in rec.decisions[-1].reason
+    rec = await sim.run_generation()
+    assert rec.phase == "Running" and rec.generation.replicas == 2
+    await sim.second(61)  # the avoidance ends; past the growth cooldown the job grows back onto n2
+    rec = await sim.run_generation()
+    assert rec.generation.node_ids == ["n1", "n2", "n3"] and rec.decisions[-1].kind == "grow"
+
+
+async def test_an_operator_uncordon_lifts_the_drain_of_an_automatic_cordon(sim: JobSim) -> None:
+    await sim.cordons.uncordon("n1", "GPU reset", "ops")
+    drains = [c.args for c in sim.sent("drain") if c.node_id == "n1"]
+    assert drains == [{"draining": False, "reason": "GPU reset"}]
