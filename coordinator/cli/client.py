@@ -92,6 +92,7 @@ class ApiClient:
         self.urls = urls
         self.timeout = timeout
         self.last_url: str | None = None  # base URL of the coordinator that answered last
+        self.last_status: int | None = None  # its HTTP status (201 Created, 202 Accepted, ...)
 
     @classmethod
     def from_option(cls, api: str | None) -> ApiClient:
@@ -104,6 +105,9 @@ class ApiClient:
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._any("POST", path, body)
+
+    def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._any("DELETE", path, body)
 
     def _any(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         reasons = []
@@ -129,6 +133,7 @@ class ApiClient:
                 with _opener.open(request, timeout=self.timeout) as resp:
                     parts = urllib.parse.urlsplit(url)
                     self.last_url = f"{parts.scheme}://{parts.netloc}"
+                    self.last_status = resp.status
                     return json.loads(resp.read() or b"{}")
             except urllib.error.HTTPError as exc:
                 if exc.code in (307, 308) and exc.headers.get("Location"):

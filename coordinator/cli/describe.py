@@ -1,13 +1,16 @@
-"""``myoloctl describe node NAME``: one node in full, for a person deciding what to do about it.
+"""``myoloctl describe node|job NAME``: one node or job in full, for a person deciding what to do about it.
 
-GPUs with their health and reasons, the recent faults, what NCCL communicators on the node look like, the
-memory-leak trend of each tracked series, the cordon and why. Readable piped (plain) or on a terminal.
+A node: GPUs with their health and reasons, the recent faults, what NCCL communicators on the node look like,
+the memory-leak trend of each tracked series, the cordon and why. A job: its phase and why, the generation
+that runs (nodes, ranks, GPUs, rendezvous, the step it resumed from), progress, restarts, policies, and the
+decisions taken with the measurements behind them. Readable piped (plain) or on a terminal.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 from rich.console import Console
@@ -17,8 +20,9 @@ from coordinator.cli import render
 from coordinator.cli.client import ApiClient, ApiError, ApiOption
 from coordinator.cli.common import fail
 from coordinator.cli.render import Cell, age, reasons, styled
+from coordinator.jobs.records import Generation, JobRecord
 
-app = typer.Typer(help="Show one object of the fleet in full.", no_args_is_help=True)
+app = typer.Typer(help="Show one node or job in full.", no_args_is_help=True)
 
 
 @app.command("node")
@@ -34,6 +38,25 @@ def describe_node(
     print_node(Console(soft_wrap=True, highlight=False), node)
 
 
+@app.command("job")
+def describe_job(
+    name: Annotated[str, typer.Argument(help="Job name, as `myoloctl get jobs` lists it.")],
+    api: ApiOption = None,
+) -> None:
+    """Phase and why, generation (nodes, ranks, GPUs, rendezvous), progress, restarts, policies, decisions.
+
+    Every decision is listed with its reason and the metric values behind it, newest last.
+    """
+    try:
+        body = ApiClient.from_option(api).get(f"/v1/jobs/{quote(name, safe='')}")
+        job = render.job_records([body])[0]
+    except ApiError as exc:
+        fail(exc.render(), code=2 if exc.status in (2, 400, 404) else 1)
+    except render.UnreadableJob as exc:
+        fail(str(exc), code=1)
+    print_job(Console(soft_wrap=True, highlight=False), job)
+
+
 def _now(node: dict[str, Any]) -> float:
     """The coordinator's clock at the time of the answer (ages must be on its clock, not ours)."""
     if node.get("last_seen") is not None and node.get("last_seen_age_s") is not None:
@@ -41,8 +64,8 @@ def _now(node: dict[str, Any]) -> float:
     return time.time()
 
 
-def _field(console: Console, key: str, value: Cell) -> None:
-    line = Text(f"{key + ':':<14}")
+def _field(console: Console, key: str, value: Cell, indent: int = 0) -> None:
+    line = Text(" " * indent + f"{key + ':':<14}")
     line.append(value if isinstance(value, Text) else Text(value))
     console.print(line)
 
@@ -166,3 +189,129 @@ def _series(leak: dict[str, Any]) -> str:
     if subject == "process_gpu":
         return f"pid {leak.get('pid')} on gpu {leak.get('gpu_index')}"
     return f"pid {leak.get('pid')} host RSS"
+
+
+def _clock(t: float | None) -> str:
+    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def print_job(console: Console, job: JobRecord) -> None:
+    spec, trainer = job.spec, job.spec.trainer
+    _field(console, "Name", job.name)
+    phase = render.job_phase(job)
+    _field(console, "Phase", phase.append(f"  ({job.reason})") if job.reason else phase)
+    pinned = f"; pinned at {job.desired_replicas} by scale" if job.desired_replicas is not None else ""
+    now = job.generation.replicas if job.generation else 0
+    _field(console, "Replicas", f"{now} (min {spec.min_replicas}, max {spec.max_replicas}{pinned})")
+    _field(console, "Replica", f"tp {spec.tp} x pp {spec.pp} = {spec.gpus_per_replica} GPU(s)")
+    _field(
+        console,
+        "Trainer",
+        f"{trainer.model}, {trainer.steps} steps, global batch {trainer.global_batch}, "
+        f"seq len {trainer.seq_len}, seed {trainer.seed}",
+    )
+    where = trainer.checkpoint_dir or "none (host-memory snapshots only)"
+    _field(
+        console,
+        "Checkpoints",
+        f"{where}; every {trainer.checkpoint_every} steps, snapshot every {trainer.snapshot_every}",
+    )
+    failures = ", ".join(f"{n} {c}" for n, c in sorted(job.node_failures.items()))
+    _field(
+        console, "Restarts", f"{job.restarts} of {spec.max_restarts}" + (f" (failures: {failures})" if failures else "")
+    )
+    if job.not_before is not None:
+        _field(console, "Back-off", f"no new generation before {_clock(job.not_before)}")
+    _field(console, "Created", f"{_clock(job.created)}, updated {_clock(job.updated)}")
+
+    if job.previous is not None:
+        _section(console, f"Stopping generation {job.previous.number} ({job.previous.stage}):")
+        _print_generation(console, job.previous)
+    _section(
+        console, f"Generation {job.generation.number} ({job.generation.stage}):" if job.generation else "Generation:"
+    )
+    if job.generation is not None:
+        _print_generation(console, job.generation)
+    else:
+        console.print("  none yet (the job waits for capacity)")
+
+    _section(console, "Progress:")
+    p = job.progress
+    console.print(
+        f"  step {p.step}/{trainer.steps}   loss {render.num(p.loss, digits=4)}   tokens/s "
+        f"{render.num(p.tokens_per_s)}   step time {render.num(p.step_time_s, 's', 3)}   staleness "
+        f"{_opt(p.gradient_staleness)}   updated {_clock(p.updated)}"
+    )
+
+    _section(console, "Policies:")
+    if spec.policies:
+        render.table(
+            console,
+            ("METRIC", "THRESHOLD", "ACTION", "WINDOW", "COOLDOWN"),
+            [
+                [
+                    p.metric,
+                    f"{p.threshold:g}" + ("%" if p.metric == "gpu_util" else ""),
+                    p.action,
+                    age(p.window_s),
+                    age(p.cooldown_s),
+                ]
+                for p in spec.policies
+            ],
+            indent=2,
+        )
+    else:
+        console.print("  none (the job grows to maxReplicas as capacity allows, shrinks on faults)")
+
+    _section(console, "Decisions (newest last):")
+    if job.decisions:
+        render.table(
+            console,
+            ("TIME", "KIND", "GEN", "REPLICAS", "BY", "REASON", "METRICS"),
+            [
+                [
+                    time.strftime("%H:%M:%S", time.localtime(d.time)),
+                    d.kind,
+                    _opt(d.generation),
+                    _opt(d.replicas),
+                    d.by,
+                    d.reason,
+                    " ".join(f"{k}={v:g}" for k, v in sorted(d.metrics.items())) or "-",
+                ]
+                for d in job.decisions
+            ],
+            indent=2,
+        )
+    else:
+        console.print("  none yet")
+
+
+def _print_generation(console: Console, gen: Generation) -> None:
+    nodes = len(gen.members)
+    per_node = f"{gen.workers_per_node} worker(s) per node on {nodes} node(s)"
+    _field(console, "Replicas", f"{gen.replicas}, world size {gen.world_size} ({per_node})", 2)
+    _field(console, "Rendezvous", f"{gen.master_addr}:{gen.master_port}", 2)
+    resumed = "the start" if gen.resumed_from is None else f"step {gen.resumed_from}"
+    _field(console, "Resumed", resumed, 2)
+    _field(console, "Cause", gen.cause or "-", 2)
+    _field(console, "Started", f"{_clock(gen.started)}, first step {_clock(gen.first_step_at)}", 2)
+    render.table(
+        console,
+        ("NODE", "NODE RANK", "RANKS", "GPUS"),
+        [
+            [
+                m.node_id,
+                str(m.node_rank),
+                _ranks(m.node_rank, gen.workers_per_node),
+                ",".join(str(g) for g in m.gpus),
+            ]
+            for m in sorted(gen.members, key=lambda m: m.node_rank)
+        ],
+        indent=2,
+    )
+
+
+def _ranks(node_rank: int, per_node: int) -> str:
+    """The global ranks of a node's workers (``myoloctl logs job --rank`` takes them)."""
+    first = node_rank * per_node
+    return str(first) if per_node == 1 else f"{first}-{first + per_node - 1}"

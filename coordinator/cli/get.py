@@ -1,4 +1,4 @@
-"""``myoloctl get nodes|gpus [-o table|json|yaml] [--watch]``: the fleet view, as a table or as data.
+"""``myoloctl get nodes|gpus|jobs [-o table|json|yaml] [--watch]``: the fleet and its jobs, as a table or data.
 
 ``-o json|yaml`` print the API's answer unchanged (the same document for scripts as for the table), and
 ``--watch`` re-reads it every ``--interval`` seconds: in place on a terminal, one snapshot after another
@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 import yaml
@@ -23,7 +24,7 @@ from coordinator.cli import render
 from coordinator.cli.client import ApiClient, ApiError, ApiOption
 from coordinator.cli.common import err_console, fail
 
-app = typer.Typer(help="List nodes or GPUs of the fleet.", no_args_is_help=True)
+app = typer.Typer(help="List the nodes, GPUs or elastic jobs of the cluster.", no_args_is_help=True)
 
 
 class Output(enum.StrEnum):
@@ -69,6 +70,27 @@ def get_gpus(
     _show("/v1/gpus", render.print_gpus, output, watch, interval, count, api)
 
 
+def get_jobs(
+    name: Annotated[str | None, typer.Argument(help="One job's name (default: every job).", show_default=False)] = None,
+    output: OutputOption = Output.table,
+    watch: WatchOption = False,
+    interval: IntervalOption = 2.0,
+    count: CountOption = None,
+    api: ApiOption = None,
+) -> None:
+    """Elastic jobs: phase, replicas (now/min-max), generation, step/steps, loss, tokens/s, age and why.
+
+    -o json|yaml print each job's full record: spec, generation with its nodes and ranks, progress, decisions.
+    `myoloctl describe job NAME` shows one job for a person.
+    """
+    path = "/v1/jobs" if name is None else f"/v1/jobs/{quote(name, safe='')}"
+    _show(path, render.print_jobs, output, watch, interval, count, api)
+
+
+app.command("jobs")(get_jobs)
+app.command("job", hidden=True)(get_jobs)  # `get job NAME` reads as well as `get jobs NAME`
+
+
 def _client(api: str | None) -> ApiClient:
     try:
         return ApiClient.from_option(api)
@@ -80,7 +102,7 @@ def _fetch(client: ApiClient, path: str) -> dict[str, Any]:
     try:
         return client.get(path)
     except ApiError as exc:
-        fail(exc.render(), code=1)
+        fail(exc.render(), code=2 if exc.status in (400, 404) else 1)
 
 
 def _print(console: Console, body: dict[str, Any], output: Output, printer: Printer, *, stream: bool) -> None:

@@ -1,14 +1,15 @@
-"""`myoloctl`: the operator's command line for Myolotrain (local stack, events; fleet commands come next)."""
+"""`myoloctl`: the operator's command line for Myolotrain (local stack, events, the fleet, elastic jobs)."""
 
 from __future__ import annotations
 
 import typer
 
-from coordinator.cli import cordon, describe, events_cmd, get, local
+from coordinator.cli import cordon, describe, events_cmd, get, jobs, local
 
 app = typer.Typer(
     name="myoloctl",
-    help="Operate a Myolotrain v4 cluster: run the local stack, produce and inspect events.",
+    help="Operate a Myolotrain v4 cluster: run the local stack, inspect the fleet and its events, run elastic "
+    "training jobs (apply -f job.yaml, get jobs, describe job, scale, logs, delete).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -18,6 +19,10 @@ app.add_typer(get.app, name="get")
 app.add_typer(describe.app, name="describe")
 app.command()(cordon.cordon)
 app.command()(cordon.uncordon)
+app.command()(jobs.apply)
+app.add_typer(jobs.scale_app, name="scale")
+app.add_typer(jobs.logs_app, name="logs")
+app.add_typer(jobs.delete_app, name="delete")
 
 
 if __name__ == "__main__":

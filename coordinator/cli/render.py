@@ -11,10 +11,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from coordinator.jobs.records import JobRecord
 
 STYLES = {
     "ok": "green",
@@ -26,6 +29,12 @@ STYLES = {
     "Cordoned": "magenta",
     "yes": "magenta",
     "no": "",
+    "Pending": "yellow",
+    "Running": "green",
+    "Resizing": "cyan",
+    "Succeeded": "blue",
+    "Failed": "bold red",
+    "Deleting": "magenta",
 }
 
 Cell = str | Text
@@ -170,3 +179,66 @@ def print_gpus(console: Console, body: dict[str, Any]) -> None:
 
 def since(now: float | None, then: float | None) -> str:
     return age(None if then is None else max(0.0, (now if now is not None else time.time()) - then))
+
+
+# -- jobs ---------------------------------------------------------------------------------------------------
+JOB_COLUMNS = ("NAME", "PHASE", "REPLICAS", "GEN", "STEP", "LOSS", "TOKENS/S", "AGE", "REASON")
+
+
+class UnreadableJob(ValueError):
+    """The coordinator answered a job this myoloctl cannot read (a newer coordinator, or not a coordinator)."""
+
+
+def job_records(items: list[dict[str, Any]]) -> list[JobRecord]:
+    """The API's job JSON as records (the trainer's defaults, left out of the JSON, filled back in)."""
+    try:
+        return [msgspec.convert(item, JobRecord) for item in items]
+    except msgspec.ValidationError as exc:
+        raise UnreadableJob(f"cannot read the job in the answer: {exc} (is myoloctl older than the API?)") from None
+
+
+def job_phase(job: JobRecord) -> Text:
+    """The phase, with ``,Deleting`` appended while its workers stop for a delete."""
+    text = Text()
+    text.append(job.phase, style=STYLES.get(job.phase, ""))
+    if job.deleting:
+        text.append(",")
+        text.append("Deleting", style=STYLES["Deleting"])
+    return text
+
+
+def job_replicas(job: JobRecord) -> str:
+    """Replicas now / the bounds: ``2/1-3``."""
+    now = job.generation.replicas if job.generation else 0
+    return f"{now}/{job.spec.min_replicas}-{job.spec.max_replicas}"
+
+
+def jobs_rows(jobs: list[JobRecord]) -> list[list[Cell]]:
+    return [
+        [
+            j.name,
+            job_phase(j),
+            job_replicas(j),
+            str(j.generation.number) if j.generation else "-",
+            f"{j.progress.step}/{j.spec.trainer.steps}",
+            num(j.progress.loss, digits=4),
+            num(j.progress.tokens_per_s),
+            since(None, j.created),
+            reasons([j.reason] if j.reason else []),
+        ]
+        for j in jobs
+    ]
+
+
+def print_jobs(console: Console, body: dict[str, Any]) -> None:
+    """``GET /v1/jobs``'s answer, or one job's (``get job NAME``)."""
+    items = body.get("items", [body])
+    if not items:
+        console.print("No jobs yet (`myoloctl apply -f job.yaml` creates one).")
+        return
+    try:
+        jobs = job_records(items)
+    except UnreadableJob as exc:
+        console.print(Text(str(exc), style="red"))
+        return
+    table(console, JOB_COLUMNS, jobs_rows(jobs))
