@@ -278,7 +278,13 @@ class Reconciler:
             await self.save(rec)
 
     async def _starting(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
-        lost = self._unschedulable(gen, faults=bool(evidence.faults))
+        unanswered = {
+            m.node_id
+            for m in gen.members
+            if (i := self.commands.intent(m.start_command or "")) is None or i.status == "pending"
+        }
+        # a Suspect node that has not even taken its start is as good as gone: the others would wait for it
+        lost = self._unschedulable(gen, faults=bool(evidence.faults), suspect=unanswered)
         if lost:
             node, why = lost[0]
             await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=False)
@@ -421,15 +427,18 @@ class Reconciler:
         """A deleted job whose workers are all stopped: its record can be removed."""
         return rec.deleting and rec.generation is None and rec.previous is None
 
-    def _unschedulable(self, gen: Generation, faults: bool = False) -> list[tuple[str, str]]:
+    def _unschedulable(
+        self, gen: Generation, faults: bool = False, suspect: set[str] | None = None
+    ) -> list[tuple[str, str]]:
         """Members the generation cannot keep. A Suspect node (a few samples missed) counts only together with
-        a fault of the generation: alone it may be a blip of the bus, and its workers may train on."""
+        a fault of the generation, or when it is in ``suspect`` (it did not take its start): alone it may be a
+        blip of the bus, and its workers may train on."""
         out = []
         for m in gen.members:
             node = self.fleet.node(m.node_id)
             why = why_unschedulable(node)
             suspect_only = node is not None and node.liveness == "Suspect" and why == "is Suspect"
-            if why is not None and (faults or not suspect_only):
+            if why is not None and (faults or not suspect_only or m.node_id in (suspect or ())):
                 out.append((m.node_id, why))
         return out
 

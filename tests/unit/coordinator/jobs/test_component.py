@@ -272,3 +272,17 @@ async def test_an_operator_uncordon_lifts_the_drain_of_an_automatic_cordon(sim: 
     await sim.cordons.uncordon("n1", "GPU reset", "ops")
     drains = [c.args for c in sim.sent("drain") if c.node_id == "n1"]
     assert drains == [{"draining": False, "reason": "GPU reset"}]
+
+
+async def test_a_dead_node_is_left_out_well_before_it_is_declared_lost(sim: JobSim) -> None:
+    await running(sim)
+    sim.dead.add("n3")  # the machine died: its peers' workers fail at once, its samples stop
+    await sim.fault("tiny", 1, "n1")
+    for _ in range(6):
+        await sim.ack_all("stop_workers")
+        await sim.ack_all("start_workers")
+        await sim.second()
+    rec = sim.job()
+    assert sim.fleet.node("n3").liveness == "Suspect"  # not Lost yet (lost after 10 s)
+    assert rec.generation.node_ids == ["n1", "n2"] and rec.generation.stage == "running"
+    assert "n3 is Suspect" in rec.decisions[-1].reason
