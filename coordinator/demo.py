@@ -1,13 +1,17 @@
-"""``python -m coordinator.demo`` (``make demo``): a fault injected into a running local fleet, and the reaction.
+"""``python -m coordinator.demo`` (``make demo``): an elastic training job living through a GPU failure.
 
 It runs the real commands an operator would, and prints each before its output:
 
-1. ``myoloctl local up --nodes 3 --gpus 4 --coordinators 2``: Kafka, two coordinators (one leads), three
-   agents with four simulated GPUs each, every one a real process;
-2. ``myoloctl get nodes``: three Ready, healthy nodes;
-3. ``myolo-agent inject --gpu 3 --xid 79`` into node-2: GPU 3 "falls off the bus";
-4. the leader cordons node-2 on its own (the time from the injection to the cordon is measured);
-5. ``myoloctl get nodes`` and ``myoloctl describe node node-2`` after, and the fault events on the bus.
+1. ``myoloctl local up --nodes 3 --gpus 1 --coordinators 2``: Kafka, two coordinators (one leads), three
+   agents with one simulated GPU each, every one a real process;
+2. ``myoloctl apply -f tiny-pretrain.yaml``: a tiny GPT job of 1..3 replicas, placed on the three nodes,
+   real trainer workers (gloo on the CPU) with a checkpoint every 20 steps and a host-memory snapshot every
+   step; ``myoloctl get jobs`` shows the steps flowing;
+3. ``myolo-agent inject --gpu 0 --xid 79`` into node-2: its GPU "falls off the bus"; the leader cordons the
+   node, and the job shrinks to 2 replicas and resumes from where it stopped (both measured);
+4. the GPU is reset (``--clear``) and ``myoloctl uncordon node-2``: after the growth cooldown the job grows
+   back to 3 replicas;
+5. ``myoloctl describe job tiny-pretrain``: the generations, the decisions with their reasons, the loss.
 
 The stack keeps running afterwards (``--down`` stops it) so it can be explored with ``myoloctl``.
 """
@@ -21,13 +25,26 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from events.broker import state
 from events.broker.state import default_state_dir
 
-NODES, GPUS, COORDINATORS = 3, 4, 2
-VICTIM, VICTIM_GPU, XID = "node-2", 3, 79
+NODES, GPUS, COORDINATORS = 3, 1, 2
+VICTIM, VICTIM_GPU, XID = "node-2", 0, 79
+JOB = "tiny-pretrain"
+MANIFEST = """\
+apiVersion: myolo.ai/v1
+kind: ElasticJob
+metadata: {name: tiny-pretrain}
+spec:
+  minReplicas: 1
+  maxReplicas: 3
+  replica: {tp: 1, pp: 1}          # one data-parallel replica = tp x pp GPUs
+  trainer: {model: tiny, steps: 2000, globalBatch: 12, seqLen: 64, seed: 0, checkpointEvery: 20, snapshotEvery: 1}
+  checkpointDir: CHECKPOINTS
+"""
 
 
 def _say(text: str) -> None:
@@ -46,20 +63,42 @@ def _myoloctl(*args: str) -> tuple[str, list[str]]:
     return "myoloctl " + " ".join(args), [sys.executable, "-m", "coordinator.cli.main", *args]
 
 
-def _cordoned_within(api_urls: list[str], node: str, timeout: float) -> dict | None:
-    """The node as the coordinators see it once it is cordoned; None if that does not happen in time."""
+def _get(api_urls: list[str], path: str) -> dict | None:
+    for url in api_urls:
+        try:
+            with urllib.request.urlopen(f"{url}{path}", timeout=1.0) as resp:
+                return json.load(resp)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _wait(api_urls: list[str], path: str, ok: Callable[[dict], bool], timeout: float) -> dict | None:
+    """The first answer that satisfies ``ok``; None if none does in time."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for url in api_urls:
-            try:
-                with urllib.request.urlopen(f"{url}/v1/nodes/{node}", timeout=1.0) as resp:
-                    body = json.load(resp)
-            except OSError:
-                continue
-            if body.get("cordoned"):
-                return body
-        time.sleep(0.05)
+        body = _get(api_urls, path)
+        if body is not None and ok(body):
+            return body
+        time.sleep(0.1)
     return None
+
+
+def _training(replicas: int, above: int = 0, steps: int = 3) -> Callable[[dict], bool]:
+    """The job runs ``replicas`` replicas in a generation after ``above`` and trained ``steps`` steps there."""
+
+    def ok(job: dict) -> bool:
+        gen = job.get("generation") or {}
+        resumed = gen.get("resumed_from")
+        return (
+            job.get("phase") == "Running"
+            and gen.get("number", 0) > above
+            and gen.get("replicas") == replicas
+            and resumed is not None
+            and job["progress"]["step"] >= resumed + steps
+        )
+
+    return ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
-    _say(f"Start the local stack: Kafka, {COORDINATORS} coordinators, {NODES} agents with {GPUS} simulated GPUs")
+    _say(f"Start the local stack: Kafka, {COORDINATORS} coordinators, {NODES} agents with {GPUS} simulated GPU each")
     _run(
         *_myoloctl(
             "local",
@@ -108,47 +147,65 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     stack = state.load(state_dir)
     records = {p.name: p for p in stack.processes}
     api_urls = [p.info["api_url"] for p in records.values() if p.role == "coordinator"]
-
-    _say("The fleet before")
     _run(*_myoloctl("get", "nodes"), env)
+
+    manifest = state_dir / f"{JOB}.yaml"
+    manifest.write_text(MANIFEST.replace("CHECKPOINTS", str(state_dir / "checkpoints" / JOB)))
+    _say(f"Apply an elastic job: {manifest}")
+    print(manifest.read_text(), end="")
+    _run(*_myoloctl("apply", "-f", str(manifest)), env)
+    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(3, steps=5), timeout)
+    if job is None:
+        print(
+            f"demo: {JOB} did not start training on 3 replicas within {timeout:g} s; see `myoloctl describe job {JOB}`"
+        )
+        return 1
+    _run(*_myoloctl("get", "jobs"), env)
+    first = job["generation"]["number"]
 
     _say(f"Inject XID {XID} (GPU fallen off the bus) into GPU {VICTIM_GPU} of {VICTIM}")
     socket = records[VICTIM].info["socket"]
     injected = time.monotonic()
-    _run(
-        f"myolo-agent inject --socket {socket} --gpu {VICTIM_GPU} --xid {XID}",
-        [sys.executable, "-m", "agent", "inject", "--socket", socket, "--gpu", str(VICTIM_GPU), "--xid", str(XID)],
-        env,
-    )
-    node = _cordoned_within(api_urls, VICTIM, timeout=30.0)
+    _inject(env, socket, "--gpu", str(VICTIM_GPU), "--xid", str(XID))
+    node = _wait(api_urls, f"/v1/nodes/{VICTIM}", lambda n: bool(n.get("cordoned")), 30.0)
     if node is None:
         print(f"demo: {VICTIM} was not cordoned within 30 s; see `myoloctl local status` and the coordinator logs")
         return 1
     cordon = node["cordon"]
     print(
-        f"{VICTIM} cordoned {time.monotonic() - injected:.2f} s after the injection, "
-        f"by {cordon['by']} (epoch {cordon['epoch']}): {cordon['reason']}"
+        f"{VICTIM} cordoned {time.monotonic() - injected:.2f} s after the injection, by {cordon['by']}: {cordon['reason']}"
     )
+    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(2, first, steps=1), timeout)
+    if job is None:
+        print(f"demo: {JOB} did not resume on 2 replicas within {timeout:g} s; see `myoloctl describe job {JOB}`")
+        return 1
+    gen = job["generation"]
+    print(
+        f"{JOB} generation {gen['number']}: 2 replicas on {', '.join(m['node_id'] for m in gen['members'])}, "
+        f"resumed after step {gen['resumed_from']}, first step {time.monotonic() - injected:.1f} s after the injection"
+    )
+    _run(*_myoloctl("get", "jobs"), env)
 
-    _say("The fleet after")
-    _run(*_myoloctl("get", "nodes"), env)
-    _say(f"What the coordinators know about {VICTIM}")
-    _run(*_myoloctl("describe", "node", VICTIM), env)
-    _say("The fault events on the bus")
+    _say(f"Reset the GPU and uncordon {VICTIM}: the job grows back after its cooldown")
+    _inject(env, socket, "--clear")
+    _run(*_myoloctl("uncordon", VICTIM, "--reason", "GPU reset"), env)
+    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(3, gen["number"], steps=1), timeout)
+    if job is None:
+        print(f"demo: {JOB} did not grow back to 3 replicas within {timeout:g} s; see `myoloctl describe job {JOB}`")
+        return 1
+    _run(*_myoloctl("get", "jobs"), env)
+
+    _say(f"What the coordinators know about {JOB}")
+    _run(*_myoloctl("describe", "job", JOB), env)
+    return 0
+
+
+def _inject(env: dict[str, str], socket: str, *args: str) -> None:
     _run(
-        *_myoloctl(
-            "events",
-            "tail",
-            "myolo.node.faults",
-            "--from-beginning",
-            "--idle-timeout",
-            "2",
-            "--bootstrap",
-            stack.bootstrap or "",
-        ),
+        f"myolo-agent inject --socket {socket} {' '.join(args)}",
+        [sys.executable, "-m", "agent", "inject", "--socket", socket, *args],
         env,
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ def coordinator_config(name: str, workdir: Path, *, bootstrap: str, api_port: in
         "api": {"host": "127.0.0.1", "port": api_port},
         "signing": {"key_file": str(key_file)},
         "kafka": {"bootstrap": bootstrap, "client_id": name},
+        # a job grows back within seconds of capacity returning, so the loop can be watched on a laptop
+        "jobs": {"grow_cooldown_s": 10.0},
     }
 
 
