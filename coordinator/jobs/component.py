@@ -37,6 +37,7 @@ from events.topics import STATE_JOBS
 
 log = structlog.get_logger("myolo.coordinator.jobs")
 # what may change in a running job's manifest (the rest is its training: a new job)
+MAX_FAULTS = 64  # worker faults kept per job until the next step acts on them
 MUTABLE = ("min_replicas", "max_replicas", "policies", "max_restarts", "labels")
 
 
@@ -55,6 +56,8 @@ class Jobs(Component):
         self.metrics: dict[str, JobMetrics] = {}
         self._evidence: dict[str, Evidence] = {}
         self._rates: dict[str, dict[int, float]] = {}  # the latest tokens/s of each replica, per job
+        self._missing: dict[str, dict[str, float]] = {}  # per job: members whose samples show no worker, since
+        self._on_node: dict[str, set[str]] = {}  # node -> jobs with a member there
         self._lock = asyncio.Lock()
         self.reconciler = Reconciler(
             self.cfg,
@@ -148,6 +151,7 @@ class Jobs(Component):
         rec.updated = self.ctx.clock.now()
         await self.ctx.store.put(STATE_JOBS, rec.name, rec)
         self.records[rec.name] = rec
+        self._index()
 
     def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:
         if self.ctx.leadership.is_leader:
@@ -161,6 +165,7 @@ class Jobs(Component):
                 record.progress = mine.progress  # our own reading of the progress topic may be newer
             self.records[key] = record
             self.metrics.setdefault(key, JobMetrics())
+        self._index()
 
     # ---- events -------------------------------------------------------------------------------------------
     async def on_event(self, event: Event, info: RecordInfo) -> None:
@@ -179,7 +184,8 @@ class Jobs(Component):
             return
         evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
         if isinstance(data, TrainingFault):
-            evidence.faults.append(data)
+            if len(evidence.faults) < MAX_FAULTS:  # the first ones tell the cause; a standby never drains them
+                evidence.faults.append(data)
         elif isinstance(data, TrainingCompleted):
             evidence.completed[data.node_id] = data
         if self.ctx.leadership.is_leader:
@@ -202,15 +208,56 @@ class Jobs(Component):
             )
 
     def _on_sample(self, node: NodeState, event: Event) -> None:
+        """GPU utilisation for the policies, and whether the generation's workers still run on the node (a
+        lost fault event must not leave a job waiting for progress that will never come)."""
         sample = event.data
         if not isinstance(sample, NodeSample):
             return
         now = self.ctx.clock.now()
-        for rec in self.records.values():
-            gen = rec.generation
+        for name in self._on_node.get(node.node_id, ()):
+            rec = self.records.get(name)
+            gen = rec.generation if rec is not None else None
             member = gen.member(node.node_id) if gen is not None and gen.stage == "running" else None
-            if member is not None:
-                self.metrics.setdefault(rec.name, JobMetrics()).add_gpu_util(node.node_id, member.gpus, sample, now)
+            if member is None or gen is None:
+                continue
+            self.metrics.setdefault(name, JobMetrics()).add_gpu_util(node.node_id, member.gpus, sample, now)
+            if sample.workers is not None:
+                alive = any(
+                    w.job_id == name and w.generation == gen.number and w.state in ("starting", "running")
+                    for w in sample.workers
+                )
+                missing = self._missing.setdefault(name, {})
+                if alive:
+                    missing.pop(node.node_id, None)
+                else:
+                    missing.setdefault(node.node_id, now)
+
+    def _index(self) -> None:
+        """Which jobs' generations have members on each node (samples are many, jobs few)."""
+        index: dict[str, set[str]] = {}
+        for rec in self.records.values():
+            if rec.generation is not None:
+                for m in rec.generation.members:
+                    index.setdefault(m.node_id, set()).add(rec.name)
+        self._on_node = index
+
+    def _gone_workers(self, rec: JobRecord, now: float) -> list[TrainingFault]:
+        """The generation's members whose samples have shown none of its workers for ``workers_missing_s``."""
+        gen = rec.generation
+        missing = self._missing.get(rec.name, {})
+        if gen is None or gen.stage != "running" or gen.started is None:
+            return []
+        out = []
+        for node_id, since in missing.items():
+            if gen.member(node_id) is not None and now - max(since, gen.started) >= self.cfg.workers_missing_s:
+                silent = now - max(since, gen.started)
+                why = f"no worker of generation {gen.number} in {node_id}'s samples for {silent:.0f} s"
+                out.append(
+                    TrainingFault(
+                        job_id=rec.name, generation=gen.number, node_id=node_id, kind="worker_exit", rank=0, message=why
+                    )
+                )
+        return out
 
     # ---- the leader's loop --------------------------------------------------------------------------------
     async def tick(self, now: float) -> None:
@@ -229,7 +276,7 @@ class Jobs(Component):
             gen_before = rec.generation.number if rec.generation else None
             evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
             faults, evidence.faults = evidence.faults, []  # acted on once; completions add up per generation
-            evidence = Evidence(faults, evidence.completed)
+            evidence = Evidence(faults or self._gone_workers(rec, now), evidence.completed)
             verdict = None
             if rec.generation is not None and rec.generation.stage == "running" and not evidence.faults:
                 verdict = self._policy(rec, now)
@@ -244,11 +291,13 @@ class Jobs(Component):
                 self.metrics.setdefault(rec.name, JobMetrics()).reset(gen.number, gen.replicas)
                 self._rates.pop(rec.name, None)
                 self._evidence.pop(rec.name, None)
+                self._missing.pop(rec.name, None)
             if Reconciler.gone(rec):
                 await self.ctx.store.delete(STATE_JOBS, rec.name, "job")
                 self.records.pop(rec.name, None)
                 self.metrics.pop(rec.name, None)
                 self._rates.pop(rec.name, None)
+                self._index()
                 log.info("job deleted", job=rec.name)
 
     def _policy(self, rec: JobRecord, now: float) -> Verdict | None:

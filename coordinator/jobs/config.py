@@ -32,7 +32,12 @@ class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cordon_after_failures: Annotated[int, msgspec.Meta(ge=0, le=100)] = 3  # 0: never
     stop_timeout_s: Seconds = 180.0
     start_timeout_s: Seconds = 120.0  # from the start commands to every agent's answer
-    avoid_s: Seconds = 60.0  # a node that refused a start (or did not answer) is left out of placements this long
+    avoid_s: Seconds = 60.0
+    # a running generation's member whose samples show none of its workers this long has lost them (the fault
+    # event may have been lost, e.g. while leadership moved): the generation is restarted
+    workers_missing_s: Seconds = (
+        15.0  # a node that refused a start (or did not answer) is left out of placements this long
+    )
     straggler_factor: Annotated[float, msgspec.Meta(ge=1.0, le=100.0)] = 2.0
     straggler_window_s: Seconds = 60.0
     max_jobs: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 1000

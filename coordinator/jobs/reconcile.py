@@ -363,8 +363,10 @@ class Reconciler:
     async def _on_faults(self, rec: JobRecord, gen: Generation, faults: list[TrainingFault], now: float) -> None:
         first = faults[0]  # in arrival order: the first one is nearest the cause
         what = f"rank {first.rank} on {first.node_id}: {first.kind}"
-        if first.kind == "worker_exit":
+        if first.signal or first.exit_code is not None:
             what += f" ({first.signal or f'exit code {first.exit_code}'})"
+        elif first.message:
+            what = f"{first.node_id}: {first.message}"
         await self._failed(rec, gen, first.node_id, what, now)
 
     async def _failed(self, rec: JobRecord, gen: Generation, node_id: str | None, why: str, now: float) -> None:

@@ -25,6 +25,7 @@ from events.payloads import (
     TrainingCompleted,
     TrainingFault,
     TrainingProgress,
+    WorkerInfo,
 )
 from events.topics import STATE_JOBS
 from tests.unit.coordinator.offline import offline_coordinator
@@ -67,6 +68,7 @@ class JobSim:
         self.seq: dict[str, int] = {}
         self.dead: set[str] = set()
         self.util = 50.0
+        self.workers: dict[str, list[tuple[str, int]]] | None = None  # what each agent's samples say runs there
         self.fleet.ctx.ingest = Hearing()  # the coordinator hears the bus: silent nodes are judged
 
     async def start(self, epoch: int = 3) -> None:
@@ -84,7 +86,14 @@ class JobSim:
     async def sample(self, node: str) -> None:
         self.seq[node] = self.seq.get(node, 0) + 1
         gpus = [GpuReading(index=i, uuid=f"{node}-{i}", name="sim", util_gpu=self.util) for i in range(self.gpus)]
-        await self.deliver(NodeSample(node_id=node, backend="sim", gpus=gpus, seq=self.seq[node]), f"/x/{node}")
+        workers = None
+        if self.workers is not None:
+            workers = [
+                WorkerInfo(job_id=job, generation=gen, rank=0, local_rank=0, gpu=0, pid=100, state="running")
+                for job, gen in self.workers.get(node, [])
+            ]
+        sample = NodeSample(node_id=node, backend="sim", gpus=gpus, seq=self.seq[node], workers=workers)
+        await self.deliver(sample, f"/x/{node}")
 
     async def second(self, n: int = 1) -> None:
         """``n`` seconds of fleet life: live nodes sample, the coordinator ticks."""

@@ -286,3 +286,17 @@ async def test_a_dead_node_is_left_out_well_before_it_is_declared_lost(sim: JobS
     assert sim.fleet.node("n3").liveness == "Suspect"  # not Lost yet (lost after 10 s)
     assert rec.generation.node_ids == ["n1", "n2"] and rec.generation.stage == "running"
     assert "n3 is Suspect" in rec.decisions[-1].reason
+
+
+async def test_workers_gone_from_a_nodes_samples_restart_the_generation_without_a_fault_event(sim: JobSim) -> None:
+    sim.workers = {n: [("tiny", 1)] for n in ("n1", "n2", "n3")}
+    await running(sim)
+    await sim.second(20)
+    assert sim.job().generation.number == 1  # the workers show in every sample: nothing to do
+    sim.workers["n2"] = []  # they died, and the fault event was lost (e.g. during a leader change)
+    await sim.second(10)
+    assert sim.job().generation.number == 1  # not yet: jobs.workers_missing_s is 15 s
+    await sim.second(6)
+    rec = sim.job()
+    assert rec.generation.number == 2 and rec.decisions[-1].kind == "restart"
+    assert "n2: no worker of generation 1 in n2's samples for 15 s" in rec.decisions[-1].reason
