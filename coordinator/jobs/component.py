@@ -186,6 +186,8 @@ class Jobs(Component):
         if isinstance(data, TrainingFault):
             if len(evidence.faults) < MAX_FAULTS:  # the first ones tell the cause; a standby never drains them
                 evidence.faults.append(data)
+            if evidence.first_fault_at is None:
+                evidence.first_fault_at = now
         elif isinstance(data, TrainingCompleted):
             evidence.completed[data.node_id] = data
         if self.ctx.leadership.is_leader:
@@ -275,8 +277,10 @@ class Jobs(Component):
                 return
             gen_before = rec.generation.number if rec.generation else None
             evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
-            faults, evidence.faults = evidence.faults, []  # acted on once; completions add up per generation
-            evidence = Evidence(faults or self._gone_workers(rec, now), evidence.completed)
+            if not evidence.faults:
+                gone = self._gone_workers(rec, now)
+                if gone:
+                    evidence.faults, evidence.first_fault_at = gone, now - self.cfg.fault_settle_s
             verdict = None
             if rec.generation is not None and rec.generation.stage == "running" and not evidence.faults:
                 verdict = self._policy(rec, now)
@@ -287,11 +291,12 @@ class Jobs(Component):
             if not acted:  # no verdict, or none that could be placed: the usual step
                 await self.reconciler.step(rec, now, evidence)
             gen = rec.generation
-            if gen is not None and gen.number != gen_before:
-                self.metrics.setdefault(rec.name, JobMetrics()).reset(gen.number, gen.replicas)
+            if (gen.number if gen is not None else None) != gen_before:  # the evidence was about the old one
                 self._rates.pop(rec.name, None)
                 self._evidence.pop(rec.name, None)
                 self._missing.pop(rec.name, None)
+                if gen is not None:
+                    self.metrics.setdefault(rec.name, JobMetrics()).reset(gen.number, gen.replicas)
             if Reconciler.gone(rec):
                 await self.ctx.store.delete(STATE_JOBS, rec.name, "job")
                 self.records.pop(rec.name, None)

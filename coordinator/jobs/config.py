@@ -33,6 +33,9 @@ class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     stop_timeout_s: Seconds = 180.0
     start_timeout_s: Seconds = 120.0  # from the start commands to every agent's answer
     avoid_s: Seconds = 60.0
+    # after a worker fault, how long members may take to show a sign of life (a sample, their own fault)
+    # before the silent ones are left out of the next generation
+    fault_settle_s: Seconds = 2.0
     # a running generation's member whose samples show none of its workers this long has lost them (the fault
     # event may have been lost, e.g. while leadership moved): the generation is restarted
     workers_missing_s: Seconds = (

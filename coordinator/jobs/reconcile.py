@@ -35,10 +35,12 @@ AUTO_JOB = "auto:job"
 
 @dataclass
 class Evidence:
-    """What the job's workers reported about its current generation since the last step (leader's memory)."""
+    """What the job's workers reported about its current generation (leader's memory, until the generation
+    changes): worker faults, in arrival order, and each node's completion."""
 
     faults: list[TrainingFault]
     completed: dict[str, TrainingCompleted]
+    first_fault_at: float | None = None  # when the first fault arrived (coordinator clock)
 
 
 @dataclass
@@ -311,7 +313,7 @@ class Reconciler:
             )
             return
         if evidence.faults:
-            await self._on_faults(rec, gen, evidence.faults, now)
+            await self._on_faults(rec, gen, evidence, now)
             return
         if all(i is not None and i.status == "done" for i in answers.values()):
             gen.stage, gen.started = "running", now
@@ -331,7 +333,7 @@ class Reconciler:
             await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=alive)
             return
         if evidence.faults:
-            await self._on_faults(rec, gen, evidence.faults, now)
+            await self._on_faults(rec, gen, evidence, now)
             return
         if evidence.completed and set(evidence.completed) >= set(gen.node_ids):
             await self._completed(rec, gen, evidence, now)
@@ -360,8 +362,33 @@ class Reconciler:
                 kind: DecisionKind = "grow" if rec.desired_replicas is None else "scale"
                 await self.begin(rec, placement, kind, reason, now)
 
-    async def _on_faults(self, rec: JobRecord, gen: Generation, faults: list[TrainingFault], now: float) -> None:
-        first = faults[0]  # in arrival order: the first one is nearest the cause
+    def silent_members(self, gen: Generation, evidence: Evidence, now: float) -> list[str] | None:
+        """The members that gave no sign of life since the first fault (no fault of theirs, no sample), once
+        each member gave one or ``fault_settle_s`` passed; None while waiting. A machine that died takes its
+        workers with it and stops sampling: the survivors' workers fail at once on its closed sockets, so
+        the one member that stays silent is the cause, found seconds before it would be Suspect."""
+        since = evidence.first_fault_at if evidence.first_fault_at is not None else now
+        spoke = {f.node_id for f in evidence.faults}
+        silent = []
+        for m in gen.members:
+            node = self.fleet.node(m.node_id)
+            if m.node_id not in spoke and (node is None or node.last_seen is None or node.last_seen < since):
+                silent.append(m.node_id)
+        if silent and now - since < self.cfg.fault_settle_s:
+            return None
+        return silent
+
+    async def _on_faults(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> None:
+        silent = self.silent_members(gen, evidence, now)
+        if silent is None:
+            return  # a member may still speak up: decide once it did, or the settle time passed
+        if silent:
+            quiet = now - (evidence.first_fault_at or now)
+            reason = f"{', '.join(silent)} silent since the first worker fault ({quiet:.1f} s: no sample, no fault)"
+            placement = self.place(rec, avoid=frozenset(silent))
+            await self.begin(rec, placement, "shrink", reason, now, checkpoint=False)
+            return
+        first = evidence.faults[0]  # in arrival order: the first one is nearest the cause
         what = f"rank {first.rank} on {first.node_id}: {first.kind}"
         if first.signal or first.exit_code is not None:
             what += f" ({first.signal or f'exit code {first.exit_code}'})"

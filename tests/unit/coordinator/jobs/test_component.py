@@ -116,6 +116,8 @@ async def test_below_min_replicas_the_job_waits_in_pending_with_the_reason(tmp_p
 async def test_a_worker_failure_restarts_the_same_layout_after_a_back_off(sim: JobSim) -> None:
     await running(sim)
     await sim.fault("tiny", 1, "n2")
+    assert sim.job().generation.number == 1  # the others have not shown a sign of life since the fault yet
+    await sim.second()
     rec = sim.job()
     assert rec.restarts == 1 and rec.node_failures == {"n2": 1}
     assert rec.generation.number == 2 and rec.generation.node_ids == ["n1", "n2", "n3"]
@@ -144,6 +146,7 @@ async def test_the_restart_budget_ends_in_failed(sim: JobSim) -> None:
     await sim.second(5)
     await sim.run_generation()
     await sim.fault("tiny", 2, "n2")
+    await sim.second()
     rec = sim.job()
     assert rec.phase == "Failed" and "restart budget spent (1 restart(s))" in rec.reason
     await sim.second(3)
@@ -278,14 +281,17 @@ async def test_a_dead_node_is_left_out_well_before_it_is_declared_lost(sim: JobS
     await running(sim)
     sim.dead.add("n3")  # the machine died: its peers' workers fail at once, its samples stop
     await sim.fault("tiny", 1, "n1")
+    await sim.fault("tiny", 1, "n2")
     for _ in range(6):
         await sim.ack_all("stop_workers")
         await sim.ack_all("start_workers")
         await sim.second()
     rec = sim.job()
-    assert sim.fleet.node("n3").liveness == "Suspect"  # not Lost yet (lost after 10 s)
     assert rec.generation.node_ids == ["n1", "n2"] and rec.generation.stage == "running"
-    assert "n3 is Suspect" in rec.decisions[-1].reason
+    shrink = rec.decisions[-1]
+    assert shrink.kind == "shrink" and shrink.generation == 2  # no restart onto the dead node first
+    assert "n3 silent since the first worker fault" in shrink.reason or "n3 is Suspect" in shrink.reason
+    assert sim.fleet.node("n3").liveness != "Lost"  # seconds before it would be declared Lost
 
 
 async def test_workers_gone_from_a_nodes_samples_restart_the_generation_without_a_fault_event(sim: JobSim) -> None:
@@ -300,3 +306,21 @@ async def test_workers_gone_from_a_nodes_samples_restart_the_generation_without_
     rec = sim.job()
     assert rec.generation.number == 2 and rec.decisions[-1].kind == "restart"
     assert "n2: no worker of generation 1 in n2's samples for 15 s" in rec.decisions[-1].reason
+
+
+async def test_the_one_member_silent_after_a_fault_is_left_out_after_the_settle_time(tmp_path) -> None:
+    sim = JobSim(tmp_path, MYOLO_JOBS_FAULT_SETTLE_S="1.5")
+    await sim.start()
+    try:
+        await running(sim)
+        sim.dead.add("n2")
+        await sim.fault("tiny", 1, "n1")  # n1's worker failed on n2's closed socket; n3's is blocked
+        await sim.second()  # n1 and n3 sample: alive; n2 does not
+        assert sim.job().generation.number == 1  # within the settle time
+        await sim.second()
+        rec = sim.job()
+        assert rec.generation.number == 2 and rec.generation.node_ids == ["n1", "n3"]
+        assert "n2 silent since the first worker fault (1.5 s: no sample, no fault)" in rec.decisions[-1].reason
+        assert rec.restarts == 0 and sim.fleet.node("n2").liveness != "Lost"
+    finally:
+        await sim.close()
