@@ -62,16 +62,18 @@ def check_workers(rt: Runtime) -> Check:
     sup = rt.trainer
     assert sup is not None
     workers = sup.workers()
-    data: dict[str, object] = {"workers": [msgspec.to_builtins(w) for w in workers]}
+    warm = sup.warm.counts()
+    data: dict[str, object] = {"workers": [msgspec.to_builtins(w) for w in workers], "warm": warm}
     faulted = sorted(job.job_id for job in sup.jobs.values() if job.ending == "faulted")
     if faulted:
         return Check(
             status="degraded", detail=f"stopping the workers of faulted job(s) {', '.join(faulted)}", data=data
         )
+    standby = f"; {warm['ready']} warm standby worker(s) ready"
     if not workers:
-        return Check(status="ok", detail="no training workers", data=data)
+        return Check(status="ok", detail=f"no training workers{standby}", data=data)
     jobs = sorted({f"{w.job_id} g{w.generation}" for w in workers})
-    return Check(status="ok", detail=f"{len(workers)} worker(s) of {', '.join(jobs)}", data=data)
+    return Check(status="ok", detail=f"{len(workers)} worker(s) of {', '.join(jobs)}{standby}", data=data)
 
 
 async def active_report(rt: Runtime) -> HealthReport:

@@ -56,6 +56,7 @@ def build_supervisor(rt: Runtime) -> Supervisor:
         python=trainer_python(rt),
         on_gpu_use=gpu_use,
         socket_dir=Path(rt.cfg.control_socket).parent,
+        accepting=lambda: not rt.draining,  # a draining node keeps no warm standby
     )
 
 

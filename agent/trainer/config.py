@@ -3,6 +3,11 @@
 Every timeout is a setting, and the hang bound is learned: a worker is hung when it is silent for longer than
 ``max(hang_floor_s, hang_factor x the job's recent step time)``; before its first step it has
 ``startup_timeout_s`` (importing torch, building the model and meeting the other ranks take a while).
+
+Warm standby workers (``agent.trainer.warm``): ``warm_workers`` processes that have already imported torch and
+the trainer wait for a job, so a new generation's workers skip most of their start-up; unset means one per
+GPU of the node, 0 turns them off. Replacements are started once every worker of a starting job has trained
+a step (or ``warm_refill_after_s`` after the start), their imports niced by ``warm_nice``.
 """
 
 from __future__ import annotations
@@ -31,3 +36,6 @@ class TrainerConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     term_grace_s: Seconds = 10.0
     check_timeout_s: Seconds = 60.0  # the trainer's own check of a job before any worker starts
     log_tail_lines: Annotated[int, msgspec.Meta(ge=0, le=50)] = 20
+    warm_workers: Annotated[int, msgspec.Meta(ge=0, le=64)] | None = None  # None: one per GPU; 0: off
+    warm_nice: Annotated[int, msgspec.Meta(ge=0, le=19)] = 10
+    warm_refill_after_s: Seconds = 30.0

@@ -24,6 +24,7 @@ class Worker:
     last_step: int | None = None
     exit_code: int | None = None
     exited: asyncio.Event = field(default_factory=asyncio.Event)
+    warm: bool = False  # a warm standby took this slot (else a cold spawn)
 
     @property
     def pid(self) -> int:

@@ -5,6 +5,9 @@ stop signals its whole process group: compile workers and data loaders included)
 ``<run dir>/rank-<R>.log`` and NCCL's debug log in ``<run dir>/nccl-rank-<R>.log`` (which the agent's NCCL
 follower parses). On simulated GPUs ``CUDA_VISIBLE_DEVICES`` is empty, so the worker trains on the CPU
 with gloo; on a real node it is the worker's GPU index.
+
+A warm standby (``agent.trainer.warm``) is started the same way with the same interpreter, directory base and
+environment less the per-worker variables; handed a plan, it becomes that worker.
 """
 
 from __future__ import annotations
@@ -23,6 +26,26 @@ from events.payloads.commands import StartWorkersArgs
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # variables of a parent's own launch that must not leak into a worker the agent starts
 _DROPPED = ("TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RUN_ID", "MYOLO_ZMQ_PROGRESS", "MYOLO_ZMQ_CONTROL")
+# set per worker by plan_workers (OMP_NUM_THREADS too, unless the agent's environment sets it)
+PER_WORKER = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "MYOLO_JOB_ID",
+    "MYOLO_GENERATION",
+    "MYOLO_ZMQ_PROGRESS",
+    "MYOLO_ZMQ_CONTROL",
+    "NCCL_DEBUG",
+    "NCCL_DEBUG_FILE",
+    "CUDA_VISIBLE_DEVICES",
+)
+WORKER_MODULE = "kernels.cli.worker"
+STANDBY_MODULE = "kernels.cli.warm"
 
 
 @dataclass(frozen=True)
@@ -30,7 +53,8 @@ class WorkerPlan:
     rank: int
     local_rank: int
     gpu: int
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # <python> -m kernels.cli.worker <args>
+    args: tuple[str, ...]  # the worker's own arguments (what a warm standby is handed)
     env: Mapping[str, str]
     cwd: Path
     log_path: Path
@@ -81,7 +105,7 @@ def plan_workers(
     for local_rank, gpu in enumerate(args.gpus):
         rank = args.global_rank(local_rank)
         nccl_log = directory / f"nccl-rank-{rank}.log"
-        env = {k: v for k, v in base_env.items() if k not in _DROPPED}
+        env = inherited_env(base_env)
         env.update(
             RANK=str(rank),
             WORLD_SIZE=str(args.world_size),
@@ -98,15 +122,16 @@ def plan_workers(
             NCCL_DEBUG="INFO",
             NCCL_DEBUG_FILE=str(nccl_log),
             CUDA_VISIBLE_DEVICES=str(gpu) if real_gpus else "",
-            PYTHONUNBUFFERED="1",
         )
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // local_world)))
+        worker_args = ("--config", str(job_file))
         plans.append(
             WorkerPlan(
                 rank=rank,
                 local_rank=local_rank,
                 gpu=gpu,
-                argv=(*python, "-m", "kernels.cli.worker", "--config", str(job_file)),
+                argv=(*python, "-m", WORKER_MODULE, *worker_args),
+                args=worker_args,
                 env=env,
                 cwd=directory,
                 log_path=rank_log(directory, rank),
@@ -114,6 +139,22 @@ def plan_workers(
             )
         )
     return plans
+
+
+def inherited_env(base_env: Mapping[str, str]) -> dict[str, str]:
+    """What every worker and standby inherits from the agent: its environment less a parent launch's own
+    variables, unbuffered (the logs are read while the worker runs)."""
+    env = {k: v for k, v in base_env.items() if k not in _DROPPED}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def standby_env(base_env: Mapping[str, str]) -> dict[str, str]:
+    """A standby's environment: a worker's less the per-worker variables it is handed later, and no GPU
+    until then (were CUDA set up before the handoff, it would see none rather than a wrong one)."""
+    env = {k: v for k, v in inherited_env(base_env).items() if k not in PER_WORKER}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
 
 
 async def spawn(plan: WorkerPlan) -> asyncio.subprocess.Process:

@@ -13,6 +13,12 @@ A stop (``stop_workers``, ``drain``, the agent's own SIGTERM) asks the job to ch
 current step (only the node holding global rank 0 can ask: it is the rank that hears the agent), waits up
 to ``stop_timeout_s``, then SIGTERMs each worker's process group, then SIGKILLs it after ``term_grace_s``.
 Workers do not outlive their agent.
+
+A worker slot is handed to a warm standby (``agent.trainer.warm``: its imports already done) when one is
+ready, else started cold. Jobs with ``compile: true`` always start cold: the worker must give each rank its
+own inductor cache through the environment before torch is imported (``kernels.cli.worker.
+isolate_compile_cache``), which a standby has already done, and such workers spend their start-up compiling,
+so the import saved would matter little.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from agent.trainer.link import BadMessage, WorkerLink, decode, send_control
 from agent.trainer.logtail import tail_lines
 from agent.trainer.signals import process_stopped, signal_group, signal_name, wait_all
 from agent.trainer.throttle import ProgressThrottle
+from agent.trainer.warm import WarmPool
 from events.clock import Clock
 from events.limits import Throttle
 from events.payloads import (
@@ -56,6 +63,7 @@ GpuUse = Callable[[dict[int, list[int]]], None]  # GPU index -> pids of the work
 TICK_S = 0.25
 FaultKind = Literal["worker_exit", "worker_hang"]
 KILL_WAIT_S = 5.0
+WARM_CHECK_S = 1.0  # how often the warm pool is brought to its target
 
 
 @dataclass
@@ -85,6 +93,7 @@ class Supervisor:
         on_gpu_use: GpuUse | None = None,
         base_env: Mapping[str, str] | None = None,
         socket_dir: Path | None = None,
+        accepting: Callable[[], bool] = lambda: True,
     ) -> None:
         self.cfg = cfg
         self.node_id = node_id
@@ -104,6 +113,16 @@ class Supervisor:
         self._tasks = TaskSet(log, "supervisor task")
         self.link: WorkerLink | None = None
         self._has_jobs = asyncio.Event()
+        self._accepting = accepting  # False while the node drains: no standby is kept then
+        self.warm = WarmPool(
+            clock=clock,
+            python=self.python,
+            workers_dir=workers_dir,
+            base_env=self._base_env,
+            nice=cfg.warm_nice,
+            term_grace_s=cfg.term_grace_s,
+            ready_timeout_s=cfg.startup_timeout_s,
+        )
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
@@ -115,14 +134,18 @@ class Supervisor:
         """Receive the workers' messages and watch for hangs until cancelled."""
         assert self.link is not None, "open() first"
         self.link.attach(self.on_frames)
+        warm = asyncio.create_task(self._warm_loop(), name="warm-pool")
         try:
             await self._tick_loop()
         finally:
+            warm.cancel()
             if self.link is not None:
                 self.link.detach()
 
     async def close(self) -> None:
-        """Stop every local job the way a stop command does (checkpoint first), then close the sockets."""
+        """Retire the warm standbys, stop every local job the way a stop command does (checkpoint first), then
+        close the sockets."""
+        await self.warm.close()
         await self.stop_all("the agent is stopping", checkpoint=True)
         await self._tasks.cancel()
         if self.link is not None:
@@ -131,9 +154,19 @@ class Supervisor:
 
     def reconfigure(self, cfg: TrainerConfig, python: Sequence[str]) -> None:
         """A reloaded ``[trainer]`` (SIGHUP): timeouts and the hang rule apply to running jobs too, the
-        interpreter and the workers' directory to the next start."""
+        interpreter and the workers' directory to the next start. Any change retires the warm standbys (they
+        were started under the old settings); new ones follow."""
+        changed = cfg != self.cfg or tuple(python) != self.python
         self.cfg, self.python = cfg, tuple(python)
         self.workers_dir = Path(cfg.workers_dir) if cfg.workers_dir else self.workers_dir
+        if changed:
+            self.warm.configure(
+                python=python,
+                workers_dir=self.workers_dir,
+                nice=cfg.warm_nice,
+                term_grace_s=cfg.term_grace_s,
+                ready_timeout_s=cfg.startup_timeout_s,
+            )
         self._throttle.interval_s = cfg.progress_interval_s
         for job in self.jobs.values():
             w = job.watch
@@ -199,8 +232,8 @@ class Supervisor:
         self._has_jobs.set()
         try:
             for plan in plans:
-                proc = await launch.spawn(plan)
-                job.workers[plan.rank] = Worker(plan=plan, proc=proc)
+                proc, warm = await self._launch(plan, warm_ok=not args.job.compile)
+                job.workers[plan.rank] = Worker(plan=plan, proc=proc, warm=warm)
                 self._tasks.add(asyncio.create_task(self._reap(job, job.workers[plan.rank]), name=f"reap:{proc.pid}"))
         except OSError as exc:
             job.ending = "faulted"
@@ -213,8 +246,30 @@ class Supervisor:
         self.stats.started += len(plans)
         self._gpus_changed()
         pids = {str(rank): w.pid for rank, w in job.workers.items()}
-        log.info("workers started", job_id=args.job_id, generation=args.generation, pids=pids, dir=str(directory))
-        return {"job_id": args.job_id, "generation": args.generation, "pids": pids, "world_size": args.world_size}
+        warm = sorted(rank for rank, w in job.workers.items() if w.warm)
+        log.info(
+            "workers started",
+            job_id=args.job_id,
+            generation=args.generation,
+            pids=pids,
+            warm_ranks=warm,
+            dir=str(directory),
+        )
+        return {
+            "job_id": args.job_id,
+            "generation": args.generation,
+            "pids": pids,
+            "world_size": args.world_size,
+            "warm_ranks": warm,
+        }
+
+    async def _launch(self, plan: launch.WorkerPlan, warm_ok: bool) -> tuple[asyncio.subprocess.Process, bool]:
+        """A ready warm standby becomes the worker when there is one (and ``warm_ok``), else a cold spawn; the
+        process and whether it was warm. Raises ``OSError``."""
+        standby = self.warm.take() if warm_ok else None
+        if standby is not None and await self.warm.hand(standby, plan):
+            return standby.proc, True
+        return await launch.spawn(plan), False
 
     # ------------------------------------------------------------------ stop
     async def stop(self, job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
@@ -433,6 +488,28 @@ class Supervisor:
             record = self._throttle.due(job_id, now)
             if record is not None:
                 self._send_progress(record)
+
+    def warm_target(self) -> int:
+        """How many standbys to keep: ``warm_workers`` (default one per GPU); none while draining or closing."""
+        if self.warm.closed or not self._accepting():
+            return 0
+        return self._gpu_count() if self.cfg.warm_workers is None else self.cfg.warm_workers
+
+    def starting(self) -> bool:
+        """A job's workers are starting here: some has not trained a step, and the start is recent enough.
+        New standbys wait meanwhile, so their imports do not compete with that start-up on the CPU."""
+        now = self.clock.monotonic()
+        return any(
+            job.ending is None
+            and now - job.started < self.cfg.warm_refill_after_s
+            and any(w.last_step is None for w in job.running())
+            for job in self.jobs.values()
+        )
+
+    async def _warm_loop(self) -> None:
+        while True:
+            await self.clock.sleep(WARM_CHECK_S)
+            await self.warm.reconcile(self.warm_target(), spawn=not self.starting())
 
     async def _tick_loop(self) -> None:
         while True:

@@ -3,6 +3,7 @@
 Rank and rendezvous come from RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (``kernels.worker``
 parses them); the job id, generation and the agent's ZeroMQ endpoints too. Rank 0 writes progress
 records on stdout for ``myolo-train``; every replica's reporting rank pushes progress to the agent.
+A warm standby (``kernels.cli.warm``) runs the same ``main`` once it is handed its environment and arguments.
 """
 
 from __future__ import annotations
@@ -70,10 +71,15 @@ def run_worker(job: JobConfig, json_output: bool) -> None:
         raise typer.Exit(1) from None
 
 
-def main() -> None:
-    configure_logging("info", stream=sys.stderr)  # stdout carries the progress records
+def build_app() -> typer.Typer:
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command(help="Run one training worker (torchrun-style environment).")(make_command(run_worker))
+    return app
+
+
+def main() -> None:
+    configure_logging("info", stream=sys.stderr)  # stdout carries the progress records
+    app = build_app()
     try:
         app()
     except SystemExit as done:

@@ -4,7 +4,8 @@ Checked: a signed ``start_workers`` trains a 2-worker job to completion with pro
 Kafka's side; a job across two agents matches ``myolo-train --nproc 2``; a killed worker is a fault naming
 its rank and signal and its peers are stopped; a stopped (SIGSTOP) worker is a ``worker_hang`` within the
 learned bound; ``stop_workers`` checkpoints, leaves no process and acks ``done``; bad starts are rejected
-naming the argument, with nothing started.
+naming the argument, with nothing started; a job started on warm standby workers trains as a cold one (the
+start -> first progress of both is printed, not asserted) and no standby outlives its agent.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -253,3 +256,54 @@ async def test_the_agents_sigterm_stops_its_workers_with_a_checkpoint_first(
         assert "waiting for workers to checkpoint and stop" in agent.log_text()
         await wait_until(lambda: max(p.step for p in r.progress(job)) == step, 30, "the last step's progress")
         assert r.faults(job) == [] and r.completions(job) == []
+
+
+async def start_to_first_progress(r, job: str, spec: dict) -> tuple[float, dict]:
+    """A signed start on the rig's one agent (2 GPUs) to its first progress event consumed: seconds, and the
+    start's result."""
+    t0 = time.monotonic()
+    (cid,) = await r.start_job(job, spec, [[0, 1]])
+    await wait_until(lambda: r.progress(job), 300, f"the first progress{r.logs()}", every=0.01)
+    took = time.monotonic() - t0
+    ack = await r.outcome(cid)
+    assert ack.status == "done", ack
+    return took, ack.result
+
+
+async def test_a_job_started_on_warm_standby_workers_trains_as_a_cold_one(
+    settings, kafka, tmp_path, monkeypatch
+) -> None:
+    spec = {**TINY_JOB, "steps": 6}
+    losses: dict[str, dict[int, float]] = {}
+    seconds: dict[str, float] = {}
+    for kind, count in (("cold", "0"), ("warm", "2")):
+        monkeypatch.setenv("MYOLO_TRAINER_WARM_WORKERS", count)
+        (tmp_path / kind).mkdir()
+        async with rig(settings, kafka, tmp_path / kind, monkeypatch, gpus=2) as r:
+            (agent,) = r.agents
+
+            async def two_ready(agent=agent) -> bool:
+                _, health = await asyncio.to_thread(agent.health)
+                return health["checks"]["workers"]["data"]["warm"]["ready"] == 2
+
+            if kind == "warm":
+                await wait_until(two_ready, 120, "two warm standbys", every=0.5)
+            job = job_id()
+            seconds[kind], result = await start_to_first_progress(r, job, spec)
+            assert result["warm_ranks"] == ([0, 1] if kind == "warm" else []), result
+            await wait_until(lambda j=job: r.completions(j), 300, f"the completion{r.logs()}")
+            assert r.faults(job) == []
+            losses[kind] = {p.step: p.loss for p in r.progress(job) if p.rank == 0}
+            if kind == "warm":  # replacements come once the job has stepped
+                await wait_until(two_ready, 120, "two new standbys", every=0.5)
+            standbys = ready_standby_pids(agent.log_text())
+            assert len(standbys) == (4 if kind == "warm" else 0)
+        assert all(pid_gone(pid) for pid in (*standbys, *result["pids"].values()))  # nothing outlives the agent
+    print(f"start -> first progress on Kafka: cold {seconds['cold']:.2f} s, warm {seconds['warm']:.2f} s")
+    assert losses["warm"] == pytest.approx(losses["cold"], rel=1e-6) and 6 in losses["warm"]
+
+
+def ready_standby_pids(log: str) -> set[int]:
+    """The pids of the agent's log lines ``warm standby ready`` (console format, colours and all)."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+    return {int(pid) for pid in re.findall(r"warm standby ready\b.*\bpid=(\d+)", plain)}

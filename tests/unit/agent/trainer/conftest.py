@@ -25,6 +25,7 @@ class Node:
     published: list[Payload] = field(default_factory=list)
     urgent: list[Payload] = field(default_factory=list)
     gpu_use: list[dict[int, list[int]]] = field(default_factory=list)
+    draining: bool = False
 
     def of(self, cls: type[Payload]) -> list[Any]:
         return [p for p in self.published if isinstance(p, cls)]
@@ -55,7 +56,8 @@ def start_args(gpus: list[int], job_id: str = "j1", generation: int = 0, **job: 
 
 
 async def make_node(tmp_path: Path, clock: Clock, env: dict[str, str], **cfg: Any) -> Node:
-    config = TrainerConfig(**{"progress_interval_s": 0.0, "term_grace_s": 2.0, "stop_timeout_s": 10.0, **cfg})
+    defaults = {"progress_interval_s": 0.0, "term_grace_s": 2.0, "stop_timeout_s": 10.0, "warm_workers": 0}
+    config = TrainerConfig(**{**defaults, **cfg})
     node: Node | None = None
 
     def publish(payload: Payload, urgent: bool = False) -> None:
@@ -76,6 +78,7 @@ async def make_node(tmp_path: Path, clock: Clock, env: dict[str, str], **cfg: An
         on_gpu_use=lambda use: node.gpu_use.append(use) if node else None,
         base_env={**os.environ, **env},
         socket_dir=tmp_path,
+        accepting=lambda: not (node and node.draining),
     )
     node = Node(sup)
     sup.open()

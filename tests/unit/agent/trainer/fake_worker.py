@@ -6,6 +6,11 @@ Its behaviour comes from ``FAKE_<RANK>`` (else ``FAKE``) in the environment: ``s
 exit 0), ``fail:N`` (exit 3 after N steps, printing a traceback-like line), ``silent:N`` (stop talking after N
 steps and sleep), ``stubborn`` (train forever, ignore SIGTERM), ``forever`` (train until told to stop).
 ``FAKE_STEP_S`` is the step time (default 0.02 s).
+
+Run as ``python fake_worker.py -m kernels.cli.warm`` it is a warm standby: it takes the handoff with the real
+``kernels.cli.warm`` code (ready line, handoff on stdin, log, directory, environment) and then runs as the
+worker it was handed. ``FAKE_WARM`` in the standby's environment: ``ok`` (default), ``fail`` (exit 1 before
+ready, as an interpreter without torch would), ``slow`` (never ready).
 """
 
 from __future__ import annotations
@@ -21,10 +26,35 @@ import zmq
 from events.payloads import ControlMessage, TrainingProgress, WorkerHeartbeat
 
 
+def standby() -> int | None:
+    """The standby's life until the handoff; an exit code when it ends there, None once it is a worker."""
+    mode = os.environ.get("FAKE_WARM", "ok")
+    if mode == "fail":
+        print("fake standby: ModuleNotFoundError: No module named 'torch'", file=sys.stderr, flush=True)
+        return 1
+    if mode == "slow":
+        time.sleep(3600)
+    from kernels.cli.warm import become
+    from kernels.cli.warm import standby as wait_for_handoff
+
+    print("a library's import chatter on stdout", flush=True)  # before the ready line: passed over
+    handoff = wait_for_handoff()
+    if handoff is None:
+        return 0
+    become(handoff)
+    sys.argv = [sys.argv[0], "-m", "kernels.cli.worker", *handoff.argv]
+    print(f"fake standby pid {os.getpid()} took rank {os.environ.get('RANK')}", flush=True)
+    return None
+
+
 def main() -> int:
     if sys.argv[1:3] == ["-m", "kernels.cli.check_job"]:  # the agent's admission check: every job is fine
         print('{"ok": true}')
         return 0
+    if sys.argv[1:3] == ["-m", "kernels.cli.warm"]:
+        code = standby()
+        if code is not None:
+            return code
     rank = int(os.environ["RANK"])
     mode = os.environ.get(f"FAKE_{rank}") or os.environ.get("FAKE", "steps:5")
     kind, _, arg = mode.partition(":")
@@ -32,7 +62,8 @@ def main() -> int:
     step_s = float(os.environ.get("FAKE_STEP_S", "0.02"))
     job, gen = os.environ["MYOLO_JOB_ID"], int(os.environ["MYOLO_GENERATION"])
     assert sys.argv[1:4] == ["-m", "kernels.cli.worker", "--config"], sys.argv
-    print(f"fake worker rank {rank} job {job} mode {mode} cuda={os.environ.get('CUDA_VISIBLE_DEVICES')!r}", flush=True)
+    cuda = os.environ.get("CUDA_VISIBLE_DEVICES")
+    print(f"fake worker rank {rank} job {job} mode {mode} cuda={cuda!r} cwd={os.getcwd()}", flush=True)
     if kind == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     ctx = zmq.Context()
