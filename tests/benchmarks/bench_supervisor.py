@@ -7,6 +7,9 @@ is a fault on Kafka, and what supervising costs it -> ``results/supervisor.json`
 2. Stop: a signed ``stop_workers`` (with and without checkpoint) to every worker process (and descendant)
    exited, and to its ``done`` acknowledgement consumed from Kafka.
 3. Fault: ``kill -9`` of one worker to the ``worker_exit`` fault consumed from Kafka.
+1w. Warm start: the same start on an agent that keeps warm standby workers (``[trainer] warm_workers = 2``:
+   processes that have already imported torch and the trainer), each start once both are ready, as they are
+   between two generations of a job; the agent of 1 keeps none (``warm_workers = 0``), so 1 is the cold start.
 4. CPU: one agent with 8 simulated GPUs supervising 8 synthetic workers (``fake_worker.py``: the real ZeroMQ
    protocol, no torch) at 10 steps/s each, a progress record per step and a heartbeat a second per rank (as
    the trainer's AgentLink); the agent process's user+sys CPU over wall time, against the same agent idle just before.
@@ -162,7 +165,12 @@ async def agent_start(r: Rig, procs: Procs, ckpt: Path) -> tuple[str, dict[str, 
     return (
         job,
         pids,
-        {"to_workers_started_ack_s": r3(t_ack - t0), "to_first_progress_s": r3(t_first - t0), "first_step": first.step},
+        {
+            "to_workers_started_ack_s": r3(t_ack - t0),
+            "to_first_progress_s": r3(t_first - t0),
+            "first_step": first.step,
+            "warm_ranks": ack.result.get("warm_ranks"),
+        },
     )
 
 
@@ -264,7 +272,7 @@ async def launcher_import_s() -> float:
 
 async def tiny_runs(settings: KafkaSettings, broker: Any, tmp: Path, procs: Procs) -> dict:
     agent_runs, launch_runs = [], []
-    with bench_env() as mp:
+    with bench_env(MYOLO_TRAINER_WARM_WORKERS="0") as mp:
         async with rig(settings, broker, fresh(tmp / "tiny"), mp, gpus=2, progress_interval_s=PROGRESS_INTERVAL_S) as r:
             r.events = Stamped()
             await warm_up(r)
@@ -288,6 +296,41 @@ async def tiny_runs(settings: KafkaSettings, broker: Any, tmp: Path, procs: Proc
             "ratio_agent_over_myolo_train": r3(agent_med / launch_med),
         },
         "myolo_train_own_import_s": await launcher_import_s(),
+    }
+
+
+# ---------------------------------------------------------------------------------------------- 1w: warm
+async def standbys_ready(r: Rig, count: int) -> float:
+    """Wait until the agent's health endpoint shows ``count`` warm standbys ready; how long that took."""
+    t0 = time.monotonic()
+
+    async def ready() -> bool:
+        _, health = await asyncio.to_thread(r.agents[0].health)
+        return health["checks"]["workers"]["data"]["warm"]["ready"] >= count
+
+    await wait_until(ready, 300, f"{count} warm standbys{r.logs()}", every=0.2)
+    return r3(time.monotonic() - t0)
+
+
+async def warm_runs(settings: KafkaSettings, broker: Any, tmp: Path, procs: Procs) -> dict:
+    runs = []
+    with bench_env(MYOLO_TRAINER_WARM_WORKERS="2") as mp:
+        async with rig(settings, broker, fresh(tmp / "warm"), mp, gpus=2, progress_interval_s=PROGRESS_INTERVAL_S) as r:
+            r.events = Stamped()
+            await warm_up(r)
+            for i, ending in enumerate(ENDINGS):
+                waited = await standbys_ready(r, 2)
+                run = await agent_run(r, procs, ending, tmp / f"ckpt-warm-{i}")
+                runs.append({"waited_for_standbys_s": waited, **run})
+                print(json.dumps({"agent_warm": runs[-1]}), flush=True)
+    return {
+        "warm_workers": 2,
+        "agent": runs,
+        "start_median_s": {
+            "agent_warm_command_to_first_progress_on_kafka": r3(
+                statistics.median(a["start"]["to_first_progress_s"] for a in runs)
+            )
+        },
     }
 
 
@@ -363,10 +406,16 @@ async def run() -> dict:
         await ensure_topics(settings.client_kwargs(), CATALOGUE)
         try:
             tiny = await tiny_runs(settings, broker, Path(tmp), procs)
+            warm = await warm_runs(settings, broker, Path(tmp), procs)
             cpu = await supervision_cpu(settings, broker, Path(tmp), procs)
         finally:
             procs.kill_all()
-    return {"tiny_2_workers": tiny, "cpu_8_workers": cpu, "load_avg_1m_at_end": round(os.getloadavg()[0], 2)}
+    return {
+        "tiny_2_workers": tiny,
+        "tiny_2_workers_warm": warm,
+        "cpu_8_workers": cpu,
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+    }
 
 
 def main() -> None:
