@@ -50,8 +50,9 @@ class Standby:
     proc: asyncio.subprocess.Process
     epoch: int  # the pool configuration it was started with
     started: float  # the agent's monotonic clock
+    ready_fd: int  # our end of its stdout, read until its ready line; -1 once closed
     ready: bool = False
-    reader: asyncio.Task | None = None
+    partial: bytes = b""  # the start of a line not yet complete
 
     @property
     def pid(self) -> int:
@@ -59,6 +60,18 @@ class Standby:
 
     def alive(self) -> bool:
         return self.proc.returncode is None and running_child(self.pid)
+
+    def stop_reading(self) -> None:
+        if self.ready_fd >= 0:
+            asyncio.get_running_loop().remove_reader(self.ready_fd)
+            os.close(self.ready_fd)
+            self.ready_fd = -1
+
+    def let_go(self) -> None:
+        """Close our ends of its pipes (its stdin: it leaves at end of file)."""
+        self.stop_reading()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
 
 
 @dataclass
@@ -178,8 +191,7 @@ class WarmPool:
             if s.alive():
                 continue
             self.standbys.remove(s)
-            if s.reader is not None:
-                s.reader.cancel()
+            s.let_go()
             if s.ready:
                 log.warning("warm standby exited while waiting", pid=s.pid, code=s.proc.returncode)
             else:
@@ -215,50 +227,64 @@ class WarmPool:
             with contextlib.suppress(FileNotFoundError):
                 if path.stat().st_size > MAX_LOG_BYTES:
                     os.replace(path, path.with_name(LOG_NAME + ".1"))
-            with path.open("ab") as err:
-                proc = await asyncio.create_subprocess_exec(
-                    *self._python,
-                    "-m",
-                    launch.STANDBY_MODULE,
-                    "--nice",
-                    str(self._nice),
-                    cwd=self._workers_dir,
-                    env=launch.standby_env(self._base_env),
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=err,
-                    start_new_session=True,
-                )
+            # stdout is a plain pipe, not the process's: asyncio's wait() would also wait for its end of
+            # file, which a descendant that inherited it could hold back after the worker exited
+            ready_r, ready_w = os.pipe()
+            try:
+                with path.open("ab") as err:
+                    proc = await asyncio.create_subprocess_exec(
+                        *self._python,
+                        "-m",
+                        launch.STANDBY_MODULE,
+                        "--nice",
+                        str(self._nice),
+                        cwd=self._workers_dir,
+                        env=launch.standby_env(self._base_env),
+                        stdin=asyncio.subprocess.PIPE,
+                        stdout=ready_w,
+                        stderr=err,
+                        start_new_session=True,
+                    )
+            except OSError:
+                os.close(ready_r)
+                raise
+            finally:
+                os.close(ready_w)
         except OSError as exc:
             self._failed(f"it could not be started: {exc}")
             return None
         self.stats.started += 1
-        standby = Standby(proc=proc, epoch=self._epoch, started=self.clock.monotonic())
-        standby.reader = asyncio.create_task(self._await_ready(standby), name=f"warm-ready:{proc.pid}")
+        standby = Standby(proc=proc, epoch=self._epoch, started=self.clock.monotonic(), ready_fd=ready_r)
+        os.set_blocking(ready_r, False)
+        asyncio.get_running_loop().add_reader(ready_r, self._read_ready, standby)
         log.debug("warm standby started", pid=proc.pid)
         return standby
 
-    async def _await_ready(self, standby: Standby) -> None:
-        """Until its ready line (what an import printed on stdout before it is passed over); a line over the
-        reader's limit (ValueError) ends the wait, and the standby is retired when its ready timeout is up."""
-        stdout = standby.proc.stdout
-        assert stdout is not None
-        with contextlib.suppress(ValueError):
-            while line := await stdout.readline():
-                if line == READY_LINE:
-                    standby.ready = True
-                    self._failures = 0
-                    log.info("warm standby ready", pid=standby.pid)
-                    return
+    def _read_ready(self, standby: Standby) -> None:
+        """Its stdout is readable: look for the ready line (what an import printed before it is passed
+        over), then stop reading; at end of file (it died) stop too."""
+        try:
+            chunk = os.read(standby.ready_fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            standby.stop_reading()
+            return
+        *lines, standby.partial = (standby.partial + chunk).split(b"\n")
+        standby.partial = standby.partial[-len(READY_LINE) :]  # bounded: only a ready line matters
+        if READY_LINE.rstrip(b"\n") in lines:
+            standby.ready = True
+            standby.stop_reading()
+            self._failures = 0
+            log.info("warm standby ready", pid=standby.pid)
 
     async def _retire(self, standbys: list[Standby]) -> None:
         if not standbys:
             return
         for s in standbys:
-            if s.reader is not None:
-                s.reader.cancel()
-            if s.proc.stdin is not None:
-                s.proc.stdin.close()
+            s.let_go()
             signal_group(s.pid, signal.SIGTERM)
         waits = [asyncio.ensure_future(s.proc.wait()) for s in standbys]
         if not await wait_all(waits, self.clock, self._term_grace_s):

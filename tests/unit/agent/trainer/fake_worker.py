@@ -10,7 +10,8 @@ steps and sleep), ``stubborn`` (train forever, ignore SIGTERM), ``forever`` (tra
 Run as ``python fake_worker.py -m kernels.cli.warm`` it is a warm standby: it takes the handoff with the real
 ``kernels.cli.warm`` code (ready line, handoff on stdin, log, directory, environment) and then runs as the
 worker it was handed. ``FAKE_WARM`` in the standby's environment: ``ok`` (default), ``fail`` (exit 1 before
-ready, as an interpreter without torch would), ``slow`` (never ready).
+ready, as an interpreter without torch would), ``slow`` (never ready), ``child`` (before ready, starts a
+``sleep`` that inherits its stdout and outlives it; its pid in ``grandchild.pid`` of the standby's directory).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ def standby() -> int | None:
         return 1
     if mode == "slow":
         time.sleep(3600)
+    if mode == "child":
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL)  # stdout: the standby's
+        with open("grandchild.pid", "w") as f:
+            f.write(str(child.pid))
     from kernels.cli.warm import become
     from kernels.cli.warm import standby as wait_for_handoff
 

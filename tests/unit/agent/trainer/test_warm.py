@@ -83,6 +83,21 @@ async def test_a_dead_standby_is_not_used_and_is_replaced(node_factory) -> None:
     assert node.faults == [] and node.sup.warm.stats.failed == 0
 
 
+async def test_a_descendant_holding_the_standbys_stdout_does_not_hold_back_the_workers_exit(
+    node_factory, tmp_path
+) -> None:
+    node = await node_factory({"FAKE": "steps:3", "FAKE_WARM": "child"}, warm_workers=1)
+    await ready(node, 1)
+    grandchild = int((tmp_path / "workers" / "grandchild.pid").read_text())
+    try:
+        result = await node.sup.start(start_args([0]))
+        assert result["warm_ranks"] == [0]
+        await wait_until(lambda: node.completions, 30, "the completion, while the sleep still runs")
+        assert not pid_gone(grandchild)
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+
+
 async def test_compile_jobs_start_cold(node_factory) -> None:
     node = await node_factory({"FAKE": "steps:3"}, warm_workers=1)
     (standby,) = await ready(node, 1)
