@@ -17,8 +17,8 @@ Workers do not outlive their agent.
 A worker slot is handed to a warm standby (``agent.trainer.warm``: its imports already done) when one is
 ready, else started cold. Jobs with ``compile: true`` always start cold: the worker must give each rank its
 own inductor cache through the environment before torch is imported (``kernels.cli.worker.
-isolate_compile_cache``), which a standby has already done, and such workers spend their start-up compiling,
-so the import saved would matter little.
+isolate_compile_cache``), and a standby has imported it already; such workers spend their start-up
+compiling anyway, so the import saved would matter little.
 """
 
 from __future__ import annotations
@@ -509,7 +509,10 @@ class Supervisor:
     async def _warm_loop(self) -> None:
         while True:
             await self.clock.sleep(WARM_CHECK_S)
-            await self.warm.reconcile(self.warm_target(), spawn=not self.starting())
+            try:
+                await self.warm.reconcile(self.warm_target(), spawn=not self.starting())
+            except Exception:  # the pool is kept up to date at the next check; workers start cold meanwhile
+                log.error("warm pool upkeep failed", exc_info=True)
 
     async def _tick_loop(self) -> None:
         while True:
