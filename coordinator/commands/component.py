@@ -39,6 +39,7 @@ class Commands(Component):
             instance_id=ctx.instance_id,
             retry_after_s=cfg.retry_after_s,
             max_attempts=cfg.max_attempts,
+            expire_after_s=cfg.expire_after_s,
         )
 
     @classmethod

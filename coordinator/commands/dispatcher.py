@@ -51,6 +51,7 @@ class Dispatcher:
         instance_id: str,
         retry_after_s: float = 5.0,
         max_attempts: int = 5,
+        expire_after_s: float = 300.0,
     ) -> None:
         self.intents: dict[str, CommandIntent] = {}
         self.epoch: int | None = None
@@ -61,6 +62,7 @@ class Dispatcher:
         self._instance = instance_id
         self._retry_after_s = retry_after_s
         self._max_attempts = max_attempts
+        self._expire_after_s = expire_after_s
         self._lock = asyncio.Lock()
 
     # ---- state --------------------------------------------------------------------------------------------
@@ -172,6 +174,7 @@ class Dispatcher:
                 action=intent.action,
                 args=intent.args,
                 issued_by=self._instance,
+                expires_at=now + self._expire_after_s,  # each send its own: a retry is as fresh as its send
             )
             await self._producer.send(command)
             self.sent += 1

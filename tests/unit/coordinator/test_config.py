@@ -46,6 +46,7 @@ def test_toml_file(tmp_path: Path, key) -> None:
         ({"MYOLO_INGEST_FROM": "middle"}, "ingest_from", "middle"),
         ({"MYOLO_LEADER_HEARTBEAT_INTERVAL_MS": "3000"}, "leader.heartbeat_interval_ms", "a third"),
         ({"MYOLO_COMMANDS_RETRY_AFTER_S": "0.1"}, "commands.retry_after_s", "tick_s"),
+        ({"MYOLO_COMMANDS_EXPIRE_AFTER_S": "2"}, "commands.expire_after_s", "retry_after_s"),
     ],
 )
 def test_errors_name_the_key(env, key_name, words, key) -> None:

@@ -28,7 +28,7 @@ from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
-from events.topics import STATE_COORDINATOR, STATE_ROLLOUTS, STATE_NODES
+from events.topics import STATE_COORDINATOR, STATE_NODES, STATE_ROLLOUTS
 from tests.unit.coordinator.offline import offline_coordinator
 
 INFO = RecordInfo("t", 0, 0)

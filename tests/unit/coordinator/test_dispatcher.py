@@ -183,3 +183,16 @@ async def test_a_retry_running_while_a_command_is_issued_does_not_send_it_twice(
     gate.set()
     intent, resent = await asyncio.gather(issuing, retrying)
     assert resent == 0 and intent.attempts == 1 and len(rec.sends()) == 1
+
+
+async def test_every_send_carries_its_own_expiry() -> None:
+    clock = SimClock()
+    d, rec = make(clock, retry_after_s=5.0, expire_after_s=300.0)
+    await d.lead(3)
+    await d.issue("n1", "report_sample")
+    first = rec.sends()[-1]
+    assert first.expires_at == pytest.approx(clock.now() + 300.0)
+    await clock.advance(6.0)
+    assert await d.retry_due() == 1
+    again = rec.sends()[-1]
+    assert again.command_id == first.command_id and again.expires_at == pytest.approx(clock.now() + 300.0)
