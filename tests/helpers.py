@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -100,3 +101,18 @@ def pid_gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def pids_mentioning(text: str) -> list[int]:
+    """Live processes (not zombies, not this one) whose command line contains ``text``: a test's strays."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                status = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if text in cmdline and status != "Z" and int(entry.name) != os.getpid():
+                pids.append(int(entry.name))
+    return pids

@@ -37,6 +37,7 @@ from events.payloads.trainer_job import TrainerJob
 from kernels.train import progress
 from kernels.train.records import StartRecord, StepRecord
 from tests.benchmarks.elastic_torchrun import goodput, r3
+from tests.helpers import pids_mentioning
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = "bench"
@@ -129,18 +130,6 @@ class Stack:
         """Rank 0's log of a generation: on node-1, node rank 0 of every generation here (it never fails)."""
         path = self.dir / "agents" / "node-1" / "workers" / JOB / f"g{generation}" / "rank-0.log"
         return path.read_text().splitlines() if path.exists() else []
-
-
-def pids_mentioning(text: str) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(entry.name))
-            except OSError:
-                continue
-    return out
 
 
 def training(replicas: int, above: int = 0, steps: int = 1) -> Callable[[dict], bool]:

@@ -13,7 +13,7 @@ import pytest
 
 from coordinator.localstack import stack
 from events.broker import LocalBroker
-from tests.integration.coordinator.test_local_stack import _pids_mentioning
+from tests.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -47,9 +47,9 @@ def test_demo_shrinks_the_job_on_a_gpu_failure_grows_it_back_and_stops_cleanly(t
             assert re.search(rf"\b{kind}\b", describe), describe
         assert re.search(r"node-2 (was cordoned|has FAIL health)", describe), describe
         assert "Kafka stopped" in out.split("== Stop the stack")[1]
-        assert _pids_mentioning(str(tmp_path)) == []
+        assert pids_mentioning(str(tmp_path)) == []
     finally:
         stack.stop_members(tmp_path, progress=lambda _: None)
         LocalBroker(tmp_path).clean()
-        for pid in _pids_mentioning(str(tmp_path)):
+        for pid in pids_mentioning(str(tmp_path)):
             os.kill(pid, signal.SIGKILL)

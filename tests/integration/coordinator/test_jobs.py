@@ -28,7 +28,7 @@ import pytest
 
 from coordinator.localstack import stack
 from events.broker import LocalBroker, state
-from tests.integration.coordinator.test_local_stack import _pids_mentioning
+from tests.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
 RTOL = 1e-4  # fp32: the same math at a different reduction order, compounded over a few dozen steps
@@ -233,7 +233,7 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
         g3 = job["generation"]["number"]
 
         # node-3's agent and workers killed (the machine died): Lost, and the job shrinks without it
-        for pid in [records["node-3"].pid, *_pids_mentioning(str(tmp_path / "agents" / "node-3" / "workers"))]:
+        for pid in [records["node-3"].pid, *pids_mentioning(str(tmp_path / "agents" / "node-3" / "workers"))]:
             os.kill(pid, signal.SIGKILL)
         job = _until("the shrink after node-3 was lost", _running(api, "tiny", 2, g3), timeout=120)
         assert [m["node_id"] for m in job["generation"]["members"]] == ["node-1", "node-2"]
@@ -264,7 +264,7 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
     finally:
         stack.stop_members(tmp_path, progress=lambda _: None)
         broker.stop()
-        for pid in _pids_mentioning(str(tmp_path)):
+        for pid in pids_mentioning(str(tmp_path)):
             os.kill(pid, signal.SIGKILL)
         broker.clean()
 

@@ -19,20 +19,7 @@ from typer.testing import CliRunner
 from coordinator.cli.main import app
 from coordinator.localstack import stack
 from events.broker import LocalBroker, state
-
-
-def _pids_mentioning(text: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                status = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if text in cmdline and status != "Z" and int(entry.name) != os.getpid():
-                pids.append(int(entry.name))
-    return pids
+from tests.helpers import pids_mentioning
 
 
 def _until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
@@ -120,12 +107,12 @@ def test_local_stack_up_get_status_failover_down(tmp_path: Path, monkeypatch: py
         assert (
             down.output.index("agent node-1") < down.output.index(f"coordinator {standby}") < down.output.index("Kafka")
         )
-        assert _pids_mentioning(str(tmp_path)) == []
+        assert pids_mentioning(str(tmp_path)) == []
         assert state.load(tmp_path).processes == []
     finally:
         stack.stop_members(tmp_path, progress=lambda _: None)
         LocalBroker(tmp_path).clean()
-        for pid in _pids_mentioning(str(tmp_path)):
+        for pid in pids_mentioning(str(tmp_path)):
             os.kill(pid, signal.SIGKILL)
 
 
