@@ -12,7 +12,7 @@ gone) -> ``starting`` (``start_workers`` to each member; each agent answers once
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -23,7 +23,7 @@ from coordinator.fleet.interface import FleetNodes
 from coordinator.fleet.model import NodeState
 from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
-from coordinator.jobs.placement import Capacity, Placement, capacity, place, replica_counts
+from coordinator.jobs.placement import Capacity, Placement, capacity, place
 from coordinator.jobs.records import MAX_DECISIONS, Decision, DecisionKind, Generation, JobRecord
 from events.clock import Clock
 from events.payloads import TrainingCompleted, TrainingFault
@@ -52,9 +52,6 @@ class Verdict:
     reason: str
     metrics: dict[str, float]
     avoid: frozenset[str] = frozenset()  # nodes to leave out (a straggler's)
-
-
-Save = Callable[[JobRecord], "object"]
 
 
 def why_unschedulable(node: NodeState | None) -> str | None:
@@ -93,7 +90,7 @@ class Reconciler:
         fleet: FleetNodes,
         commands: CommandSender,
         cordons: AutoCordons,
-        save,
+        save: Callable[[JobRecord], Awaitable[None]],
         records: Callable[[], list[JobRecord]],
         clock: Clock,
     ) -> None:
@@ -129,7 +126,7 @@ class Reconciler:
 
     def address(self, node_id: str) -> str:
         node = self.fleet.node(node_id)
-        return getattr(node, "address", None) or self.cfg.default_address
+        return (node.address if node is not None else None) or self.cfg.default_address
 
     def pending_reason(self, rec: JobRecord) -> str:
         spec = rec.spec
@@ -302,7 +299,7 @@ class Reconciler:
                 return
             # the node refused (draining, GPUs taken) or did not answer: its state, not the job's failure;
             # place without it for a while, without spending the restart budget
-            rec.avoid = {n: t for n, t in rec.avoid.items() if t > now} | {node: now + self.cfg.avoid_s}
+            self._avoid(rec, [node], now)
             await self.begin(
                 rec,
                 self.place(rec),
@@ -321,9 +318,13 @@ class Reconciler:
             await self.save(rec)
         elif now - gen.created > self.cfg.start_timeout_s:
             silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
-            rec.avoid = {n: t for n, t in rec.avoid.items() if t > now} | dict.fromkeys(silent, now + self.cfg.avoid_s)
+            self._avoid(rec, silent, now)
             why = f"no start confirmed by {', '.join(silent)} in {self.cfg.start_timeout_s:g} s"
             await self.begin(rec, self.place(rec), "restart", why, now, checkpoint=False)
+
+    def _avoid(self, rec: JobRecord, nodes: list[str], now: float) -> None:
+        """Leave ``nodes`` out of this job's placements for ``avoid_s`` (expired entries are dropped)."""
+        rec.avoid = {n: t for n, t in rec.avoid.items() if t > now} | dict.fromkeys(nodes, now + self.cfg.avoid_s)
 
     async def _running(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
         lost = self._unschedulable(gen, faults=bool(evidence.faults))
@@ -424,13 +425,10 @@ class Reconciler:
     def _same(self, gen: Generation) -> Placement | None:
         """The generation's own layout, when all its nodes and GPUs are still usable (a restart then finds its
         host-memory snapshots where they were written)."""
-        for m in gen.members:
-            node = self.fleet.node(m.node_id)
-            if node is None or not node.schedulable:
-                return None
-            healthy = {g.index for g in node.gpus if g.health != "fail"}
-            if not set(m.gpus) <= healthy:
-                return None
+        nodes_now = [n for m in gen.members if (n := self.fleet.node(m.node_id)) is not None]
+        usable = {c.node_id: set(c.free_gpus) for c in capacity(nodes_now, {})}  # one rule for a usable GPU
+        if not all(set(m.gpus) <= usable.get(m.node_id, set()) for m in gen.members):
+            return None
         nodes = tuple((m.node_id, tuple(m.gpus)) for m in gen.members)
         return Placement(replicas=gen.replicas, workers_per_node=gen.workers_per_node, nodes=nodes)
 
@@ -470,6 +468,3 @@ class Reconciler:
             if why is not None and (faults or not suspect_only or m.node_id in (suspect or ())):
                 out.append((m.node_id, why))
         return out
-
-    def allowed(self, rec: JobRecord) -> list[int]:
-        return replica_counts(rec.spec)
