@@ -210,7 +210,9 @@ class LocalBroker:
             if taken is None:
                 raise
             names = CLIENT_PORT if taken == identity.port else CONTROLLER_PORT
-            raise ports.PortInUse(taken, *names, detail=exc.detail) from exc
+            # the logs as the reaped broker left them: the tail taken when its exit was noticed may end before
+            # the JVM flushed the bind failure (seen in a fresh-clone run)
+            raise ports.PortInUse(taken, *names, detail=self._log_tail()) from exc
 
     def _picked(self, identity: config.BrokerIdentity) -> set[int]:
         """The ports of ``identity`` that we chose (not the caller's ``port``/``controller_port``)."""
