@@ -1,77 +1,88 @@
-"""HMAC-SHA256 signatures on commands, so an agent only obeys the coordinator holding the key.
+"""Signatures on events: commands (coordinator -> agents) and node events that cause action (node -> coordinator).
 
-The signature covers the envelope attributes that give a command its meaning (id, source, type, time,
-subject, key) and the payload bytes exactly as sent. The key id travels in the ``ce_sigkeyid`` header, the
-signature (hex) in ``ce_sig``. Keys live in files; several may be loaded at once so keys can be rotated.
+The signature covers everything that gives an event its meaning: id, source, type, time, subject, Kafka key,
+every extension attribute (``traceparent`` included) but the signature's own two, and the payload bytes
+exactly as sent. So a relabelled, re-keyed, re-traced or edited record fails. The key id travels in the
+``ce_sigkeyid`` header, the signature (hex) in ``ce_sig``. Which algorithm checks it is the verifier's key's
+(:mod:`events.keys`), never the record's say.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from events.envelope import Event
-from events.errors import ConfigError, SignatureError
+from events.errors import SignatureError
+from events.keys import HmacKey, Signer, VerifyKey
 
+SIG = "sig"
+SIG_KEY_ID = "sigkeyid"
 _ENCODER = msgspec.json.Encoder()
-MIN_KEY_BYTES = 16
 
 
-@dataclass(frozen=True)
-class SigningKey:
-    key_id: str
-    secret: bytes
-
-    @classmethod
-    def from_file(cls, path: str | Path, key_id: str | None = None) -> SigningKey:
-        """Read a key file (the secret, hex or raw bytes). The key id defaults to a digest of the secret."""
-        p = Path(path)
-        try:
-            raw = p.read_bytes().strip()
-        except OSError as exc:
-            raise ConfigError("signing.key_file", f"cannot read {str(p)!r}: {exc.strerror}") from None
-        try:
-            secret = bytes.fromhex(raw.decode())
-        except ValueError:
-            secret = raw
-        if len(secret) < MIN_KEY_BYTES:
-            raise ConfigError("signing.key_file", f"key in {str(p)!r} is {len(secret)} bytes; use >= {MIN_KEY_BYTES}")
-        return cls(key_id or hashlib.sha256(secret).hexdigest()[:16], secret)
+def signed_message(event: Event, data: bytes) -> bytes:
+    """The bytes a signature covers. A JSON array is unambiguous: no value can pose as the next one."""
+    ext = sorted((k, v) for k, v in event.extensions.items() if k not in (SIG, SIG_KEY_ID))
+    attrs = [event.id, event.source, event.type, event.time or "", event.subject or "", event.key or "", ext]
+    return _ENCODER.encode(attrs) + b"\n" + data
 
 
-def _message(event: Event, data: bytes) -> bytes:
-    attrs = [event.id, event.source, event.type, event.time or "", event.subject or "", event.key or ""]
-    return "\n".join(attrs).encode() + b"\n" + data
+def payload_bytes(event: Event) -> bytes:
+    return event.raw_data if event.raw_data is not None else _ENCODER.encode(event.data)
 
 
-def sign(event: Event, key: SigningKey) -> Event:
-    """Attach ``sigkeyid`` and ``sig`` extensions to the event (returned, the input is not modified)."""
+def sign(event: Event, signer: Signer) -> Event:
+    """The event with ``sigkeyid`` and ``sig`` set (a new value; the input is not modified).
+
+    Sign last: an extension added afterwards (a trace context, say) makes the signature fail."""
     data = _ENCODER.encode(event.data)
-    digest = hmac.new(key.secret, _message(event, data), hashlib.sha256).hexdigest()
-    ext = {**event.extensions, "sigkeyid": key.key_id, "sig": digest}
-    return msgspec.structs.replace(event, extensions=ext, raw_data=data)
+    unsigned = {k: v for k, v in event.extensions.items() if k not in (SIG, SIG_KEY_ID)}
+    event = msgspec.structs.replace(event, extensions=unsigned, raw_data=data)
+    digest = signer.sign_bytes(signed_message(event, data))
+    return msgspec.structs.replace(event, extensions={**unsigned, SIG_KEY_ID: signer.key_id, SIG: digest})
+
+
+def verify_with(event: Event, key: VerifyKey, what: str = "event") -> None:
+    """Raise :class:`SignatureError` unless ``key`` made the event's signature."""
+    key_id = event.extensions.get(SIG_KEY_ID)
+    sig = event.extensions.get(SIG)
+    if not key_id or not sig:
+        raise SignatureError(f"{what} is not signed", "header ce_sig")
+    if key_id != key.key_id:
+        raise SignatureError(f"{what} signed with key id {key_id!r}, expected {key.key_id!r}", "header ce_sigkeyid")
+    if not key.verify_bytes(signed_message(event, payload_bytes(event)), sig):
+        raise SignatureError(f"signature does not match the {what}", "header ce_sig")
 
 
 class Verifier:
-    """Checks signatures against the keys an agent trusts."""
+    """Checks signatures against a set of trusted keys (several during a rotation)."""
 
-    def __init__(self, keys: list[SigningKey]) -> None:
+    def __init__(self, keys: Iterable[VerifyKey], what: str = "command") -> None:
         self._keys = {k.key_id: k for k in keys}
+        self._what = what
 
     def verify(self, event: Event) -> None:
         """Raise :class:`SignatureError` unless the event carries a valid signature by a trusted key."""
-        key_id = event.extensions.get("sigkeyid")
-        sig = event.extensions.get("sig")
-        if not key_id or not sig:
-            raise SignatureError("command is not signed", "header ce_sig")
+        key_id = event.extensions.get(SIG_KEY_ID)
+        if not key_id or not event.extensions.get(SIG):
+            raise SignatureError(f"{self._what} is not signed", "header ce_sig")
         key = self._keys.get(key_id)
         if key is None:
             raise SignatureError(f"signed with unknown key id {key_id!r}", "header ce_sigkeyid")
-        data = event.raw_data if event.raw_data is not None else _ENCODER.encode(event.data)
-        expected = hmac.new(key.secret, _message(event, data), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(expected, sig):
-            raise SignatureError("signature does not match the command", "header ce_sig")
+        verify_with(event, key, self._what)
+
+
+@dataclass(frozen=True)
+class SigningKey(HmacKey):
+    """Deprecated: the HMAC key of the first command signatures. Use :mod:`events.keys` (being migrated)."""
+
+    @classmethod
+    def from_file(cls, path: str | Path, key_id: str | None = None) -> SigningKey:
+        from events.keys import _read, _secret
+
+        found = _secret(_read(Path(path), "signing.key_file"), repr(str(path)), "signing.key_file")
+        return cls(key_id or found.key_id, found.secret)
