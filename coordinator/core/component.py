@@ -35,11 +35,17 @@ class StateTopic:
 
 @dataclass(frozen=True)
 class RouteSet:
-    """A component's part of the HTTP API: its routes, their OpenAPI fragment, and what it adds to /healthz."""
+    """A component's part of the HTTP API: its routes, their OpenAPI fragment, and what it adds to /healthz.
+
+    ``admin_routes`` lists the routes only an admin token may call, as (METHOD, path pattern exactly as
+    registered in aiohttp), e.g. ``("PUT", "/v1/nodes/{node}/key")``; every other route needs a viewer for
+    GET/HEAD and an operator for any other method.
+    """
 
     routes: list[web.RouteDef]
     openapi: Path | None = None
     health: Callable[[], dict[str, Any]] = field(default=dict)
+    admin_routes: tuple[tuple[str, str], ...] = ()
 
 
 class Component:
