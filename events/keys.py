@@ -175,6 +175,13 @@ def _read(path: Path, field: str) -> bytes:
 
 
 def _secret(raw: bytes, where: str, field: str) -> HmacKey:
+    if raw.startswith(b"-----BEGIN "):  # a PEM of another kind must never pass for a secret (a public one!)
+        label = raw[11:].split(b"-----", 1)[0].decode(errors="replace")[:40]
+        raise ConfigError(
+            field,
+            f"{where} holds a PEM {label!r}, which is neither an Ed25519 key in PKCS#8/SubjectPublicKeyInfo form "
+            "(`myoloctl keys generate` makes one) nor an HMAC secret",
+        )
     try:
         secret = bytes.fromhex(raw.decode())
     except ValueError:
@@ -194,11 +201,22 @@ def _private(raw: bytes, where: str, field: str) -> Ed25519Signer:
     return Ed25519Signer.of(key)
 
 
+def _public_given(path: Path, field: str) -> ConfigError:
+    return ConfigError(field, f"{str(path)!r} is a public key, which cannot sign: give the private key file")
+
+
 def load_signer(path: str | Path, field: str = "signing.key_file") -> Ed25519Signer | HmacKey:
     """A private key (PEM, Ed25519) or an HMAC secret (hex or raw bytes) from a file only its owner can read."""
     p = Path(path)
-    check_private(p, field)
+    try:
+        check_private(p, field)
+    except ConfigError:
+        if p.is_file() and _read(p, field).startswith(_PEM_PUBLIC):
+            raise _public_given(p, field) from None
+        raise
     raw = _read(p, field)
+    if raw.startswith(_PEM_PUBLIC):
+        raise _public_given(p, field)
     if raw.startswith(_PEM_PRIVATE):
         return _private(raw, repr(str(p)), field)
     return _secret(raw, repr(str(p)), field)

@@ -1,4 +1,4 @@
-"""Helpers shared by the integration tests: waiting on I/O, reading a topic, writing as an external producer."""
+"""Helpers shared by the tests: waiting on I/O, reading a topic, writing as an external producer, key files."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from events.codec import encode_structured
 from events.envelope import new_event
+from events.keys import Ed25519Signer, ensure_ed25519
 from events.payloads import Payload
 from events.settings import KafkaSettings
 
@@ -116,3 +117,17 @@ def pids_mentioning(text: str) -> list[int]:
             if text in cmdline and status != "Z" and int(entry.name) != os.getpid():
                 pids.append(int(entry.name))
     return pids
+
+
+def write_key(path: Path, text: str | None = None) -> Path:
+    """A secret key file as a key must be kept (mode 0600, or the loaders refuse it); by default a fresh
+    32-byte HMAC secret in hex."""
+    path.write_text(os.urandom(32).hex() if text is None else text)
+    path.chmod(0o600)
+    return path
+
+
+def new_ed25519_key(path: Path) -> Ed25519Signer:
+    """A fresh Ed25519 private key at ``path`` (0600) with its public half at ``path.pub``."""
+    path.unlink(missing_ok=True)
+    return ensure_ed25519(path)
