@@ -51,6 +51,7 @@ COMMANDS = "myolo.commands"
 COMMAND_ACKS = "myolo.command.acks"
 DEAD_LETTER = "myolo.deadletter"
 STATE_NODES = "myolo.state.nodes"
+STATE_NODE_KEYS = "myolo.state.node-keys"
 STATE_COMMANDS = "myolo.state.commands"
 STATE_JOBS = "myolo.state.jobs"
 STATE_ROLLOUTS = "myolo.state.rollouts"
@@ -134,6 +135,14 @@ CATALOGUE: tuple[Topic, ...] = (
     ),
     Topic(
         STATE_NODES, 6, "node id", compacted=True, retention_ms=None, description="coordinator state: cordons, versions"
+    ),
+    Topic(
+        STATE_NODE_KEYS,
+        6,
+        "node id",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: enrolled node public keys (node events that cause action are verified)",
     ),
     Topic(
         STATE_COMMANDS,
