@@ -20,6 +20,7 @@ import msgspec
 
 from events.config import load_config
 from events.errors import ConfigError
+from events.keys import load_signer
 from events.settings import KafkaSettings
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ class ApiConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class SigningConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The key commands are signed with; agents verify with the same key file."""
+    """The coordinators' key: an Ed25519 private key (agents verify commands with its ``.pub``) or a legacy
+    HMAC secret (agents hold the same file). State records are signed with a key derived from it."""
 
     key_file: str = ""
 
@@ -134,11 +136,12 @@ def check_core(cfg: CoreConfig) -> None:
     if not cfg.signing.key_file:
         raise ConfigError(
             "signing.key_file",
-            "required: commands to agents are signed; point it at the key file agents verify with "
-            "(generate one with `head -c 32 /dev/urandom | xxd -p -c 64 > coordinator.key`)",
+            "required: commands to agents and state records are signed with it; generate one with "
+            "`myoloctl keys generate /etc/myolo/coordinator.key` (agents get coordinator.key.pub)",
         )
     if not os.path.isfile(cfg.signing.key_file):
         raise ConfigError("signing.key_file", f"file {cfg.signing.key_file!r} does not exist")
+    load_signer(cfg.signing.key_file)  # unreadable, readable by others or not a key: fail the start now
     if cfg.leader.heartbeat_interval_ms * 3 > cfg.leader.session_timeout_ms:
         raise ConfigError(
             "leader.heartbeat_interval_ms",

@@ -10,18 +10,20 @@ exactly as sent. So a relabelled, re-keyed, re-traced or edited record fails. Th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
 
 import msgspec
 
 from events.envelope import Event
 from events.errors import SignatureError
-from events.keys import HmacKey, Signer, VerifyKey
+from events.keys import Signer, VerifyKey
+from events.types import COMMAND_ACK_V1, NODE_FAULT_V1, TRAINING_COMPLETED_V1, TRAINING_FAULT_V1
 
 SIG = "sig"
 SIG_KEY_ID = "sigkeyid"
 _ENCODER = msgspec.json.Encoder()
+# Node events that make the coordinator act: the agent signs them with its node key when it makes them (before
+# the spool), the coordinator verifies them against the node's enrolled public key. Telemetry stays unsigned.
+SIGNED_NODE_EVENTS = frozenset({NODE_FAULT_V1, COMMAND_ACK_V1, TRAINING_FAULT_V1, TRAINING_COMPLETED_V1})
 
 
 def signed_message(event: Event, data: bytes) -> bytes:
@@ -74,15 +76,3 @@ class Verifier:
         if key is None:
             raise SignatureError(f"signed with unknown key id {key_id!r}", "header ce_sigkeyid")
         verify_with(event, key, self._what)
-
-
-@dataclass(frozen=True)
-class SigningKey(HmacKey):
-    """Deprecated: the HMAC key of the first command signatures. Use :mod:`events.keys` (being migrated)."""
-
-    @classmethod
-    def from_file(cls, path: str | Path, key_id: str | None = None) -> SigningKey:
-        from events.keys import _read, _secret
-
-        found = _secret(_read(Path(path), "signing.key_file"), repr(str(path)), "signing.key_file")
-        return cls(key_id or found.key_id, found.secret)

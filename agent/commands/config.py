@@ -1,7 +1,8 @@
 """The ``[commands]`` section of ``agent.toml``: whether the agent obeys the coordinator, and whom it trusts.
 
-Off by default: an agent obeys commands only once it has the coordinator's key (``key_files``, several during
-a key rotation). The daemon mounts this Struct as ``AgentConfig.commands``.
+Off by default: an agent obeys commands only once it has the coordinators' key (``key_files``, several during
+a key rotation): their Ed25519 public key (``coordinator.key.pub``, which cannot sign), or the legacy shared
+HMAC secret (then readable by its owner only). The daemon mounts this Struct as ``AgentConfig.commands``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import msgspec
 
 from agent.commands.ledger import DEFAULT_MAX_IDS
 from events.errors import ConfigError
-from events.signing import SigningKey, Verifier
+from events.keys import load_verify_key
+from events.signing import Verifier
 
 
 class CommandsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -31,16 +33,12 @@ def load_verifier(cfg: CommandsConfig) -> Verifier:
     if not cfg.key_files:
         raise ConfigError(
             "commands.key_files",
-            "commands are enabled but no key file is given; list the coordinator's signing key file(s), "
-            "or set commands.enabled = false",
+            "commands are enabled but no key file is given; list the coordinators' public key file(s) "
+            "(coordinator.key.pub), or set commands.enabled = false",
         )
-    keys = []
-    for i, path in enumerate(cfg.key_files):
-        try:
-            keys.append(SigningKey.from_file(path))
-        except ConfigError as exc:
-            raise ConfigError(f"commands.key_files[{i}]", exc.reason) from None
-    return Verifier(keys)
+    return Verifier(
+        load_verify_key(Path(path).expanduser(), f"commands.key_files[{i}]") for i, path in enumerate(cfg.key_files)
+    )
 
 
 def commands_state_dir(cfg: CommandsConfig, data_dir: str | Path) -> Path:

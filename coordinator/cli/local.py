@@ -115,7 +115,7 @@ def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gp
     out.print(f"[green]stack ready[/]: {coordinators} coordinator(s), {nodes} node(s)")
     if urls:
         out.print(f"coordinator API: {', '.join(urls)}")
-    out.print(f"signing key: {state_dir / 'signing.key'}")
+    out.print(f"signing key: {state_dir / 'signing.key'} (agents trust {state_dir / 'signing.key.pub'})")
     out.print("next: myoloctl get nodes ; myoloctl local status ; myoloctl local down")
 
 
@@ -185,7 +185,8 @@ def down(
     if clean:
         for folder in ("coordinators", "agents"):
             shutil.rmtree(broker.state_dir / folder, ignore_errors=True)
-        (broker.state_dir / "signing.key").unlink(missing_ok=True)
+        for name in ("signing.key", "signing.key.pub"):
+            (broker.state_dir / name).unlink(missing_ok=True)
         out.print(f"removed data and logs in {broker.home}")
     elif broker.home.exists():
         out.print(f"data kept in {broker.home} (`myoloctl local down --clean` removes it)")

@@ -32,7 +32,7 @@ from coordinator.state import StateCodec, StateStore, StateTail
 from events.bus import EventConsumer, EventProducer
 from events.clock import Clock, SystemClock
 from events.files import atomic_write
-from events.signing import SigningKey
+from events.keys import load_signer
 from events.topics import STATE_COORDINATOR
 
 log = structlog.get_logger("myolo.coordinator")
@@ -69,10 +69,10 @@ class Coordinator:
         settings = cfg.kafka
         source = f"myolo-coordinator/{self.instance_id}"
         if producers is None:
-            key = SigningKey.from_file(cfg.signing.key_file)
+            key = load_signer(cfg.signing.key_file)
             producers = (
                 EventProducer(settings, source=source, clock=self.clock),
-                EventProducer(settings, source=source, clock=self.clock, signing_key=key),
+                EventProducer(settings, source=source, clock=self.clock, signer=key),
             )
         self._producer, self._signed = producers
         self._owners = assembly.state_owners(CORE_STATE, classes)

@@ -7,23 +7,31 @@ Each coordinator and agent gets its own directory under the stack state dir with
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from pathlib import Path
 from typing import Any
+
+from events.errors import ConfigError
+from events.keys import ensure_ed25519
 
 KEY_FILE = "signing.key"
 
 
 def signing_key(state_dir: Path) -> Path:
-    """The stack's command-signing key (32 random bytes, hex, mode 0600), created on first use."""
+    """The coordinators' Ed25519 key (mode 0600) with its public half beside it (``signing.key.pub``, what the
+    agents trust), created on first use. A stack made before Ed25519 had an HMAC secret there: replaced."""
     path = state_dir / KEY_FILE
-    if not path.exists():
-        state_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
+    try:
+        signer = ensure_ed25519(path)
+    except ConfigError:
+        path.unlink()
+        signer = ensure_ed25519(path)
+    if not public_key(path).exists():
+        public_key(path).write_text(signer.public.pem())
     return path
+
+
+def public_key(key_file: Path) -> Path:
+    return key_file.with_name(key_file.name + ".pub")
 
 
 def toml(doc: dict[str, Any]) -> str:
@@ -63,9 +71,10 @@ def coordinator_config(name: str, workdir: Path, *, bootstrap: str, api_port: in
 
 
 def agent_env(key_file: Path) -> dict[str, str]:
-    """The agent obeys signed commands from the stack's coordinators. Given as MYOLO_* overrides (not in the
-    file) so an agent build without a ``[commands]`` section still starts: unknown variables are ignored."""
-    return {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": json.dumps([str(key_file)])}
+    """The agent obeys commands signed by the stack's coordinators (it holds their public key only). Given as
+    MYOLO_* overrides (not in the file) so an agent build without a ``[commands]`` section still starts: unknown
+    variables are ignored."""
+    return {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": json.dumps([str(public_key(key_file))])}
 
 
 def agent_config(

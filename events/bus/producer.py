@@ -2,7 +2,9 @@
 
 Idempotence plus ``acks=all`` means a retry after a broker restart never writes an event twice into the log,
 and nothing acknowledged is lost. Every event carries the current trace context; a producer built with a
-signing key signs every event it sends (the coordinator's command path).
+signer signs every event it sends (the coordinator's command path), last, so the signature covers the trace
+context too. An event already signed by its author (a node event from the agent's spool) is sent exactly as
+it was signed: adding a trace context to it would break its signature.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from aiokafka.structs import RecordMetadata
 from events.clock import Clock
 from events.codec import encode
 from events.envelope import Event, new_event
+from events.keys import Signer
 from events.payloads import Payload
 from events.settings import KafkaSettings
-from events.signing import SigningKey, sign
+from events.signing import SIG, sign
 from events.topics import topic_for_type
 from events.tracing import inject_current, publish_span, tracing_enabled
 
@@ -42,12 +45,12 @@ class EventProducer:
         *,
         source: str,
         clock: Clock | None = None,
-        signing_key: SigningKey | None = None,
+        signer: Signer | None = None,
         **overrides: Any,
     ) -> None:
         self.source = source
         self._clock = clock
-        self._key = signing_key
+        self._signer = signer
         self._options = {**DEFAULT_PRODUCER_OPTIONS, **settings.client_kwargs(), **overrides}
         self._producer: AIOKafkaProducer | None = None
 
@@ -84,16 +87,21 @@ class EventProducer:
         if self._producer is None:
             raise RuntimeError("EventProducer.start() was not called")
         event = payload if isinstance(payload, Event) else self.event(payload)
-        if self._key is not None:
-            event = sign(event, self._key)
         topic = topic or topic_for_type(event.type)
         if tracing_enabled():
             with publish_span(event, topic) as ext:
-                return event, await self._send(topic, msgspec.structs.replace(event, extensions=ext))
-        ext = inject_current(event.extensions)
-        return event, await self._send(
-            topic, event if ext is event.extensions else msgspec.structs.replace(event, extensions=ext)
-        )
+                event = self._seal(event, ext)
+                return event, await self._send(topic, event)
+        event = self._seal(event, inject_current(event.extensions))
+        return event, await self._send(topic, event)
+
+    def _seal(self, event: Event, traced: dict[str, str]) -> Event:
+        """The event as it goes out: with the trace context, then signed (ours), or untouched (its author's)."""
+        if self._signer is None and SIG in event.extensions:
+            return event
+        if traced is not event.extensions:
+            event = msgspec.structs.replace(event, extensions=traced)
+        return event if self._signer is None else sign(event, self._signer)
 
     async def _send(self, topic: str, event: Event) -> asyncio.Future[RecordMetadata]:
         key, value, headers = encode(event)

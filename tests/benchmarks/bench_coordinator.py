@@ -44,6 +44,7 @@ from events.settings import KafkaSettings
 from events.topics import BY_NAME, COMMANDS, NODE_SAMPLES, STATE_NODES, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, write_result
+from tests.helpers import new_ed25519_key
 
 NODES, GPUS = 2000, 8
 PREFILL_ROUNDS = 15  # 30,000 samples of 8 GPUs for the ingest comparison
@@ -417,7 +418,7 @@ async def run(bootstrap: str, broker_pid: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="myolo-bench-coord-") as d:
         tmp = Path(d)
         key_file = tmp / "signing.key"
-        key_file.write_text(os.urandom(32).hex())
+        new_ed25519_key(key_file)
         t0 = time.perf_counter()
         ingest = await ingest_comparison(settings, str(key_file))
         t1 = time.perf_counter()

@@ -17,9 +17,8 @@ import pytest
 
 from events.bus import EventConsumer, EventProducer
 from events.payloads import Command, CommandAck, NodeSample
-from events.signing import SigningKey
 from events.topics import COMMAND_ACKS, NODE_SAMPLES
-from tests.helpers import wait_until
+from tests.helpers import new_ed25519_key, wait_until
 from tests.integration.agent.agent_proc import AgentProc, read_topic
 
 pytestmark = pytest.mark.kafka
@@ -29,9 +28,9 @@ async def test_a_running_agent_obeys_signed_commands_once_and_fences_an_older_ep
     settings, kafka, tmp_path, monkeypatch
 ) -> None:
     key_file = tmp_path / "coordinator.key"
-    key_file.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
+    key = new_ed25519_key(key_file)
     monkeypatch.setenv("MYOLO_COMMANDS_ENABLED", "true")
-    monkeypatch.setenv("MYOLO_COMMANDS_KEY_FILES", f'["{key_file}"]')
+    monkeypatch.setenv("MYOLO_COMMANDS_KEY_FILES", f'["{key_file}.pub"]')  # the agent trusts the public half
     agent = AgentProc(kafka.bootstrap, gpus=2, interval_s=0.5)
     acks: list[CommandAck] = []
 
@@ -48,9 +47,8 @@ async def test_a_running_agent_obeys_signed_commands_once_and_fences_an_older_ep
     def cmd(command_id: str, action: str, epoch: int, **args: Any) -> Command:
         return Command(command_id=command_id, node_id=agent.node_id, epoch=epoch, action=action, args=args)
 
-    key = SigningKey.from_file(key_file)
     async with (
-        EventProducer(settings, source="/myolo/coordinator/it", signing_key=key) as leader,
+        EventProducer(settings, source="/myolo/coordinator/it", signer=key) as leader,
         EventProducer(settings, source="/myolo/test/acks") as dlq,
     ):
         reader = EventConsumer(settings, [COMMAND_ACKS], f"it-acks-{uuid.uuid4().hex}", on_ack, dead_letters=dlq)

@@ -15,14 +15,15 @@ from agent.commands import CommandExecutor, build_command_consumer
 from events.bus import EventConsumer, EventProducer
 from events.clock import SystemClock
 from events.codec import encode
+from events.keys import Ed25519Signer
 from events.payloads import Command, CommandAck
 from events.settings import KafkaSettings
-from events.signing import SigningKey, Verifier, sign
+from events.signing import Verifier, sign
 from events.topics import COMMAND_ACKS, COMMANDS
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.kafka
-KEY = SigningKey("coordinator-it", b"s" * 32)
+KEY = Ed25519Signer.generate()  # the coordinators'; agents hold its public half
 
 
 class Daemon:
@@ -47,7 +48,7 @@ class RunningAgent:
 
     def __init__(self, settings: KafkaSettings, node: str, state_dir, daemon: Daemon, out: EventProducer) -> None:
         actions = {"set_interval": daemon.set_interval, "report_sample": daemon.report_sample}
-        self.executor = CommandExecutor(node, state_dir, Verifier([KEY]), out, actions, SystemClock())
+        self.executor = CommandExecutor(node, state_dir, Verifier([KEY.public]), out, actions, SystemClock())
         self.consumer = build_command_consumer(settings, node, self.executor, dead_letters=out)
         self.task = asyncio.create_task(self.consumer.run())
 
@@ -82,7 +83,7 @@ async def test_commands_are_executed_once_fenced_and_acked_across_a_restart(sett
         return statuses(acks, command_id) == list(expected)
 
     async with (
-        EventProducer(settings, source="/myolo/coordinator/it", signing_key=KEY) as leader,
+        EventProducer(settings, source="/myolo/coordinator/it", signer=KEY) as leader,
         EventProducer(settings, source=f"/myolo/agent/{node}") as out,
     ):
         reader = ack_reader(settings, node, out, acks)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from events.bus import EventConsumer, EventProducer
+from events.keys import Ed25519Signer
 from events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
 from events.settings import KafkaSettings
-from events.signing import SigningKey
 from events.topics import COMMAND_ACKS, TRAINING_PROGRESS
-from tests.helpers import wait_until
+from tests.helpers import new_ed25519_key, wait_until
 from tests.integration.agent.agent_proc import AgentProc
 
 TRAINER_TOML = """
@@ -44,7 +44,7 @@ def free_port() -> int:
 @dataclass
 class Rig:
     settings: KafkaSettings
-    key: SigningKey
+    key: Ed25519Signer
     leader: EventProducer
     agents: list[AgentProc]
     events: list[Payload] = field(default_factory=list)
@@ -124,16 +124,15 @@ async def rig(
     **trainer: Any,
 ) -> AsyncIterator[Rig]:
     key_file = tmp_path / "coordinator.key"
-    key_file.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
+    key = new_ed25519_key(key_file)
     monkeypatch.setenv("MYOLO_COMMANDS_ENABLED", "true")
-    monkeypatch.setenv("MYOLO_COMMANDS_KEY_FILES", f'["{key_file}"]')
+    monkeypatch.setenv("MYOLO_COMMANDS_KEY_FILES", f'["{key_file}.pub"]')  # the agent trusts the public half
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     toml = TRAINER_TOML.format(**{"progress_interval_s": 0.0, "hang_floor_s": 60.0, **trainer})
     agents = [AgentProc(kafka.bootstrap, gpus=gpus, interval_s=0.5, extra_toml=toml) for _ in range(nodes)]
-    key = SigningKey.from_file(key_file)
     async with (
-        EventProducer(settings, source="/myolo/coordinator/it", signing_key=key) as leader,
+        EventProducer(settings, source="/myolo/coordinator/it", signer=key) as leader,
         EventProducer(settings, source="/myolo/test/trainer") as dlq,
     ):
         the_rig = Rig(settings, key, leader, agents)

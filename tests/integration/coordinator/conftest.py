@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,14 +16,15 @@ from coordinator.fleet.component import Fleet
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
+from tests.helpers import new_ed25519_key, wait_until
 from tests.helpers import read_topic as read_records
-from tests.helpers import wait_until
 
 
 @pytest.fixture
 def key_file(tmp_path: Path) -> Path:
+    """The coordinators' Ed25519 key (0600), its public half beside it as ``coordinator.key.pub``."""
     p = tmp_path / "coordinator.key"
-    p.write_text(os.urandom(32).hex())
+    new_ed25519_key(p)
     return p
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from agent.commands import CommandExecutor, build_command_consumer
 from events.bus import EventProducer
+from events.keys import load_verify_key
 from events.settings import KafkaSettings
-from events.signing import SigningKey, Verifier
+from events.signing import Verifier
 
 # the executor starts each action in a task created inside its handler, so the task inherits this
 current_command: contextvars.ContextVar[str] = contextvars.ContextVar("current_command", default="?")
@@ -43,7 +44,7 @@ async def main(args: argparse.Namespace) -> None:
         executor = CommandExecutor(
             args.node,
             args.state_dir,
-            Verifier([SigningKey.from_file(args.key)]),
+            Verifier([load_verify_key(args.key, "--key")]),
             producer,
             {a: recorder(a) for a in ("report_sample", "set_interval")},
         )

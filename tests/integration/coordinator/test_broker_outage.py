@@ -10,7 +10,6 @@ node is still found Lost and cordoned. No live node is ever cordoned.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from coordinator.core.coordinator import state_codec
 from coordinator.fleet.model import CordonRecord
 from events.topics import STATE_NODES
+from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.integration.coordinator.procs import Procs, status
 
@@ -33,7 +33,7 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
     names = [f"out-{tag}-{i}" for i in (1, 2, 3)]
     live, victim = names[:2], names[2]
     key = tmp_path / "coordinator.key"
-    key.write_text(os.urandom(32).hex())
+    new_ed25519_key(key)
     status_file = tmp_path / "status.json"
     (tmp_path / "coordinator.toml").write_text(
         f'instance_id = "out-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'

@@ -11,8 +11,9 @@ import pytest
 from coordinator.commands.records import CommandIntent
 from coordinator.core.errors import NotLeader
 from events.codec import decode
+from events.keys import load_verify_key
 from events.payloads import Command, CommandAck, GpuReading, NodeSample
-from events.signing import SigningKey, Verifier
+from events.signing import Verifier
 from events.topics import COMMANDS, STATE_COMMANDS
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
 
@@ -59,7 +60,7 @@ async def test_intent_signed_command_retry_ack_expiry(
     intent = await commands(svc).issue(node, "set_interval", {"interval_s": 2.0})
     sent = await commands_for(settings, node)
     assert len(sent) == 1
-    Verifier([SigningKey.from_file(key_file)]).verify(sent[0])  # signed with the configured key
+    Verifier([load_verify_key(f"{key_file}.pub", "key")]).verify(sent[0])  # signed with the configured key
     cmd = sent[0].data
     assert isinstance(cmd, Command) and cmd.command_id == intent.command_id and cmd.epoch == svc.epoch
     assert cmd.args == {"interval_s": 2.0} and cmd.issued_by == svc.instance_id

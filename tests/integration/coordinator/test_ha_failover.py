@@ -11,7 +11,6 @@ takes over is printed, not asserted: the wait's deadline is a hang guard.)
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 import uuid
@@ -20,9 +19,10 @@ from pathlib import Path
 
 from events.bus import EventProducer
 from events.codec import decode
+from events.keys import load_signer
 from events.payloads import Command, CommandAck
-from events.signing import SigningKey
 from events.topics import COMMAND_ACKS
+from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.integration.coordinator.procs import Procs, one_settled_leader, status
 
@@ -56,7 +56,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
     tag = uuid.uuid4().hex[:6]
     node = f"ha-node-{tag}"
     key = tmp_path / "coordinator.key"
-    key.write_text(os.urandom(32).hex())
+    new_ed25519_key(key)
     executed = tmp_path / "executed.log"
     executed.touch()
     procs = Procs(tmp_path)
@@ -79,7 +79,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
                 "--node",
                 node,
                 "--key",
-                str(key),
+                f"{key}.pub",  # an agent holds the public half only
                 "--state-dir",
                 str(state_dir),
                 "--log",
@@ -173,13 +173,13 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
                         return ack
             return None
 
-        signing_key = SigningKey.from_file(key)
+        signer = load_signer(key)
         # A later command of the same action, in the new leader's epoch. The node takes commands in the order
         # they reach it and runs those of one action one at a time, in that order: once the later one is done,
         # every copy of the resent command that reached the node before it has run or been refused, so a
         # wrong repeat would be in the log by now. (The leader resends nothing once it has the ack.)
         later = Command(command_id=uuid.uuid4().hex, node_id=node, epoch=e2, action="report_sample")
-        async with EventProducer(settings, source="later", signing_key=signing_key) as p:
+        async with EventProducer(settings, source="later", signer=signer) as p:
             await p.send(later)
         await wait_until(lambda: acked(later.command_id, "done"), 60, "a later command done", every=0.5)
         runs = Counter(line.split()[0] for line in executed.read_text().splitlines())
@@ -188,7 +188,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
 
         # a command with the dead leader's epoch (a zombie leader) is rejected by the agent
         zombie = Command(command_id=uuid.uuid4().hex, node_id=node, epoch=e1, action="report_sample")
-        async with EventProducer(settings, source="zombie", signing_key=signing_key) as p:
+        async with EventProducer(settings, source="zombie", signer=signer) as p:
             await p.send(zombie)
         await wait_until(lambda: acked(zombie.command_id, "rejected"), 60, "the zombie's command rejected", every=0.5)
         ack = await acked(zombie.command_id, "rejected")

@@ -11,14 +11,24 @@ import pytest
 from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
 from events.broker import state
-from events.signing import SigningKey
+from events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key
+from tests.helpers import write_key
 
 
 def test_signing_key_is_private_stable_and_loadable(tmp_path: Path) -> None:
     key = configs.signing_key(tmp_path)
     assert oct(key.stat().st_mode & 0o777) == "0o600"
     assert configs.signing_key(tmp_path).read_text() == key.read_text()  # not regenerated
-    assert len(SigningKey.from_file(key).secret) == 32
+    signer = load_signer(key)
+    public = load_verify_key(configs.public_key(key), "commands.key_files[0]")
+    assert isinstance(signer, Ed25519Signer) and isinstance(public, Ed25519Public)
+    assert public.key_id == signer.key_id
+
+
+def test_a_legacy_hmac_stack_key_is_replaced_by_an_ed25519_one(tmp_path: Path) -> None:
+    write_key(tmp_path / configs.KEY_FILE)
+    assert isinstance(load_signer(configs.signing_key(tmp_path)), Ed25519Signer)
+    assert configs.public_key(tmp_path / configs.KEY_FILE).exists()
 
 
 def test_toml_writer_round_trips() -> None:
@@ -49,7 +59,7 @@ def test_agent_config_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert parsed["control_socket"] == str(tmp_path / "agent.sock")
     env = configs.agent_env(key)
     assert env["MYOLO_COMMANDS_ENABLED"] == "true"
-    assert json.loads(env["MYOLO_COMMANDS_KEY_FILES"]) == [str(key)]
+    assert json.loads(env["MYOLO_COMMANDS_KEY_FILES"]) == [str(key) + ".pub"]  # the public half only
     # the operator's own overrides never leak into stack processes (they would point them elsewhere)
     monkeypatch.setenv("MYOLO_KAFKA_BOOTSTRAP", "elsewhere:9092")
     child = stack._child_env(env)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -27,10 +26,10 @@ import pytest
 from events.bus import EventProducer
 from events.deadletter import dead_letter_info
 from events.examples import node_sample
+from events.keys import load_signer
 from events.payloads import Command, NodeFault
-from events.signing import SigningKey
 from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
-from tests.helpers import kcat, read_topic, structured, wait_until
+from tests.helpers import kcat, new_ed25519_key, read_topic, structured, wait_until, write_key
 from tests.integration.agent.agent_proc import AgentProc
 from tests.integration.agent.agent_proc import read_topic as agent_events
 from tests.integration.coordinator.procs import one_settled_leader, status
@@ -97,7 +96,7 @@ class Coordinators:
     def __init__(self, tmp: Path, bootstrap: str, n: int = 2) -> None:
         tag = uuid.uuid4().hex[:6]
         key = tmp / "coordinator.key"
-        key.write_text(os.urandom(32).hex())
+        new_ed25519_key(key)
         self.tmp, self.n, self.procs = tmp, n, []
         self.status_files = [tmp / f"c{i}.status.json" for i in range(n)]
         for i, status_file in enumerate(self.status_files):
@@ -198,17 +197,14 @@ async def test_poison_records_stop_no_coordinator(kafka, settings, tmp_path: Pat
 
 
 async def test_an_agent_goes_on_executing_commands_after_poison(settings, kafka, tmp_path: Path) -> None:
-    key_file = tmp_path / "coordinator.key"
-    key_file.write_text(os.urandom(32).hex())
+    key_file = write_key(tmp_path / "coordinator.key")  # a legacy HMAC secret: agents still accept one
     agent = AgentProc(kafka.bootstrap, extra_toml=f'[commands]\nenabled = true\nkey_files = ["{key_file}"]\n')
 
     async def done(command_id: str) -> bool:
         acks = [e.data for e in await agent_events(settings, COMMAND_ACKS, agent.node_id)]
         return any(a.command_id == command_id and a.status == "done" for a in acks)
 
-    async with EventProducer(
-        settings, source="/myolo/coordinator/it", signing_key=SigningKey.from_file(key_file)
-    ) as leader:
+    async with EventProducer(settings, source="/myolo/coordinator/it", signer=load_signer(key_file)) as leader:
         try:
             await agent.start()
             await poll(lambda: "READY" in agent.kinds(), 60, "the agent ready")

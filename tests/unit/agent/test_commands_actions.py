@@ -14,10 +14,12 @@ from agent.nccl.probe import ProbeSpec
 from events.clock import SimClock
 from events.envelope import new_event
 from events.errors import ConfigError
+from events.keys import HmacKey, load_signer
 from events.payloads import BandwidthReport, Command, CommandAck
-from events.signing import SigningKey, Verifier, sign
+from events.signing import Verifier, sign
+from tests.helpers import new_ed25519_key, write_key
 
-KEY = SigningKey("coordinator", b"k" * 32)
+KEY = HmacKey("coordinator", b"k" * 32)
 
 
 def probe(args: dict) -> Command:
@@ -126,11 +128,21 @@ def test_the_commands_config_names_the_key_at_fault(tmp_path) -> None:
         load_verifier(CommandsConfig(enabled=True))
     with pytest.raises(ConfigError, match=r"commands\.key_files\[0\]: cannot read"):
         load_verifier(CommandsConfig(enabled=True, key_files=[str(tmp_path / "missing.key")]))
-    (tmp_path / "good.key").write_text("ab" * 32)
-    short = tmp_path / "short.key"
-    short.write_text("abcd")
+    good = write_key(tmp_path / "good.key", "ab" * 32)
+    short = write_key(tmp_path / "short.key", "abcd")
     with pytest.raises(ConfigError, match=r"commands\.key_files\[1\]: key in .* is 2 bytes"):
-        load_verifier(CommandsConfig(enabled=True, key_files=[str(tmp_path / "good.key"), str(short)]))
-    event = sign(new_event(probe({}), "/myolo/coordinator/t"), SigningKey.from_file(tmp_path / "good.key"))
-    load_verifier(CommandsConfig(enabled=True, key_files=[str(tmp_path / "good.key")])).verify(event)
+        load_verifier(CommandsConfig(enabled=True, key_files=[str(good), str(short)]))
+    good.chmod(0o640)  # a shared secret others can read is no secret
+    with pytest.raises(ConfigError, match=r"commands\.key_files\[0\]: .*chmod 600"):
+        load_verifier(CommandsConfig(enabled=True, key_files=[str(good)]))
+    good.chmod(0o600)
+    event = sign(new_event(probe({}), "/myolo/coordinator/t"), load_signer(good))
+    load_verifier(CommandsConfig(enabled=True, key_files=[str(good)])).verify(event)
+    # the coordinators' Ed25519 key: the agent holds the public half, which anyone may read
+    signer = new_ed25519_key(tmp_path / "coordinator.key")
+    public = tmp_path / "coordinator.key.pub"
+    public.chmod(0o644)
+    verifier = load_verifier(CommandsConfig(enabled=True, key_files=[str(public), str(good)]))
+    verifier.verify(sign(new_event(probe({}), "/myolo/coordinator/t"), signer))
+    verifier.verify(event)  # both keys trusted during a rotation
     assert commands_state_dir(CommandsConfig(), "/var/lib/myolo") == Path("/var/lib/myolo/commands")

@@ -19,13 +19,14 @@ from events.clock import SimClock
 from events.codec import encode
 from events.deadletter import dead_letter_info
 from events.envelope import Event, new_event
+from events.keys import HmacKey
 from events.payloads import Command, CommandAck, Payload
 from events.settings import KafkaSettings
-from events.signing import SigningKey, Verifier, sign
+from events.signing import Verifier, sign
 from events.topics import COMMANDS
 
-KEY = SigningKey("coordinator", b"c" * 32)
-OTHER_KEY = SigningKey("intruder", b"i" * 32)
+KEY = HmacKey("coordinator", b"c" * 32)
+OTHER_KEY = HmacKey("intruder", b"i" * 32)
 NODE = "gpu-node-1"
 HANDLER_DEADLINE_S = 10.0
 _offsets = itertools.count()
@@ -126,7 +127,7 @@ def command(command_id: str, action: str = "set_interval", *, epoch: int = 1, no
     return Command(command_id=command_id, node_id=node, epoch=epoch, action=action, args=args, **kw)
 
 
-def signed(cmd: Command, clock: SimClock, key: SigningKey | None = KEY) -> Event:
+def signed(cmd: Command, clock: SimClock, key: HmacKey | None = KEY) -> Event:
     """A command event as the leader sends it: every send (a retry too) is a new event with a new id."""
     event = new_event(cmd, "/myolo/coordinator/test", clock=clock)
     return sign(event, key) if key is not None else event

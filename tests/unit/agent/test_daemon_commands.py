@@ -23,8 +23,8 @@ from events.clock import SimClock
 from events.envelope import Event, new_event
 from events.errors import ConfigError
 from events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
-from events.signing import SigningKey, sign
-from tests.helpers import refused_port, wait_until
+from events.signing import sign
+from tests.helpers import new_ed25519_key, refused_port, wait_until
 from tests.unit.agent.test_commands_actions import FAKE_PROBE
 from tests.unit.agent.test_daemon import FakeBroker, play, settle
 
@@ -58,15 +58,14 @@ class Node:
 
     def __init__(self, d: Path, *, commands: bool = True, toml: str = "", interval_s: float = 1.0) -> None:
         key_file = d / "coordinator.key"
-        key_file.write_text("c0" * 32)
-        self.key = SigningKey.from_file(key_file)
+        self.key = new_ed25519_key(key_file)
         (d / "agent.toml").write_text(
             f"node_id = 'node-a'\nsimulate_gpus = 2\nsample_interval_s = {interval_s}\n"
             "[health]\nenabled = false\n[publish]\nready_timeout_s = 5\n" + toml
         )
         env = {"XDG_STATE_HOME": str(d)}
         if commands:  # as `myoloctl local up` passes them
-            env |= {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": f'["{key_file}"]'}
+            env |= {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": f'["{key_file}.pub"]'}
         self.clock, self.broker = SimClock(), FakeBroker()
         cfg = load_agent_config(d / "agent.toml", env=env)
         self.backend = SimBackend(2, self.clock, node_tag="node-a")

@@ -8,13 +8,12 @@ import pytest
 
 from coordinator.config import load_coordinator_config
 from events.errors import ConfigError
+from tests.helpers import write_key
 
 
 @pytest.fixture
 def key(tmp_path: Path) -> str:
-    p = tmp_path / "k"
-    p.write_text("00" * 32)
-    return str(p)
+    return str(write_key(tmp_path / "k", "00" * 32))
 
 
 def test_defaults_and_env_overrides(key) -> None:

@@ -23,14 +23,15 @@ from events.clock import SimClock
 from events.codec import encode, encode_structured
 from events.envelope import Event, new_event
 from events.examples import example_payloads
+from events.keys import HmacKey
 from events.limits import MAX_REASON_BYTES
 from events.settings import KafkaSettings
-from events.signing import SigningKey, Verifier, sign
+from events.signing import Verifier, sign
 from events.topics import COMMANDS, topic_for_type
 from events.types import PAYLOAD_TYPES
 
 NODE = "gpu-node-001"
-KEY = SigningKey("fuzz", b"k" * 32)
+KEY = HmacKey("fuzz", b"k" * 32)
 TYPES = sorted(PAYLOAD_TYPES)
 INGEST_TOPICS = sorted({topic_for_type(t) for t in TYPES} - {COMMANDS})
 ALL_TOPICS = [*INGEST_TOPICS, COMMANDS]
