@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from coordinator.cli import cordon, describe, events_cmd, get, jobs, local
+from coordinator.cli import cordon, describe, events_cmd, get, jobs, keys, local
 
 app = typer.Typer(
     name="myoloctl",
@@ -23,6 +23,7 @@ app.command()(jobs.apply)
 app.add_typer(jobs.scale_app, name="scale")
 app.add_typer(jobs.logs_app, name="logs")
 app.add_typer(jobs.delete_app, name="delete")
+app.add_typer(keys.app, name="keys")
 
 
 if __name__ == "__main__":
