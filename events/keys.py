@@ -259,18 +259,29 @@ def write_private(path: Path, signer: Ed25519Signer) -> None:
         handle.write(signer.pem())
 
 
+def public_path(path: Path) -> Path:
+    """Where the public half of the private key at ``path`` is kept: ``<path>.pub``."""
+    return path.with_name(path.name + ".pub")
+
+
 def ensure_ed25519(path: Path, field: str = "signing.key_file") -> Ed25519Signer:
-    """The Ed25519 key at ``path``, generated there (0600) with its ``.pub`` beside it when there is none."""
+    """The Ed25519 key at ``path``, generated there (0600) when there is none, with its ``.pub`` beside it
+    (written again when missing or not this key's: it is what an operator copies to enrol the key)."""
+    found: Ed25519Signer | HmacKey | None = None
     if not path.exists():
-        signer = Ed25519Signer.generate()
+        found = Ed25519Signer.generate()
         try:
-            write_private(path, signer)
+            write_private(path, found)
         except FileExistsError:
-            pass  # another process made it first: read theirs
-        else:
-            path.with_name(path.name + ".pub").write_text(signer.public.pem())
-            return signer
-    found = load_signer(path, field)
+            found = None  # another process made it first: read theirs
+    if found is None:
+        found = load_signer(path, field)
     if not isinstance(found, Ed25519Signer):
         raise ConfigError(field, f"{str(path)!r} holds an HMAC secret where an Ed25519 key is expected")
+    pub = public_path(path)
+    try:
+        if not pub.is_file() or pub.read_text() != found.public.pem():
+            pub.write_text(found.public.pem())
+    except OSError:
+        pass  # a read-only key directory: the key still works, and `key show` prints the public half
     return found

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from coordinator.cli.common import fail
 from events.errors import ConfigError
-from events.keys import ensure_ed25519
+from events.keys import ensure_ed25519, public_path
 
 app = typer.Typer(help="Signing keys: `myoloctl keys generate PATH` makes the coordinators' Ed25519 key pair.")
 
@@ -28,7 +28,7 @@ def generate(
 ) -> None:
     """Write a new Ed25519 key pair: PATH (private, 0600) for the coordinators' [signing] key_file, PATH.pub for
     the agents' [commands] key_files. Refuses to overwrite an existing file."""
-    public = path.with_name(path.name + ".pub")
+    public = public_path(path)
     for taken in (path, public):
         if taken.exists() or taken.is_symlink():
             fail(f"{taken} already exists; a key is never overwritten (choose another path for a new key)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from events.errors import ConfigError
-from events.keys import ensure_ed25519
+from events.keys import ensure_ed25519, public_path
 
 KEY_FILE = "signing.key"
 
@@ -21,17 +21,11 @@ def signing_key(state_dir: Path) -> Path:
     agents trust), created on first use. A stack made before Ed25519 had an HMAC secret there: replaced."""
     path = state_dir / KEY_FILE
     try:
-        signer = ensure_ed25519(path)
+        ensure_ed25519(path)
     except ConfigError:
         path.unlink()
-        signer = ensure_ed25519(path)
-    if not public_key(path).exists():
-        public_key(path).write_text(signer.public.pem())
+        ensure_ed25519(path)
     return path
-
-
-def public_key(key_file: Path) -> Path:
-    return key_file.with_name(key_file.name + ".pub")
 
 
 def toml(doc: dict[str, Any]) -> str:
@@ -74,7 +68,7 @@ def agent_env(key_file: Path) -> dict[str, str]:
     """The agent obeys commands signed by the stack's coordinators (it holds their public key only). Given as
     MYOLO_* overrides (not in the file) so an agent build without a ``[commands]`` section still starts: unknown
     variables are ignored."""
-    return {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": json.dumps([str(public_key(key_file))])}
+    return {"MYOLO_COMMANDS_ENABLED": "true", "MYOLO_COMMANDS_KEY_FILES": json.dumps([str(public_path(key_file))])}
 
 
 def agent_config(

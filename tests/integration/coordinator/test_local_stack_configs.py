@@ -11,7 +11,7 @@ import pytest
 from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
 from events.broker import state
-from events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key
+from events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
 from tests.helpers import write_key
 
 
@@ -20,7 +20,7 @@ def test_signing_key_is_private_stable_and_loadable(tmp_path: Path) -> None:
     assert oct(key.stat().st_mode & 0o777) == "0o600"
     assert configs.signing_key(tmp_path).read_text() == key.read_text()  # not regenerated
     signer = load_signer(key)
-    public = load_verify_key(configs.public_key(key), "commands.key_files[0]")
+    public = load_verify_key(public_path(key), "commands.key_files[0]")
     assert isinstance(signer, Ed25519Signer) and isinstance(public, Ed25519Public)
     assert public.key_id == signer.key_id
 
@@ -28,7 +28,7 @@ def test_signing_key_is_private_stable_and_loadable(tmp_path: Path) -> None:
 def test_a_legacy_hmac_stack_key_is_replaced_by_an_ed25519_one(tmp_path: Path) -> None:
     write_key(tmp_path / configs.KEY_FILE)
     assert isinstance(load_signer(configs.signing_key(tmp_path)), Ed25519Signer)
-    assert configs.public_key(tmp_path / configs.KEY_FILE).exists()
+    assert public_path(tmp_path / configs.KEY_FILE).exists()
 
 
 def test_toml_writer_round_trips() -> None:

@@ -141,6 +141,13 @@ def test_ensure_ed25519_creates_a_private_key_and_its_public_half_then_reuses_th
     before = path.read_bytes()
     again = ensure_ed25519(path, "identity.key_file")
     assert again.key_id == first.key_id and path.read_bytes() == before  # reused, never overwritten
+    pub = path.with_name("node.key.pub")
+    pub.unlink()
+    ensure_ed25519(path, "identity.key_file")
+    assert load_verify_key(pub, "k").key_id == first.key_id  # a lost public half is written again
+    pub.write_text(Ed25519Signer.generate().public.pem())
+    ensure_ed25519(path, "identity.key_file")
+    assert load_verify_key(pub, "k").key_id == first.key_id  # and one of another key is replaced
     path.chmod(0o644)
     with pytest.raises(ConfigError, match=r"identity\.key_file: .*chmod 600"):
         ensure_ed25519(path, "identity.key_file")
