@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from events.payloads import (
+    AuditRecord,
     BandwidthPoint,
     BandwidthReport,
     Command,
@@ -173,5 +174,19 @@ def example_payloads(node_id: str = "gpu-node-001") -> dict[str, Payload]:
         ),
         Command(command_id="cmd-0001", node_id=node_id, epoch=3, action="nccl_probe", args={"sizes": [1 << 20]}),
         CommandAck(command_id="cmd-0001", node_id=node_id, epoch=3, status="done"),
+        AuditRecord(
+            request_id="req-0001",
+            outcome="done",
+            who="alice",
+            role="operator",
+            method="POST",
+            path=f"/v1/nodes/{node_id}/cordon",
+            route="/v1/nodes/{node_id}/cordon",
+            target=node_id,
+            status=200,
+            remote="10.0.0.9",
+            coordinator="coordinator-1",
+            time=1_767_225_600.0,
+        ),
     ]
     return {type_name(p): p for p in examples}

@@ -50,6 +50,7 @@ RELEASES = "myolo.releases"
 COMMANDS = "myolo.commands"
 COMMAND_ACKS = "myolo.command.acks"
 DEAD_LETTER = "myolo.deadletter"
+AUDIT = "myolo.audit"
 STATE_NODES = "myolo.state.nodes"
 STATE_NODE_KEYS = "myolo.state.node-keys"
 STATE_COMMANDS = "myolo.state.commands"
@@ -124,6 +125,14 @@ CATALOGUE: tuple[Topic, ...] = (
         (types.COMMAND_ACK_V1,),
         1 * DAY_MS,
         description="agents' acknowledgements of commands",
+    ),
+    Topic(
+        AUDIT,
+        3,
+        "caller (token name)",
+        (types.AUDIT_V1,),
+        90 * DAY_MS,
+        description="every write to the coordinators' API: who, what, the outcome, from where, when",
     ),
     Topic(
         DEAD_LETTER,

@@ -12,6 +12,7 @@ import re
 
 from events.errors import InvalidEvent
 from events.payloads import (
+    AuditRecord,
     BandwidthReport,
     Command,
     CommandAck,
@@ -40,6 +41,7 @@ DRIFT_SAMPLE_V1 = "ai.myolo.drift.sample.v1"
 RELEASE_PUBLISHED_V1 = "ai.myolo.release.published.v1"
 COMMAND_V1 = "ai.myolo.command.v1"
 COMMAND_ACK_V1 = "ai.myolo.command.ack.v1"
+AUDIT_V1 = "ai.myolo.audit.v1"
 
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
     NODE_SAMPLE_V1: NodeSample,
@@ -54,6 +56,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
     RELEASE_PUBLISHED_V1: ReleasePublished,
     COMMAND_V1: Command,
     COMMAND_ACK_V1: CommandAck,
+    AUDIT_V1: AuditRecord,
 }
 TYPE_NAMES: dict[type[Payload], str] = {cls: name for name, cls in PAYLOAD_TYPES.items()}
 _VERSIONED = re.compile(r"^(?P<base>.+)\.v(?P<major>\d+)$")
@@ -73,6 +76,7 @@ KEY_FIELDS: dict[type[Payload], str] = {
     ReleasePublished: "component",
     Command: "node_id",
     CommandAck: "node_id",
+    AuditRecord: "who",
 }
 
 

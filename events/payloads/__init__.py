@@ -1,5 +1,6 @@
 """Typed event payloads (msgspec Structs). See ``events.types`` for the CloudEvents type names."""
 
+from events.payloads.audit import AuditRecord
 from events.payloads.commands import Command, CommandAck, StartWorkersArgs, StopWorkersArgs
 from events.payloads.common import Payload
 from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
@@ -16,6 +17,7 @@ from events.payloads.training import (
 )
 
 __all__ = [
+    "AuditRecord",
     "BandwidthPoint",
     "BandwidthReport",
     "Command",
