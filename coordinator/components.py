@@ -11,5 +11,6 @@ from coordinator.cordons.component import Cordons
 from coordinator.core.component import Component
 from coordinator.fleet.component import Fleet
 from coordinator.jobs.component import Jobs
+from coordinator.nodes.component import Nodes
 
-COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs)
+COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes)

@@ -39,13 +39,15 @@ class RouteSet:
 
     ``admin_routes`` lists the routes only an admin token may call, as (METHOD, path pattern exactly as
     registered in aiohttp), e.g. ``("PUT", "/v1/nodes/{node}/key")``; every other route needs a viewer for
-    GET/HEAD and an operator for any other method.
+    GET/HEAD and an operator for any other method. A write's body must be ``application/json``; ``body_types``
+    names the routes that take other content types too, ``{(METHOD, path pattern): accepted types}``.
     """
 
     routes: list[web.RouteDef]
     openapi: Path | None = None
     health: Callable[[], dict[str, Any]] = field(default=dict)
     admin_routes: tuple[tuple[str, str], ...] = ()
+    body_types: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
 
 class Component:
@@ -54,6 +56,9 @@ class Component:
     name: ClassVar[str]
     config: ClassVar[type[msgspec.Struct] | None] = None  # the [name] section of coordinator.toml
     consumes: ClassVar[tuple[type[Payload], ...]] = ()
+    # payloads this component vouches for: each event of these types goes through ``verify`` before any
+    # component sees it, and is dead-lettered with the reason when it raises (nodes: node signatures)
+    guards: ClassVar[tuple[type[Payload], ...]] = ()
     owns: ClassVar[tuple[StateTopic, ...]] = ()
     openapi: ClassVar[Path | None] = None  # the OpenAPI fragment describing the routes of ``api()``
 
@@ -63,6 +68,10 @@ class Component:
     @classmethod
     def check_config(cls, section: Any, core: Any) -> None:
         """Checks across keys (or against the core's, e.g. ``tick_s``); raise ``ConfigError`` naming the key."""
+
+    def verify(self, event: Event) -> None:
+        """One event of a guarded type, before any component handles it: raise ``InvalidEvent`` to refuse it.
+        Runs on the ingest path of every event of those types: keep it fast, and never wait."""
 
     async def on_event(self, event: Event, info: RecordInfo) -> None:
         """One event of a consumed type. Raising makes the core retry this component (only) for the event."""

@@ -24,6 +24,7 @@ from coordinator.config import CoreConfig, section
 from coordinator.core import assembly
 from coordinator.core.component import Component, StateTopic
 from coordinator.core.context import Context, Peers
+from coordinator.core.guard import IngestGuard
 from coordinator.core.ingest import ConsumerHealth
 from coordinator.core.leadership import TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
 from coordinator.core.router import EventRouter
@@ -33,6 +34,7 @@ from events.bus import EventConsumer, EventProducer
 from events.clock import Clock, SystemClock
 from events.files import atomic_write
 from events.keys import load_signer
+from events.signing import SIGNED_NODE_EVENTS
 from events.topics import STATE_COORDINATOR
 
 log = structlog.get_logger("myolo.coordinator")
@@ -95,6 +97,7 @@ class Coordinator:
             self.peers.built.append(cls(ctx))
         self.components: dict[str, Component] = {type(c).name: c for c in self.peers}
         self.router = EventRouter(list(self.peers))
+        self.guard = IngestGuard(list(self.peers), SIGNED_NODE_EVENTS)  # checked before any component acts
         self.tail = StateTail(settings, list(self._owners), self.store.codec, self.apply_state)
         self.ingest = EventConsumer(
             settings,
@@ -102,6 +105,7 @@ class Coordinator:
             f"myolo-coordinator-{self.instance_id}",
             self.router,
             dead_letters=self._producer,
+            verifier=self.guard,  # type: ignore[arg-type]  # anything with verify(event) raising InvalidEvent
             clock=self.clock,
             auto_offset_reset=cfg.ingest_from,
         )

@@ -1,0 +1,90 @@
+"""Node keys over HTTP, for admins only: enrol (``PUT``), read, revoke (``DELETE``) a node's key, list them.
+
+Writes are the leader's: on a standby ``NotLeader`` becomes a 307 to the leader (the API's middleware).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from aiohttp import web
+
+from coordinator.api.errors import ApiError
+from coordinator.nodes.interface import NodeKeys, NotEnrolled
+from coordinator.nodes.records import NodeKeyRecord
+from events.errors import ConfigError, validation_problem
+from events.keys import MAX_KEY_FILE_BYTES
+
+KEY_PATH = "/v1/nodes/{node_id}/key"
+LIST_PATH = "/v1/node-keys"
+ADMIN_ROUTES = (("PUT", KEY_PATH), ("GET", KEY_PATH), ("DELETE", KEY_PATH), ("GET", LIST_PATH))
+_HINT = 'send {"public_key": "<PEM>"}: the node\'s <data_dir>/node.key.pub (`myolo-agent key show` prints it)'
+
+
+class EnrollRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Body of ``PUT /v1/nodes/{node_id}/key``: the node's Ed25519 public key, PEM."""
+
+    public_key: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_FILE_BYTES)]
+
+
+def parse_enroll(raw: bytes) -> EnrollRequest:
+    try:
+        return msgspec.json.decode(raw, type=EnrollRequest)
+    except msgspec.ValidationError as exc:
+        field = validation_problem(exc).field.lstrip(".") or None
+        raise ApiError(400, f"invalid request body: {exc}", field=field, hint=_HINT) from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, f"request body is not JSON: {exc}", hint=_HINT) from None
+
+
+def caller(request: web.Request) -> str:
+    """Who asks, for the record (the API's authentication names the caller)."""
+    who = request.get("identity")
+    return f"admin:{who}" if who else "admin:api"
+
+
+def key_body(record: NodeKeyRecord, **extra: Any) -> dict[str, Any]:
+    return {**msgspec.to_builtins(record), **extra}
+
+
+def _not_enrolled(node_id: str) -> ApiError:
+    return ApiError(
+        404, f"node {node_id!r} has no enrolled key", field="node_id", hint=f"enrol it with PUT /v1/nodes/{node_id}/key"
+    )
+
+
+def routes(nodes: NodeKeys) -> list[web.RouteDef]:
+    async def enroll(request: web.Request) -> web.Response:
+        node_id = request.match_info["node_id"]
+        body = parse_enroll(await request.read())
+        try:
+            record, change = await nodes.enroll(node_id, body.public_key, caller(request))
+        except ConfigError as exc:
+            raise ApiError(400, f"public_key: {exc.reason}", field="public_key", hint=_HINT) from None
+        return web.json_response(key_body(record, change=change), status=201 if change == "enrolled" else 200)
+
+    async def read(request: web.Request) -> web.Response:
+        node_id = request.match_info["node_id"]
+        record = nodes.key_of(node_id)
+        if record is None:
+            raise _not_enrolled(node_id)
+        return web.json_response(key_body(record))
+
+    async def revoke(request: web.Request) -> web.Response:
+        node_id = request.match_info["node_id"]
+        try:
+            record = await nodes.revoke(node_id, caller(request))
+        except NotEnrolled:
+            raise _not_enrolled(node_id) from None
+        return web.json_response(key_body(record))
+
+    async def listing(request: web.Request) -> web.Response:
+        return web.json_response({"items": [key_body(r) for r in nodes.key_records()]})
+
+    return [  # no HEAD twins: every route here is an admin's, and a HEAD would tell a viewer who is enrolled
+        web.put(KEY_PATH, enroll),
+        web.get(KEY_PATH, read, allow_head=False),
+        web.delete(KEY_PATH, revoke),
+        web.get(LIST_PATH, listing, allow_head=False),
+    ]
