@@ -106,6 +106,9 @@ class ApiClient:
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._any("POST", path, body)
 
+    def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._any("PUT", path, body)
+
     def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._any("DELETE", path, body)
 
