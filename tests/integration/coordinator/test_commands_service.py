@@ -16,6 +16,7 @@ from events.payloads import Command, CommandAck, GpuReading, NodeSample
 from events.signing import Verifier
 from events.topics import COMMANDS, STATE_COMMANDS
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
+from tests.integration.coordinator.identity import PlayedNodes
 
 
 async def commands_for(settings, node: str) -> list:
@@ -42,6 +43,8 @@ async def test_intent_signed_command_retry_ack_expiry(
     if await one_leader(svc, standby) is standby:
         svc, standby = standby, svc
     await wait_until(lambda: svc.ingest.ready.is_set(), 30, "ingest")
+    played = PlayedNodes(producer, clock)  # the node signs its acks with its enrolled key
+    await played.enroll(svc, node, everywhere=[standby])
     gpus = [GpuReading(index=0, uuid="GPU-0", name="sim")]
     while not (fleet(svc).node(node) and fleet(svc).node(silent)):
         for n in (node, silent):
@@ -74,7 +77,7 @@ async def test_intent_signed_command_retry_ack_expiry(
     assert [e.data.command_id for e in again] == [intent.command_id] * 2 and again[0].id != again[1].id
 
     # the agent acknowledges: done, recorded; no more retries
-    await producer.send(
+    await played.send(
         CommandAck(
             command_id=intent.command_id, node_id=node, epoch=svc.epoch, status="done", result={"interval_s": 2.0}
         )
