@@ -8,6 +8,7 @@ broker's own files live in `<state dir>/kafka/`:
     server.properties  rendered on each start
     data/              the log dirs (topics survive stop/start; `clean()` removes them)
     logs/server.log    the broker's log4j output; logs/stdout.log the JVM's own output
+    security/          a secured broker's TLS files and users' passwords (events.broker.security)
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from events.broker import config, jars, ports, process, state
+from events.broker import config, jars, ports, process, security, state
 from events.broker.errors import BrokerError
 from events.broker.java import find_java
-from events.broker.probe import ClusterMetadata, answers_metadata
+from events.broker.probe import ClusterMetadata, ProbeError, answers_metadata
+from events.files import atomic_write
 
 NAME = "kafka"
 ROLE = "broker"
@@ -41,6 +43,7 @@ class BrokerStatus:
     log: Path
     detail: str
     cluster_id: str | None = None
+    security: str | None = None  # "SASL_SSL" or "SASL_PLAINTEXT" when secured
 
 
 class LocalBroker:
@@ -49,6 +52,10 @@ class LocalBroker:
     `port`/`controller_port` are only used the first time (afterwards broker.json holds them); `None`
     picks free ports. `tied_to_parent` makes the broker die with the Python process that started it
     (tests); the CLI leaves it False so the broker outlives `myoloctl local up`.
+
+    `secure` sets a new broker up with SASL/SCRAM, the StandardAuthorizer and (with `tls`) TLS on its client
+    listener; `users` (name -> role of events.broker.acls) are created with it, and on every start their SCRAM
+    credentials and ACLs are applied. A broker once secured stays secured (the stack state file records it).
     """
 
     def __init__(
@@ -61,6 +68,9 @@ class LocalBroker:
         kafka_version: str | None = None,
         properties: dict[str, str] | None = None,
         tied_to_parent: bool = False,
+        secure: bool = False,
+        tls: bool = True,
+        users: dict[str, security.Role] | None = None,
     ) -> None:
         if not re.fullmatch(r"[1-9]\d*[mMgG]", heap):
             raise BrokerError(f"heap size {heap!r} is not like 512m or 1g", hint="pass heap='512m' or '1g'")
@@ -71,6 +81,8 @@ class LocalBroker:
         self._version = kafka_version
         self._properties = dict(properties or {})
         self._tied = tied_to_parent
+        self._secure, self._tls, self._users = secure, tls, dict(users or {})
+        self._sec: security.StackSecurity | None = None  # as found by start()
         self._proc: subprocess.Popen | None = None
 
     # -- paths and identity -------------------------------------------------------------------------
@@ -85,6 +97,11 @@ class LocalBroker:
     @property
     def properties_path(self) -> Path:
         return self.home / "server.properties"
+
+    @property
+    def security(self) -> security.StackSecurity | None:
+        """How this broker is secured (None: plaintext), from the stack state file."""
+        return state.load(self.state_dir).security
 
     @property
     def identity(self) -> config.BrokerIdentity | None:
@@ -111,9 +128,11 @@ class LocalBroker:
         """
         with state.locked(self.state_dir):
             stack = state.load(self.state_dir)
+            self._sec = self._prepare_security(stack)
             record = stack.find(NAME)
             if record and self._alive(record):
                 self._wait_ready(record, timeout)
+                self._apply_security(record.ports["client"])
                 return False
             if record:
                 stack.drop(NAME)
@@ -127,6 +146,7 @@ class LocalBroker:
                 identity = self._prepare_identity()
                 try:
                     self._start_once(stack, java.executable, lib, identity, timeout)
+                    self._apply_security(identity.port)
                     return True
                 except ports.PortInUse as taken:
                     if first:  # a busy port is not remembered: the next start picks afresh
@@ -156,6 +176,9 @@ class LocalBroker:
             stack = state.load(self.state_dir)
             if not stack.processes:
                 (self.state_dir / state.STATE_FILE).unlink(missing_ok=True)
+            elif stack.security is not None:
+                stack.security = None  # its files went with the broker's folder
+                state.save(self.state_dir, stack)
 
     def status(self) -> BrokerStatus:
         stack = state.load(self.state_dir)
@@ -166,13 +189,42 @@ class LocalBroker:
         bootstrap = f"{ports.HOST}:{record.ports['client']}"
         if not self._alive(record):
             return BrokerStatus(False, bootstrap, record.pid, self.log_path, f"pid {record.pid} has exited")
-        meta = answers_metadata(ports.HOST, record.ports["client"])
+        sec = stack.security
+        meta = answers_metadata(ports.HOST, record.ports["client"], credentials=sec.credentials() if sec else None)
         if meta is None:
             detail = f"pid {record.pid} runs but does not answer on {bootstrap}"
             return BrokerStatus(False, bootstrap, record.pid, self.log_path, detail)
-        return BrokerStatus(True, bootstrap, record.pid, self.log_path, "running", meta.cluster_id)
+        protocol = sec.protocol if sec else None
+        return BrokerStatus(True, bootstrap, record.pid, self.log_path, "running", meta.cluster_id, protocol)
 
     # -- steps --------------------------------------------------------------------------------------
+    def _prepare_security(self, stack: state.StackState) -> security.StackSecurity | None:
+        """Set a new broker up secured when asked, and make sure the requested users exist (state saved)."""
+        if stack.security is None and self._secure:
+            if self.identity is not None:
+                raise BrokerError(
+                    f"the broker in {self.home} was set up without security; it cannot be secured in place",
+                    hint="`myoloctl local down --clean` removes it (and its topics), then `myoloctl local up --secure`",
+                )
+            stack.security = security.create(self.home / "security", use_tls=self._tls)
+        if stack.security is None:
+            return None
+        for name, role in self._users.items():
+            security.ensure_user(stack.security, name, role)
+        state.save(self.state_dir, stack)
+        return stack.security
+
+    def _apply_security(self, port: int) -> None:
+        if self._sec is None:
+            return
+        try:
+            security.apply(self._sec, port)
+        except ProbeError as exc:
+            raise BrokerError(
+                f"could not set up the users and ACLs of the broker on {ports.HOST}:{port}: {exc}",
+                hint=f"read the log {self.log_path}",
+            ) from exc
+
     def _alive(self, record: state.ProcessRecord) -> bool:
         if self._proc is not None and self._proc.pid == record.pid:
             return self._proc.poll() is None
@@ -258,8 +310,12 @@ class LocalBroker:
 
     def _write_properties(self, identity: config.BrokerIdentity) -> None:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
-        body = config.render_properties(identity, self.home / "data", self._properties)
-        self.properties_path.write_text(body)
+        extra = dict(self._properties)
+        if self._sec is not None:
+            extra = security.broker_properties(self._sec, identity.port, identity.controller_port) | extra
+        body = config.render_properties(identity, self.home / "data", extra)
+        # mode 0600: a secured broker's file holds the admin's password (its JAAS lines)
+        atomic_write(self.properties_path, body.encode(), durable=False, mode=0o600)
 
     def _jvm(self, java: Path, lib: Path, heap: str) -> list[str]:
         return [
@@ -277,6 +333,7 @@ class LocalBroker:
         cmd = [
             *self._jvm(java, lib, "256m"), "kafka.tools.StorageTool", "format", "-t", identity.cluster_id,
             "-c", str(self.properties_path), "--ignore-formatted",
+            *(security.format_arguments(self._sec) if self._sec else []),
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if proc.returncode != 0:
@@ -303,8 +360,9 @@ class LocalBroker:
 
     def _wait_ready(self, record: state.ProcessRecord, timeout: float) -> ClusterMetadata:
         deadline = time.monotonic() + timeout
+        credentials = self._sec.credentials() if self._sec else None
         while True:
-            meta = answers_metadata(ports.HOST, record.ports["client"], timeout=2.0)
+            meta = answers_metadata(ports.HOST, record.ports["client"], timeout=2.0, credentials=credentials)
             if meta is not None:
                 return meta
             if not self._alive(record):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from events.broker.errors import BrokerError
+from events.broker.security import StackSecurity, UserRecord
 from events.files import atomic_write
 
 STATE_FILE = "stack.json"
@@ -49,6 +50,7 @@ class ProcessRecord:
 class StackState:
     bootstrap: str | None = None
     processes: list[ProcessRecord] = field(default_factory=list)
+    security: StackSecurity | None = None  # None: the broker lets anyone in (PLAINTEXT)
 
     def find(self, name: str) -> ProcessRecord | None:
         return next((p for p in self.processes if p.name == name), None)
@@ -65,7 +67,7 @@ def load(state_dir: Path) -> StackState:
     try:
         raw = json.loads(path.read_text())
         procs = [ProcessRecord(**p) for p in raw.get("processes", [])]
-        return StackState(bootstrap=raw.get("bootstrap"), processes=procs)
+        return StackState(bootstrap=raw.get("bootstrap"), processes=procs, security=_security(raw.get("security")))
     except FileNotFoundError:
         return StackState()
     except (ValueError, TypeError, AttributeError) as exc:
@@ -80,7 +82,16 @@ def save(state_dir: Path, state: StackState) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
     body = {"format": _FORMAT, "bootstrap": state.bootstrap}
     body["processes"] = [dataclasses.asdict(p) for p in state.processes]
+    if state.security is not None:
+        body["security"] = dataclasses.asdict(state.security)
     atomic_write(state_dir / STATE_FILE, (json.dumps(body, indent=2) + "\n").encode(), durable=False)
+
+
+def _security(raw: dict | None) -> StackSecurity | None:
+    if raw is None:
+        return None
+    users = {name: UserRecord(**user) for name, user in raw.pop("users", {}).items()}
+    return StackSecurity(**raw, users=users)
 
 
 @contextlib.contextmanager
@@ -93,6 +104,14 @@ def locked(state_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def local_security(state_dir: Path | None = None) -> StackSecurity | None:
+    """How the local stack's broker is secured (None when it is not, or when there is no stack)."""
+    try:
+        return load(state_dir or default_state_dir()).security
+    except (OSError, BrokerError, ValueError):
+        return None
 
 
 def local_bootstrap(state_dir: Path | None = None) -> str | None:
