@@ -2,8 +2,9 @@
 
 It runs the real commands an operator would, and prints each before its output:
 
-1. ``myoloctl local up --nodes 3 --gpus 1 --coordinators 2``: Kafka, two coordinators (one leads), three
-   agents with one simulated GPU each, every one a real process;
+1. ``myoloctl local up --secure --nodes 3 --gpus 1 --coordinators 2``: Kafka (SASL/SCRAM over TLS, ACLs per
+   role, each process its own Kafka user), two coordinators (one leads), three agents with one simulated GPU
+   each, every one a real process;
 2. ``myoloctl apply -f tiny-pretrain.yaml``: a tiny GPT job of 1..3 replicas, placed on the three nodes,
    real trainer workers (gloo on the CPU) with a checkpoint every 20 steps and a host-memory snapshot every
    step; ``myoloctl get jobs`` shows the steps flowing;
@@ -128,11 +129,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
-    _say(f"Start the local stack: Kafka, {COORDINATORS} coordinators, {NODES} agents with {GPUS} simulated GPU each")
+    _say(
+        f"Start the local stack: Kafka (secured), {COORDINATORS} coordinators, {NODES} agents with {GPUS} simulated GPU each"
+    )
     _run(
         *_myoloctl(
             "local",
             "up",
+            "--secure",
             "--nodes",
             str(NODES),
             "--gpus",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, NoReturn
+import os
+from typing import Annotated, Literal, NoReturn
 
 import typer
 from rich.console import Console
 
+from coordinator.localstack.security import client_settings
+from events.broker import state
+from events.broker.errors import BrokerError
 from events.errors import ConfigError, InvalidEvent
 from events.settings import KafkaSettings
 
@@ -24,8 +28,16 @@ Bootstrap = Annotated[
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
-def kafka_settings(bootstrap: str | None) -> KafkaSettings:
-    """Settings for the cluster the user picked (or the local stack); exits 1 with a hint if none."""
+def kafka_settings(bootstrap: str | None, *, user: Literal["operator", "admin"] = "operator") -> KafkaSettings:
+    """Settings for the cluster the user picked (or the local stack); exits 1 with a hint if none. A secured
+    local stack is used as its read-only ``operator`` user, or as its ``admin`` by commands that write."""
+    if not bootstrap and not os.environ.get("MYOLO_KAFKA_BOOTSTRAP"):
+        try:
+            local = client_settings(state.load(state.default_state_dir()), user)
+        except (OSError, BrokerError) as exc:
+            fail(f"cannot read the local stack's state: {exc}", code=1)
+        if local is not None:
+            return local
     settings = KafkaSettings(bootstrap=bootstrap or "", client_id="myoloctl")
     try:
         settings.resolved_bootstrap()

@@ -58,7 +58,7 @@ def produce(
     entry = BY_NAME.get(topic)
     if entry is not None and entry.types and type_ not in entry.types:
         fail(f"invalid: type: {type_!r} does not belong on topic {topic!r} (use {topic_for_type(type_)!r})")
-    settings = kafka_settings(bootstrap)
+    settings = kafka_settings(bootstrap, user="admin")  # a secured local stack: only the admin may write anywhere
     src = source or f"myoloctl/{getpass.getuser()}@{socket.gethostname()}"
 
     async def send() -> Event:

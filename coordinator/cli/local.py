@@ -14,8 +14,9 @@ import typer
 from rich.console import Console
 
 from coordinator.cli import render
-from coordinator.localstack import stack
-from events.broker import BrokerError, LocalBroker, jars
+from coordinator.localstack import security, stack
+from events.broker import BrokerError, LocalBroker, jars, state
+from events.broker.security import StackSecurity
 from events.broker.state import default_state_dir
 
 app = typer.Typer(
@@ -70,6 +71,15 @@ def up(
             show_default=False,
         ),
     ] = None,
+    secure: Annotated[
+        bool,
+        typer.Option(
+            "--secure",
+            help="A new stack's Kafka requires SASL/SCRAM logins and enforces ACLs per role; every coordinator "
+            "and agent gets its own user. A stack once secured stays secured.",
+        ),
+    ] = False,
+    tls: Annotated[bool, typer.Option("--tls/--no-tls", help="With --secure: TLS on Kafka's client port.")] = True,
 ) -> None:
     """Start the local Kafka broker (or find the one already running), then C coordinators and N agents with
     simulated GPUs, each a real process. Running ones are kept; what is missing is started."""
@@ -78,12 +88,20 @@ def up(
         coordinators = 1 if nodes else 0
     if nodes and not coordinators:
         out.print("[yellow]note:[/] agents without a coordinator only publish; nobody watches them")
-    broker = LocalBroker(state_dir or default_state_dir(), port=port, controller_port=controller_port)
+    broker = LocalBroker(
+        state_dir or default_state_dir(),
+        port=port,
+        controller_port=controller_port,
+        secure=secure,
+        tls=tls,
+        users=security.STACK_USERS,
+    )
     try:
         if not jars.cached():
             out.print("Fetching Apache Kafka jars from Maven Central (first time only)...")
         with out.status("Starting Apache Kafka..."):
             started = broker.start(timeout=timeout)
+            security.create_topics(state.load(broker.state_dir))
         status = broker.status()
     except BrokerError as err:
         raise _fail(err) from err
@@ -91,7 +109,11 @@ def up(
     out.print(f"[green]Kafka {verb}[/] at [bold]{status.bootstrap}[/] (pid {status.pid})")
     out.print(f"logs:  {status.log}")
     out.print(f"state: {broker.state_dir}")
-    out.print(f"use it: export MYOLO_KAFKA_BOOTSTRAP={status.bootstrap}")
+    sec = broker.security
+    if sec is None:
+        out.print(f"use it: export MYOLO_KAFKA_BOOTSTRAP={status.bootstrap}")
+    else:
+        _print_security(out, sec, status.bootstrap or "")
     if coordinators or nodes:
         _up_members(out, broker.state_dir, coordinators, nodes, gpus, timeout)
 
@@ -119,6 +141,23 @@ def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gp
     out.print("next: myoloctl get nodes ; myoloctl local status ; myoloctl local down")
 
 
+def _print_security(out: Console, sec: StackSecurity, bootstrap: str) -> None:
+    """How to reach a secured stack: myoloctl finds it by its state dir; other clients need the settings."""
+    tls = f", CA {sec.ca_file}" if sec.tls else " (no TLS)"
+    out.print(f"security: {sec.protocol} {sec.mechanism}{tls}; ACLs per role")
+    out.print(f"users: {', '.join(f'{n} ({u.role})' for n, u in sorted(sec.users.items()))}")
+    out.print(f"passwords: {Path(sec.folder) / 'users'}/NAME.password (mode 0600)")
+    out.print("use it: myoloctl events tail TOPIC (as operator, read only); other clients, e.g. kcat as producer:")
+    ca = f" -X ssl.ca.location={sec.ca_file}" if sec.tls else ""
+    mechanism = "PLAIN" if sec.tls else sec.mechanism  # see events.broker.security: librdkafka before 2.6.1
+    out.print(
+        f"  kcat -b {bootstrap} -X security.protocol={sec.protocol} -X sasl.mechanisms={mechanism}{ca} "
+        f"-X sasl.username=producer -X sasl.password=$(cat {sec.users['producer'].password_file}) "
+        "-P -t myolo.drift.samples",
+        markup=False,
+    )
+
+
 @app.command()
 def status(state_dir: StateDir = None) -> None:
     """List the stack's processes (Kafka, coordinators, agents) with pid and health. Exit status 0 when all of
@@ -130,7 +169,10 @@ def status(state_dir: StateDir = None) -> None:
     except BrokerError as err:
         raise _fail(err) from err
     if st.running:
-        out.print(f"[green]Kafka running[/] at [bold]{st.bootstrap}[/] (pid {st.pid}, cluster {st.cluster_id})")
+        secured = f", {st.security} with ACLs" if st.security else ""
+        out.print(
+            f"[green]Kafka running[/] at [bold]{st.bootstrap}[/] (pid {st.pid}, cluster {st.cluster_id}{secured})"
+        )
         out.print(f"logs:  {st.log}")
     else:
         out.print(f"[red]Kafka not running[/]: {st.detail}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from coordinator.localstack import configs, health
+from coordinator.localstack import configs, health, security
 from events.broker import process, state
 from events.broker.errors import BrokerError
 
@@ -121,12 +121,14 @@ def start_members(
     started: list[state.ProcessRecord] = []
     with state.locked(state_dir):
         stack = state.load(state_dir)
+        running = {name for name, _ in wanted if _running(stack.find(name))}
+        kafka = security.member_kafka(state_dir, stack, [(n, r) for n, r in wanted if n not in running])
         for name, role in wanted:
             record = stack.find(name)
-            if record is not None and process.alive(record.pid, record.marker):
+            if record is not None and name in running:
                 result.append((record, False))
                 continue
-            record = _start_one(state_dir, name, role, stack.bootstrap or "", gpus, key)
+            record = _start_one(state_dir, name, role, stack.bootstrap or "", gpus, key, kafka[name])
             stack.put(record)
             state.save(state_dir, stack)
             started.append(record)
@@ -145,15 +147,24 @@ def start_members(
     return result
 
 
-def _start_one(state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path) -> state.ProcessRecord:
+def _running(record: state.ProcessRecord | None) -> bool:
+    return record is not None and process.alive(record.pid, record.marker)
+
+
+def _start_one(
+    state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path, kafka: dict[str, str]
+) -> state.ProcessRecord:
     """Launch one member on port 0: the kernel gives it a free port as it binds, which it logs; the port is
     read back from there and recorded (``_wait_answering``). A port picked free here and bound seconds later
-    by the process could be taken by another process in between."""
+    by the process could be taken by another process in between. ``kafka``: its security settings (the
+    security step's), added to its config's ``[kafka]``."""
     workdir = state_dir / f"{role}s" / name
     if role == COORDINATOR:
         doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=0, key_file=key)
+        doc["kafka"] |= kafka
         return _launch(state_dir, name, role, "coordinator.cli_daemon", doc, {}, {})
     doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=0, key_file=key)
+    doc["kafka"] |= kafka
     info = {"socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
     return _launch(state_dir, name, role, "agent", doc, {}, info, configs.agent_env(key))
 
