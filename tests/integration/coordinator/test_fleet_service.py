@@ -12,6 +12,7 @@ from events.clock import SimClock
 from events.payloads import GpuReading, NodeFault, NodeSample
 from events.topics import STATE_NODES
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
+from tests.integration.coordinator.identity import PlayedNodes
 
 
 def sample(node: str, seq: int, health: str = "ok", util: float = 50.0, used: int = 10) -> NodeSample:
@@ -29,6 +30,8 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
     svc = await services.start(cfg, clock)
     await wait_until(lambda: svc.is_leader, 30, "leadership")
     await wait_until(svc.ingest.ready.is_set, 30, "ingest assignment")
+    played = PlayedNodes(producer, clock)  # faults are signed by their node's enrolled key, from its agent
+    await played.enroll(svc, bad, warn, f"ghost-{tag}")  # ghost: enrolled, never heard from
 
     seq = 0
     while not all(fleet(svc).node(n) for n in (ok, bad, quiet, warn)):  # "latest": publish until it is being read
@@ -39,8 +42,8 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
     assert fleet(svc).node(ok).liveness == "Ready" and fleet(svc).node(ok).gpus[0].util_gpu == 50.0
 
     # a FAIL fault cordons, recorded in the state topic; a WARN is shown, not acted on
-    await producer.send(NodeFault(node_id=bad, kind="xid", health="fail", xid=79, gpu_index=1, reasons=["XID 79"]))
-    await producer.send(NodeFault(node_id=warn, kind="ecc", health="warn", reasons=["corrected ECC rising"]))
+    await played.send(NodeFault(node_id=bad, kind="xid", health="fail", xid=79, gpu_index=1, reasons=["XID 79"]))
+    await played.send(NodeFault(node_id=warn, kind="ecc", health="warn", reasons=["corrected ECC rising"]))
     await wait_until(lambda: fleet(svc).node(bad).cordoned, 30, "auto cordon")
     rec = fleet(svc).node(bad).cordon
     assert rec.by == "auto:fault" and "xid 79" in rec.reason.lower() and "GPU 1" in rec.reason
@@ -60,7 +63,7 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
     await producer.send(broken)
     await wait_until(lambda: fleet(svc).node(ok).flags, 30, "flag")
     assert "mem_used_bytes" in fleet(svc).node(ok).flags[-1] and fleet(svc).node(ok).gpus[0].mem_used_bytes == 10
-    await producer.send(NodeFault(node_id=f"ghost-{tag}", kind="xid", health="fail", xid=79))
+    await played.send(NodeFault(node_id=f"ghost-{tag}", kind="xid", health="fail", xid=79))
     await wait_until(lambda: any(r.node_id == f"ghost-{tag}" for r in fleet(svc).view.rejections), 30, "unknown node")
     assert fleet(svc).node(f"ghost-{tag}") is None
 
