@@ -202,6 +202,32 @@ def status(
         )
 
 
+key_app = typer.Typer(help="The node's signing key: `key show` prints what `myoloctl node enroll` registers.")
+app.add_typer(key_app, name="key")
+
+
+@key_app.command("show")
+def key_show(
+    config: Path | None = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+    generate: bool = typer.Option(False, "--generate", help="Make the key now if the agent has not made it yet."),
+    pem: bool = typer.Option(False, "--pem", help="Print the public key PEM only."),
+) -> None:
+    """Print this node's id, its key id and its public key (PEM), for `myoloctl node enroll`. The key signs the
+    node's faults, command acks and training faults and completions; it is <data_dir>/node.key by default
+    ([identity] key_file), made at the agent's first start, mode 0600."""
+    from agent.identity import node_key
+
+    cfg = _config(config, None)
+    try:
+        key = node_key(cfg.identity, create=generate)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if not pem:
+        typer.echo(f"node id:  {cfg.node_id}\nkey id:   {key.key_id}\nkey file: {cfg.identity.key_file}")
+    typer.echo(key.public.pem().rstrip("\n"))
+
+
 def _mount_fleetsim() -> None:
     """``myolo-agent fleetsim``: the fleet simulator (agent/fleetsim) lives beside the agent it imitates."""
     from agent.fleetsim.cli import fleetsim_command

@@ -20,6 +20,8 @@ from typing import Annotated, Literal
 import msgspec
 
 from agent.commands.config import CommandsConfig
+from agent.identity.key import DEFAULT_NAME as NODE_KEY_NAME
+from agent.identity.key import IdentityConfig
 from agent.leak.config import LeakConfig
 from agent.trainer.config import TrainerConfig
 from events.config import load_config
@@ -111,6 +113,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     leak: LeakConfig = msgspec.field(default_factory=LeakConfig)
     kafka: KafkaSettings = msgspec.field(default_factory=KafkaSettings)
     commands: CommandsConfig = msgspec.field(default_factory=CommandsConfig)
+    identity: IdentityConfig = msgspec.field(default_factory=IdentityConfig)
     probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
     trainer: TrainerConfig = msgspec.field(default_factory=TrainerConfig)
 
@@ -162,6 +165,7 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
     spool = msgspec.structs.replace(cfg.spool, dir=str(spool_dir))
     workers_dir = Path(cfg.trainer.workers_dir).expanduser() if cfg.trainer.workers_dir else data_dir / "workers"
     trainer = msgspec.structs.replace(cfg.trainer, workers_dir=str(workers_dir))
+    node_key = Path(cfg.identity.key_file).expanduser() if cfg.identity.key_file else data_dir / NODE_KEY_NAME
     return msgspec.structs.replace(
         cfg,
         node_id=node_id,
@@ -170,6 +174,7 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
         control_socket=str(sock),
         spool=spool,
         trainer=trainer,
+        identity=IdentityConfig(key_file=str(node_key)),
     )
 
 

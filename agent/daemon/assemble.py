@@ -15,6 +15,7 @@ from agent.daemon.runtime import Runtime, event_source
 from agent.daemon.trainer import build_supervisor
 from agent.gpu import GpuBackend, make_backend
 from agent.health import HealthState
+from agent.identity import node_key
 from agent.notify import Notifier
 from agent.publish import Publisher
 from agent.publish.publisher import Producer
@@ -47,8 +48,8 @@ def build_runtime(
     notifier: Notifier | None = None,
     config_path: str | None = None,
 ) -> Runtime:
-    """With commands enabled the key files are read and the command ledger opened here, so a bad key fails
-    the start (``ConfigError``, ``LedgerError`` or ``OSError``)."""
+    """The node key is read (or generated) here and, with commands enabled, the key files are read and the
+    command ledger opened, so a bad key fails the start (``ConfigError``, ``LedgerError`` or ``OSError``)."""
     spool = Spool(
         cfg.spool.dir,
         max_bytes=cfg.spool.max_bytes,
@@ -64,6 +65,7 @@ def build_runtime(
         node_id=cfg.node_id,
         clock=clock,
         config=cfg.publish,
+        signer=node_key(cfg.identity),
     )
     rt = Runtime(
         cfg=cfg,

@@ -8,7 +8,9 @@ keys, headers and producer settings as a real agent's, so the coordinator cannot
 by ``backend: "sim"`` and ``simulated: true``, which are there on purpose.
 
 Faults arrive at random (``fault_rate`` per second, fleet-wide) or on demand (:meth:`inject_fault`, which
-records the moment it handed the fault to the producer: the start of a fault-to-cordon measurement).
+records the moment it handed the fault to the producer: the start of a fault-to-cordon measurement). Each
+fault is signed with its node's key, as a real agent signs it: ``node_keys`` (node id -> key) or, by default,
+keys generated in memory; ``public_keys()`` is what a test or benchmark enrols.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from agent.fleetsim.template import gpu_uuid, sample_template
 from events.clock import Clock, SystemClock
 from events.codec import encode
 from events.envelope import new_event, rfc3339
+from events.keys import Ed25519Public, Ed25519Signer
 from events.settings import KafkaSettings
+from events.signing import sign
 from events.topics import NODE_FAULTS, NODE_SAMPLES
 from events.types import NODE_SAMPLE_V1
 
@@ -106,6 +110,7 @@ class FleetSimulator:
         faults_topic: str = NODE_FAULTS,
         fault_mix: tuple[tuple[int, float], ...] = DEFAULT_MIX,
         run_id: str | None = None,
+        node_keys: dict[str, Ed25519Signer] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"nodes: need at least 1 simulated node, got {nodes}")
@@ -128,6 +133,10 @@ class FleetSimulator:
         width = max(5, len(str(nodes - 1)))
         self.node_ids = [f"{node_prefix}{i:0{width}d}" for i in range(nodes)]
         self._index = {n: i for i, n in enumerate(self.node_ids)}
+        keys = node_keys or {}
+        if missing := [n for n in self.node_ids if node_keys is not None and n not in keys]:
+            raise ValueError(f"node_keys: no key for {len(missing)} node(s), e.g. {missing[0]!r}")
+        self.node_keys = {n: keys.get(n) or Ed25519Signer.generate() for n in self.node_ids}
         run = run_id or os.urandom(4).hex()
         self._keys = [n.encode() for n in self.node_ids]
         self._sources = [("ce_source", f"/myolo/agent/{n}".encode()) for n in self.node_ids]
@@ -152,6 +161,10 @@ class FleetSimulator:
         self._stopping.set()
         await self.sink.flush()
         await self.sink.stop()
+
+    def public_keys(self) -> dict[str, Ed25519Public]:
+        """Every simulated node's public key, for enrolment."""
+        return {n: key.public for n, key in self.node_keys.items()}
 
     def node_index(self, node: int | str) -> int:
         if isinstance(node, int):
@@ -242,7 +255,7 @@ class FleetSimulator:
     async def _send_fault(self, n: int, gpu: int, xid: int, *, injected: bool, wait: bool = False) -> SentFault:
         node_id = self.node_ids[n]
         fault = xid_fault(node_id, gpu, xid, gpu_uuid(n, gpu))
-        event = new_event(fault, f"/myolo/agent/{node_id}", clock=self.clock)
+        event = sign(new_event(fault, f"/myolo/agent/{node_id}", clock=self.clock), self.node_keys[node_id])
         key, value, headers = encode(event)
         sent = SentFault(node_id, event.id, xid, gpu, fault.health, self.clock.now(), time.perf_counter(), injected)
         fut = await self.sink.send(self.faults_topic, value, key, headers, self._fault_parts[n])  # type: ignore[arg-type]

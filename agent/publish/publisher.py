@@ -8,6 +8,10 @@ bounded by the spool's cap: memory holds at most one batch whatever the outage's
 retried only after aiokafka has settled every future of the previous attempt, so retries never stack copies in
 the producer's buffer. Delivery is at least once (a batch partly acknowledged before a failure is resent);
 consumers de-duplicate by event id.
+
+With the node's key (``signer``), the node events that make the coordinator act (``SIGNED_NODE_EVENTS``:
+faults, command acks, training faults and completions) are signed here, before they are spooled: the record
+sent later, whatever the outage, is the signed one, and the producer sends it untouched. Telemetry is not.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from events.clock import Clock, sleep_or_wake
 from events.codec import decode, encode
 from events.envelope import Event, new_event
 from events.errors import InvalidEvent
+from events.keys import Signer
 from events.payloads import Payload
+from events.signing import SIGNED_NODE_EVENTS, sign
 from events.topics import NODE_SAMPLES, topic_for_type
 
 log = structlog.get_logger("myolo.agent.publish")
@@ -73,8 +79,10 @@ class Publisher:
         node_id: str,
         clock: Clock,
         config: PublishConfig | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self.spool = spool
+        self.signer = signer
         self.source = source
         self.node_id = node_id
         self.cfg = config or PublishConfig()
@@ -98,6 +106,8 @@ class Publisher:
         logged and reported by the health endpoint; the event is then lost, which is counted.
         """
         event = new_event(payload, self.source, clock=self._clock)
+        if self.signer is not None and event.type in SIGNED_NODE_EVENTS:
+            event = sign(event, self.signer)
         key, value, headers = encode(event)
         record = SpoolRecord(topic_for_type(event.type), key, value, headers)
         try:

@@ -105,8 +105,16 @@ class AgentProc:
             return err.code, json.loads(err.read())
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A ``myolo-agent`` command that talks to this agent over its control socket."""
+        return self._run(*args, "--socket", str(self.socket))
+
+    def cli_config(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A ``myolo-agent`` command that reads this agent's config file (``key show``)."""
+        return self._run(*args, "--config", str(self.config))
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "agent", *args, "--socket", str(self.socket)],
+            [sys.executable, "-m", "agent", *args],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,

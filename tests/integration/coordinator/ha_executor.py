@@ -5,6 +5,7 @@ fence, once-only ids, acks) behind the real command consumer, and appends every 
 executes to ``--log`` as ``command_id action``, so the test can count executions.
 
     python -m tests.integration.coordinator.ha_executor --node N --key K --state-dir D --log L --bootstrap B
+        [--node-key NODE_KEY]
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 
 from agent.commands import CommandExecutor, build_command_consumer
 from events.bus import EventProducer
-from events.keys import load_verify_key
+from events.keys import ensure_ed25519, load_verify_key
 from events.settings import KafkaSettings
 from events.signing import Verifier
+from events.sources import agent_source
 
 # the executor starts each action in a task created inside its handler, so the task inherits this
 current_command: contextvars.ContextVar[str] = contextvars.ContextVar("current_command", default="?")
@@ -40,7 +42,9 @@ async def main(args: argparse.Namespace) -> None:
 
         return act
 
-    async with EventProducer(settings, source=f"agent/{args.node}") as producer:
+    # acks come from the node's agent, signed with the node's key, as the agent's own are
+    node_key = ensure_ed25519(Path(args.node_key or Path(args.state_dir) / "node.key"), "--node-key")
+    async with EventProducer(settings, source=agent_source(args.node), signer=node_key) as producer:
         executor = CommandExecutor(
             args.node,
             args.state_dir,
@@ -71,4 +75,5 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     for name in ("--node", "--key", "--state-dir", "--log", "--bootstrap"):
         p.add_argument(name, required=True)
+    p.add_argument("--node-key", help="the node's key (the agent's node.key); default <state-dir>/node.key")
     asyncio.run(main(p.parse_args()))
