@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from coordinator.cli import cordon, describe, events_cmd, get, jobs, keys, local
+from coordinator.cli import cordon, describe, events_cmd, get, jobs, keys, local, node
 
 app = typer.Typer(
     name="myoloctl",
@@ -24,6 +24,7 @@ app.add_typer(jobs.scale_app, name="scale")
 app.add_typer(jobs.logs_app, name="logs")
 app.add_typer(jobs.delete_app, name="delete")
 app.add_typer(keys.app, name="keys")
+app.add_typer(node.app, name="node")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,136 @@
+"""``myoloctl node enroll|keys|revoke``: which key each node signs its faults, acks and training events with.
+
+A node's agent makes its Ed25519 key at its first start (``<data_dir>/node.key``, the public half beside it as
+``node.key.pub``; ``myolo-agent key show`` prints it). Until that public key is enrolled here, the coordinators
+dead-letter the node's events that cause action (faults, command acks, training faults and completions);
+after a revocation, again. These routes are an admin's; a standby redirects the writes to the leader.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+import yaml
+from rich.console import Console
+
+from coordinator.cli import render
+from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.common import fail
+from coordinator.cli.get import Output, OutputOption
+from events.errors import ConfigError
+from events.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
+
+app = typer.Typer(
+    help="Node identity: enrol the public key a node signs its faults, acks and training events with; list "
+    "the enrolled keys; revoke one.",
+    no_args_is_help=True,
+)
+NodeArg = Annotated[str, typer.Argument(help="Node id, as the agent's node_id and `myoloctl get nodes` name it.")]
+KEY_FILE = "node.key.pub"
+
+
+def key_path(node_id: str) -> str:
+    return f"/v1/nodes/{quote(node_id, safe='')}/key"
+
+
+def enroll_nodes(client: ApiClient, keys: Mapping[str, str]) -> dict[str, str]:
+    """Enrol each node's public key (PEM) through the API; returns what changed per node (``enrolled``,
+    ``replaced``, ``unchanged``). Raises ApiError at the first refusal. The local stack calls this once its
+    agents have made their keys (see :func:`agent_public_keys`)."""
+    return {node: client.put(key_path(node), {"public_key": pem})["change"] for node, pem in keys.items()}
+
+
+def agent_public_keys(data_dirs: Mapping[str, Path]) -> dict[str, str]:
+    """``{node id: PEM}`` from each agent's ``<data_dir>/node.key.pub`` (the agent writes it at its first start)."""
+    return {node: (Path(d) / KEY_FILE).read_text() for node, d in data_dirs.items()}
+
+
+def _read_key(source: str) -> str:
+    """The PEM from a file or ``-`` (stdin), checked here so a wrong file fails before anything is sent."""
+    try:
+        text = sys.stdin.read(MAX_KEY_FILE_BYTES + 1) if source == "-" else Path(source).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"--public-key {source}: cannot read it: {exc}")
+    try:
+        public_key_from_pem(text, "--public-key")
+    except ConfigError as exc:
+        fail(f"--public-key {source}: {exc.reason} (give the node's {KEY_FILE}, never its private node.key)")
+    return text
+
+
+def _client(api: str | None) -> ApiClient:
+    try:
+        return ApiClient.from_option(api)
+    except ApiError as exc:
+        fail(exc.render(), code=2 if exc.status == 2 else 1)
+
+
+def _call(client: ApiClient, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    try:
+        if method == "PUT":
+            return client.put(path, body or {})
+        return client.delete(path) if method == "DELETE" else client.get(path)
+    except ApiError as exc:
+        fail(exc.render(), code=2 if exc.status in (2, 400, 404) else 1)
+
+
+@app.command()
+def enroll(
+    node: NodeArg,
+    public_key: Annotated[
+        str,
+        typer.Option(
+            "--public-key",
+            "-k",
+            help=f"The node's public key, PEM: its <data_dir>/{KEY_FILE} (`myolo-agent key show` prints it), "
+            "or - to read it from stdin.",
+        ),
+    ],
+    api: ApiOption = None,
+) -> None:
+    """Enrol NODE's public key: from now on its faults, acks and training events are accepted when signed with
+    it (and refused otherwise). Enrolling a different key replaces the old one."""
+    pem = _read_key(public_key)
+    client = _client(api)
+    answer = _call(client, "PUT", key_path(node), {"public_key": pem})
+    out = Console(soft_wrap=True, highlight=False)
+    out.print(f"node/{answer['node_id']} key [bold]{answer['change']}[/]: key id {answer['key_id']}")
+    out.print(f"recorded by {answer['by']} (epoch {answer.get('epoch', 0)}) via {client.last_url}", style="dim")
+
+
+@app.command()
+def revoke(node: NodeArg, api: ApiOption = None) -> None:
+    """Revoke NODE's key: its faults, acks and training events are refused until a key is enrolled again."""
+    client = _client(api)
+    answer = _call(client, "DELETE", key_path(node))
+    out = Console(soft_wrap=True, highlight=False)
+    out.print(f"node/{answer['node_id']} key {answer['key_id']} [bold]revoked[/] by {answer.get('revoked_by')}")
+    out.print(f"via {client.last_url}", style="dim")
+
+
+@app.command()
+def keys(output: OutputOption = Output.table, api: ApiOption = None) -> None:
+    """Every enrolled node key (revoked ones too): node, key id, state, when and by whom."""
+    body = _call(_client(api), "GET", "/v1/node-keys")
+    out = Console(soft_wrap=True, highlight=False)
+    if output is Output.json:
+        out.print_json(json.dumps(body))
+    elif output is Output.yaml:
+        out.print(yaml.safe_dump(body, sort_keys=False), end="")
+    else:
+        rows = [
+            [
+                k["node_id"],
+                k["key_id"],
+                render.styled("revoked", "red") if k.get("revoked") else render.styled("active", "green"),
+                k.get("revoked_by") or k["by"],
+            ]
+            for k in body["items"]
+        ]
+        render.table(out, ["NODE", "KEY ID", "STATE", "BY"], rows)
