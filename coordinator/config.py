@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
+from coordinator.api.settings import check_api
 from events.config import load_config
 from events.errors import ConfigError
 from events.keys import load_signer
@@ -31,18 +32,25 @@ Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 
 
 class ApiConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The HTTP API. ``advertise_url`` is what other coordinators redirect writes to (default from host/port)."""
+    """The HTTP API. ``advertise_url`` is what other coordinators redirect writes to (default from host/port).
+    Callers present bearer tokens whose hashes are in ``tokens_file`` (``auth = "none"``: nobody is asked, only on
+    a loopback host); TLS with ``tls_cert_file`` and ``tls_key_file``. See docs/security-api.md."""
 
     enabled: bool = True
     host: str = "127.0.0.1"
     port: Port = 8480
     advertise_url: str = ""
+    auth: Literal["tokens", "none"] = "tokens"
+    tokens_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    audit_timeout_s: Positive = 5.0  # a write waits this long for Kafka to take its audit record, else 503
 
     def url(self) -> str:
         if self.advertise_url:
             return self.advertise_url.rstrip("/")
         host = socket.gethostname() if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls_cert_file else 'http'}://{host}:{self.port}"
 
 
 class SigningConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -148,3 +156,4 @@ def check_core(cfg: CoreConfig) -> None:
             f"must be at most a third of leader.session_timeout_ms ({cfg.leader.session_timeout_ms}), "
             "so a live leader never misses its session",
         )
+    check_api(cfg.api)

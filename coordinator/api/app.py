@@ -1,17 +1,21 @@
 """Build the aiohttp application of a coordinator: the core's routes plus each component's.
 
-``create_app(core, parts)`` is all a coordinator process needs; ``serve`` starts it on the running event loop
-and returns the runner, which the caller cleans up on shutdown.
+``create_app(core, parts, security)`` is all a coordinator process needs; ``serve`` starts it on the running
+event loop (with TLS when given a context) and returns the runner, which the caller cleans up on shutdown.
+Every request passes the gate (``guard``: tokens, roles, content types, audit) before the JSON error middleware
+and the routes.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
 from coordinator.api import openapi, routes
 from coordinator.api.errors import json_errors
+from coordinator.api.guard import SECURITY, Security, guard, install
 from coordinator.core.component import RouteSet
 
 
@@ -25,23 +29,31 @@ def _served_by(instance_id: str) -> Callable[..., Awaitable[web.StreamResponse]]
     return middleware
 
 
-def create_app(core: routes.CoreView, parts: Sequence[RouteSet]) -> web.Application:
+def create_app(core: routes.CoreView, parts: Sequence[RouteSet], security: Security) -> web.Application:
     """The API of one coordinator (reads from its components; writes only when it leads)."""
     document = openapi.assemble(p.openapi for p in parts if p.openapi is not None)
-    app = web.Application(middlewares=[_served_by(core.instance_id), json_errors], client_max_size=64 * 1024)
+    middlewares = [_served_by(core.instance_id), guard, json_errors]
+    app = web.Application(middlewares=middlewares, client_max_size=64 * 1024)
+    app[SECURITY] = security
     app.add_routes(routes.routes(core, document, [p.health for p in parts]))
     for part in parts:
         app.add_routes(part.routes)
+    install(app, [r for p in parts for r in p.admin_routes], {k: v for p in parts for k, v in p.body_types.items()})
     return app
 
 
 async def serve(
-    core: routes.CoreView, parts: Sequence[RouteSet], host: str = "127.0.0.1", port: int = 0
+    core: routes.CoreView,
+    parts: Sequence[RouteSet],
+    security: Security,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Start the API; returns the runner (``await runner.cleanup()`` stops it) and the bound port."""
-    runner = web.AppRunner(create_app(core, parts), access_log=None)
+    runner = web.AppRunner(create_app(core, parts, security), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
     return runner, bound

@@ -19,7 +19,6 @@ from coordinator.api.tokens import MAX_TOKEN, RANK, Role, TokenStore, TokensUnav
 
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_KEY = "myolo.caller"  # where the middleware puts the Caller on a request
 ANONYMOUS = "anonymous"
 
 
@@ -36,16 +35,19 @@ class Caller:
         return f"operator:{self.name}"
 
 
+CALLER = web.RequestKey("myolo_caller", Caller)  # where the gate puts the caller on a request
+
+
 def caller(request: web.Request) -> Caller:
     """The authenticated caller of this request (set by the API's middleware before any route runs)."""
-    who = request.get(_KEY)
+    who = request.get(CALLER)
     if not isinstance(who, Caller):
         raise RuntimeError("no caller on this request: the API's auth middleware did not run")
     return who
 
 
 def set_caller(request: web.Request, who: Caller) -> None:
-    request[_KEY] = who
+    request[CALLER] = who
 
 
 class Authenticator:
@@ -120,8 +122,8 @@ class RoutePolicy:
         route = self.route(request)
         return route is not None and route[0] in SAFE_METHODS and route[1] in OPEN_PATHS
 
-    def needs(self, method: str, pattern: str | None) -> Role:
-        if pattern is not None and (method, pattern) in self.admin:
+    def needs(self, method: str, pattern: str) -> Role:
+        if ("GET" if method == "HEAD" else method, pattern) in self.admin:  # a HEAD is its GET without the body
             return "admin"
         return "viewer" if method in SAFE_METHODS else "operator"
 
@@ -135,3 +137,13 @@ def require(who: Caller, need: Role, method: str, path: str) -> None:
             field="Authorization",
             hint=f"ask an admin for a token with role {need} (myoloctl token create NAME --role {need})",
         )
+
+
+def by_refused() -> ApiError:
+    """400 for a ``by`` in a write's body or query: the author of a write is its caller's token, nobody else."""
+    return ApiError(
+        400,
+        "by is not accepted: a write is recorded under the caller's token name",
+        field="by",
+        hint="leave out by; `myoloctl token list` shows the token names",
+    )

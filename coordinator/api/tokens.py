@@ -227,3 +227,29 @@ def revoke(path: str | Path, name: str) -> bool:
     if removed:
         atomic_write(path, "".join(kept).encode(), mode=0o600)
     return removed
+
+
+# ---- the local stack's admin token ---------------------------------------------------------------------------
+LOCAL_ADMIN = "local-admin"
+
+
+def local_paths(state_dir: Path) -> tuple[Path, Path]:
+    """(tokens file, the admin token itself) of a local stack: ``<state dir>/api/``, both 0600."""
+    return state_dir / "api" / "tokens", state_dir / "api" / "admin.token"
+
+
+def ensure_local(state_dir: Path) -> Path:
+    """The local stack's tokens file, holding one admin token that ``myoloctl`` reads from ``admin.token`` (made
+    on first use; made again if either file is missing or they no longer match). Returns the tokens file."""
+    tokens_file, token_file = local_paths(state_dir)
+    try:
+        token = token_file.read_text().strip()
+        if any(hmac.compare_digest(e.digest, digest(token)) for e in load(tokens_file)):
+            return tokens_file
+    except (OSError, ConfigError):
+        pass
+    for stale in (tokens_file, token_file):
+        stale.unlink(missing_ok=True)
+    token = add(tokens_file, LOCAL_ADMIN, "admin")
+    atomic_write(token_file, (token + "\n").encode(), mode=0o600)
+    return tokens_file

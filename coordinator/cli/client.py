@@ -2,13 +2,17 @@
 
 It is given every coordinator it may ask, in order: a read falls through to the next one when a
 coordinator does not answer, and a write follows ``307`` redirects to the leader, so the CLI keeps working
-while a leader dies and a standby takes over.
+while a leader dies and a standby takes over. Every request carries the caller's bearer token (see
+``coordinator/cli/auth.py``), the redirected one too (the leader is a coordinator of the same cluster, named
+in its signed leadership record), but never from ``https`` to plain ``http``. ``https`` URLs are verified
+against ``--ca-file`` or the system's trust store.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -17,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from coordinator.cli import auth
 from events.broker import process, state
 from events.broker.state import default_state_dir
 
@@ -49,9 +54,6 @@ class ApiError(Exception):
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
         return None  # we follow 307 ourselves, keeping the method and the body
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
 
 
 def local_api_urls(state_dir: Path | None = None) -> list[str]:
@@ -88,17 +90,37 @@ def resolve_urls(api: str | None, state_dir: Path | None = None) -> list[str]:
 
 
 class ApiClient:
-    def __init__(self, urls: list[str], timeout: float = 5.0) -> None:
+    def __init__(self, urls: list[str], timeout: float = 5.0, token: auth.Token | None = None) -> None:
         self.urls = urls
         self.timeout = timeout
+        self.token = token
         self.last_url: str | None = None  # base URL of the coordinator that answered last
         self.last_status: int | None = None  # its HTTP status (201 Created, 202 Accepted, ...)
+        self._opener: urllib.request.OpenerDirector | None = None
 
     @classmethod
     def from_option(cls, api: str | None) -> ApiClient:
-        return cls(
-            resolve_urls(api, Path(os.environ["MYOLO_STATE_DIR"]) if os.environ.get("MYOLO_STATE_DIR") else None)
-        )
+        """The coordinators of --api (or the local stack), with the token that goes with them."""
+        state_dir = Path(os.environ["MYOLO_STATE_DIR"]) if os.environ.get("MYOLO_STATE_DIR") else None
+        urls = resolve_urls(api, state_dir)
+        try:
+            token = auth.find_token(None if api else state_dir or default_state_dir())
+        except auth.CredentialError as exc:
+            raise ApiError(2, str(exc), field="token") from None
+        client = cls(urls, token=token)
+        client.opener()  # a bad --ca-file is named before anything is sent
+        return client
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        if self._opener is None:
+            handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+            if any(u.startswith("https://") for u in self.urls):
+                try:
+                    handlers.append(urllib.request.HTTPSHandler(context=auth.tls_context()))
+                except auth.CredentialError as exc:
+                    raise ApiError(2, str(exc), field="--ca-file") from None
+            self._opener = urllib.request.build_opener(*handlers)
+        return self._opener
 
     def get(self, path: str) -> dict[str, Any]:
         return self._any("GET", path, None)
@@ -110,7 +132,7 @@ class ApiClient:
         return self._any("PUT", path, body)
 
     def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self._any("DELETE", path, body)
+        return self._any("DELETE", path, body or {})  # a write carries a JSON body, even an empty one
 
     def _any(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         reasons = []
@@ -118,7 +140,16 @@ class ApiClient:
             try:
                 return self._follow(method, base + path, body)
             except OSError as exc:  # refused, reset, timed out: try the next coordinator
-                reasons.append(f"{base}: {getattr(exc, 'reason', exc)}")
+                reason = getattr(exc, "reason", exc)
+                if isinstance(reason, ssl.SSLCertVerificationError):
+                    raise ApiError(
+                        1,
+                        f"{base}: its TLS certificate is not trusted: {reason.verify_message}",
+                        field="--ca-file",
+                        hint="pass the CA that signed the API's certificate: myoloctl --ca-file ca.pem ... "
+                        "(or MYOLO_CA_FILE, or ~/.config/myolo/ca.pem)",
+                    ) from None
+                reasons.append(f"{base}: {reason}")
         raise ApiError(
             0,
             "no coordinator API answered: " + "; ".join(reasons),
@@ -132,27 +163,48 @@ class ApiClient:
             request.add_header("Accept", "application/json")
             if data is not None:
                 request.add_header("Content-Type", "application/json")
+            if self.token is not None:
+                request.add_header("Authorization", f"Bearer {self.token.value}")
             try:
-                with _opener.open(request, timeout=self.timeout) as resp:
+                with self.opener().open(request, timeout=self.timeout) as resp:
                     parts = urllib.parse.urlsplit(url)
                     self.last_url = f"{parts.scheme}://{parts.netloc}"
                     self.last_status = resp.status
                     return json.loads(resp.read() or b"{}")
             except urllib.error.HTTPError as exc:
                 if exc.code in (307, 308) and exc.headers.get("Location"):
-                    url = exc.headers["Location"]
+                    url = _redirect(url, exc.headers["Location"])
                     continue
-                raise _api_error(exc) from None
+                raise self._api_error(exc) from None
         raise ApiError(
             508, f"more than {MAX_REDIRECTS} redirects from {url}", hint="the coordinators disagree on who leads; retry"
         )
 
+    def _api_error(self, exc: urllib.error.HTTPError) -> ApiError:
+        try:
+            body = json.loads(exc.read() or b"{}")
+        except ValueError:
+            body = {}
+        if not isinstance(body, dict) or "error" not in body:
+            return ApiError(exc.code, f"HTTP {exc.code} {exc.reason} from {exc.url}")
+        if exc.code == 401:
+            if self.token is None:
+                return ApiError(401, "not authenticated: no token to send", "token", auth.no_token_hint())
+            error = f"not authenticated: the token from {self.token.source} was refused ({body['error']})"
+            hint = "it may be revoked, or made for another cluster; " + auth.no_token_hint()
+            return ApiError(401, error, "token", hint)
+        if exc.code == 403:
+            return ApiError(403, f"not allowed: {body['error']}", body.get("field"), body.get("hint"))
+        return ApiError(exc.code, body["error"], body.get("field"), body.get("hint"))
 
-def _api_error(exc: urllib.error.HTTPError) -> ApiError:
-    try:
-        body = json.loads(exc.read() or b"{}")
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict) or "error" not in body:
-        return ApiError(exc.code, f"HTTP {exc.code} {exc.reason} from {exc.url}")
-    return ApiError(exc.code, body["error"], body.get("field"), body.get("hint"))
+
+def _redirect(url: str, location: str) -> str:
+    """Where a 307 points, unless it would carry the token from https down to plain http."""
+    target = urllib.parse.urljoin(url, location)
+    if url.startswith("https://") and not target.startswith("https://"):
+        raise ApiError(
+            1,
+            f"{url} redirected to {target}: the token is not sent without TLS",
+            hint="every coordinator of a cluster with TLS should serve https (api.tls_cert_file)",
+        )
+    return target

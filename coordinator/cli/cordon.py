@@ -1,14 +1,12 @@
 """``myoloctl cordon|uncordon NODE [--reason TEXT]``: take a node out of (or back into) scheduling.
 
 The request may reach any coordinator; a standby redirects it to the leader, which records the decision in
-its state topic before acting. The answer says who recorded it, under which leadership epoch.
+its state topic before acting, under the name of the caller's token. The answer says who recorded it, under
+which leadership epoch.
 """
 
 from __future__ import annotations
 
-import getpass
-import re
-import socket
 from typing import Annotated
 
 import typer
@@ -23,25 +21,16 @@ ReasonOption = Annotated[
 ]
 
 
-def _operator() -> str:
-    """user@host, reduced to the characters the API accepts in ``by``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return re.sub(r"[^\w.@:+-]", "_", f"{user}@{socket.gethostname().split('.')[0]}")[:128]
-
-
 def _write(node: str, reason: str | None, *, cordoned: bool, api: str | None) -> None:
     verb = "cordon" if cordoned else "uncordon"
-    body = {"by": _operator()}
+    body: dict[str, str] = {}
     if reason is not None:
         body["reason"] = reason
     try:
         client = ApiClient.from_option(api)
         answer = client.post(f"/v1/nodes/{node}/{verb}", body)
     except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in (2, 400, 404) else 1)
+        fail(exc.render(), code=2 if exc.status in (2, 400, 404, 415) else 1)
     record = answer["cordon"]
     out = Console(soft_wrap=True, highlight=False)
     state = "cordoned" if record["cordoned"] else "uncordoned"

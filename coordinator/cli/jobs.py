@@ -20,7 +20,6 @@ from rich.markup import escape
 
 from coordinator.cli import common, render
 from coordinator.cli.client import ApiClient, ApiError, ApiOption
-from coordinator.cli.cordon import _operator as operator
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 from coordinator.jobs.records import JobRecord
 from events.payloads.worker_logs import WorkerLogChunk
@@ -98,7 +97,7 @@ def apply(
         fail(f"{exc} (in {'stdin' if filename == '-' else filename}; nothing was sent)", code=2)
     except UnicodeDecodeError as exc:
         fail(f"-f {filename}: the manifest is not UTF-8 ({exc}); nothing was sent", code=2)
-    client, job = _ask_job(api, lambda c: c.post("/v1/jobs", {"manifest": text, "by": operator()}))
+    client, job = _ask_job(api, lambda c: c.post("/v1/jobs", {"manifest": text}))
     verb = "created" if client.last_status == 201 else "configured"
     _out().print(f"job/{job.name} [bold]{verb}[/] via {client.last_url}")
 
@@ -116,7 +115,7 @@ def scale_job(
     The job resizes when the capacity is there: a new generation, resumed from its checkpoint.
     """
     path = f"{_job_path(name)}/scale"
-    client, job = _ask_job(api, lambda c: c.post(path, {"replicas": replicas, "by": operator()}))
+    client, job = _ask_job(api, lambda c: c.post(path, {"replicas": replicas}))
     now = job.generation.replicas if job.generation else 0
     _out().print(
         f"job/{name} [bold]scaled[/] to {replicas} replicas (running {now} now, {job.phase}) via {client.last_url}"
@@ -126,7 +125,7 @@ def scale_job(
 @delete_app.command("job")
 def delete_job(name: JobArg, api: ApiOption = None) -> None:
     """Delete the job: its workers stop with a checkpoint, then the job is gone from `get jobs`."""
-    _ask(api, lambda c: c.delete(f"{_job_path(name)}?{urlencode({'by': operator()})}"))
+    _ask(api, lambda c: c.delete(_job_path(name)))
     _out().print(f"job/{name} [bold]deleting[/]: its workers stop with a checkpoint, then it is removed")
 
 

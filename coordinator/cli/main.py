@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from coordinator.cli import cordon, describe, events_cmd, get, jobs, keys, local, node
+from coordinator.cli import auth, cordon, describe, events_cmd, get, jobs, keys, local, node, token
 
 app = typer.Typer(
     name="myoloctl",
@@ -13,6 +15,24 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _options(
+    ca_file: Annotated[
+        str | None,
+        typer.Option(
+            "--ca-file",
+            envvar="MYOLO_CA_FILE",
+            help="CA certificate (PEM) to trust for an https coordinator API (default: ~/.config/myolo/ca.pem if "
+            "present, else the system's). The API token comes from MYOLO_TOKEN or ~/.config/myolo/token.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    auth.options["ca_file"] = ca_file
+
+
 app.add_typer(local.app, name="local")
 app.add_typer(events_cmd.app, name="events")
 app.add_typer(get.app, name="get")
@@ -24,6 +44,7 @@ app.add_typer(jobs.scale_app, name="scale")
 app.add_typer(jobs.logs_app, name="logs")
 app.add_typer(jobs.delete_app, name="delete")
 app.add_typer(keys.app, name="keys")
+app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
 
 

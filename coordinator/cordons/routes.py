@@ -1,5 +1,6 @@
 """The operator's writes: ``POST /v1/nodes/{node_id}/cordon|uncordon`` (the leader takes them; a standby's
-answer is a 307 to the leader, made by the API's error middleware from ``NotLeader``)."""
+answer is a 307 to the leader, made by the API's error middleware from ``NotLeader``). Who cordons is the
+caller's token (``operator:<token name>``); a ``by`` in the body is refused, so nobody writes another's name."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated, Protocol
 import msgspec
 from aiohttp import web
 
+from coordinator.api.auth import by_refused, caller
 from coordinator.api.errors import ApiError
 from coordinator.fleet.model import CordonRecord
 
@@ -25,10 +27,9 @@ class CordonWrites(Protocol):
 
 
 class CordonRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Body of ``POST /v1/nodes/{id}/cordon|uncordon``: why, and (optionally) who asks."""
+    """Body of ``POST /v1/nodes/{id}/cordon|uncordon``: why (who asks is the caller's token)."""
 
     reason: Annotated[str, msgspec.Meta(max_length=MAX_REASON)] = ""
-    by: Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\w.@:+-]+$")] | None = None
 
 
 def parse_cordon_request(raw: bytes) -> CordonRequest:
@@ -41,7 +42,9 @@ def parse_cordon_request(raw: bytes) -> CordonRequest:
         text = str(exc)
         field = _UNKNOWN.search(text) or _FIELD.search(text)
         name = field.group(1) if field else None
-        hint = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; allowed fields: reason, by'
+        if name == "by":
+            raise by_refused() from None
+        hint = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; the only field is reason'
         raise ApiError(400, f"invalid request body: {text}", field=name, hint=hint) from None
     except msgspec.DecodeError as exc:
         raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
@@ -53,9 +56,8 @@ def routes(cordons: CordonWrites) -> list[web.RouteDef]:
         body = parse_cordon_request(await request.read())
         verb = "cordoned" if cordoned else "uncordoned"
         reason = body.reason.strip() or f"{verb} by operator"
-        by = f"operator:{body.by or 'api'}"
         action = cordons.cordon if cordoned else cordons.uncordon
-        record = await action(node_id, reason, by)
+        record = await action(node_id, reason, caller(request).by)
         return web.json_response({"node_id": node_id, "cordon": msgspec.to_builtins(record)})
 
     async def cordon(request: web.Request) -> web.Response:

@@ -192,15 +192,16 @@ class Coordinator:
     async def _start_api(self) -> None:
         if not self.cfg.api.enabled:
             return
-        from coordinator.api.app import create_app
+        from coordinator.api.app import serve
+        from coordinator.api.audit import kafka_sender
+        from coordinator.api.settings import security_for, server_ssl
 
+        api = self.cfg.api
         parts = [p for p in (c.api() for c in self.peers) if p is not None]
-        runner = web.AppRunner(create_app(self, parts), access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, self.cfg.api.host, self.cfg.api.port).start()
-        self._api_runner = runner
-        if self.cfg.api.port == 0 and not self.cfg.api.advertise_url:  # an ephemeral port: say which one
-            self.api_url = f"http://{self.cfg.api.host}:{runner.addresses[0][1]}"
+        security = security_for(api, kafka_sender(self._producer), self.clock, self.instance_id)  # audit: plain
+        self._api_runner, port = await serve(self, parts, security, api.host, api.port, server_ssl(api))
+        if api.port == 0 and not api.advertise_url:  # an ephemeral port: say which one
+            self.api_url = msgspec.structs.replace(api, port=port).url()
         log.info("HTTP API listening", url=self.api_url)
 
     # ---- state --------------------------------------------------------------------------------------------

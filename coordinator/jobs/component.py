@@ -362,7 +362,12 @@ class Jobs(Component):
 
     # ---- API and status -----------------------------------------------------------------------------------
     def api(self) -> RouteSet:
-        return RouteSet(routes.routes(self), self.openapi, health=lambda: {"jobs": len(self.records)})
+        return RouteSet(
+            routes.routes(self),
+            self.openapi,
+            health=lambda: {"jobs": len(self.records)},
+            body_types=routes.BODY_TYPES,
+        )
 
     def stats(self) -> dict[str, int]:
         return {"jobs": len(self.records), "generations_started": self.reconciler.generations_started}

@@ -2,10 +2,11 @@
 
 A job is answered as its whole state record (``JobRecord``: spec, phase, generation with its members,
 progress, decisions), the same shape ``myoloctl`` renders and ``-o json`` prints. A manifest may come as
-YAML (``Content-Type: application/yaml``, as ``curl --data-binary @job.yaml`` sends it with that header) or
-wrapped in JSON (``{"manifest": "...", "by": "..."}``, as ``myoloctl apply`` sends it); its body is bounded
-before it is parsed. A write on a standby raises ``NotLeader``, which the API's middleware answers with a 307
-to the leader.
+YAML (``Content-Type: application/yaml``, as ``curl --data-binary @job.yaml`` sends it with that header; not
+``text/plain``, which a browser may send across origins unasked) or wrapped in JSON (``{"manifest": "..."}``,
+as ``myoloctl apply`` sends it); its body is bounded before it is parsed. Who applies, scales or deletes is the
+caller's token (``operator:<token name>``); a ``by`` in the body or query is refused. A write on a standby
+raises ``NotLeader``, which the API's middleware answers with a 307 to the leader.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Annotated, TypeVar
 import msgspec
 from aiohttp import web
 
+from coordinator.api.audit import set_target
+from coordinator.api.auth import by_refused, caller
 from coordinator.api.errors import ApiError
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError
@@ -25,32 +28,30 @@ from coordinator.jobs.records import JobRecord
 from events.errors import validation_problem
 
 OPENAPI = Path(__file__).with_name("openapi.yaml")
-YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain"})
+YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
+JSON = "application/json"
+APPLY = ("POST", "/v1/jobs")
+BODY_TYPES = {APPLY: YAML_TYPES | {JSON}}  # the API's gate lets these through to the route (RouteSet.body_types)
 # a manifest wrapped in JSON: every byte may be escaped (\u00XX is six bytes for one)
 MAX_JSON_MANIFEST_BODY = 6 * MAX_MANIFEST_BYTES + 4096
 MAX_SMALL_BODY = 4096  # scale and delete bodies
 _CHUNK = 64 * 1024
 
-By = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\w.@:+-]+$")]
 T = TypeVar("T", bound=msgspec.Struct)
 
 
 class ApplyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """``POST /v1/jobs`` as JSON: the manifest's text, and (optionally) who applies it."""
+    """``POST /v1/jobs`` as JSON: the manifest's text."""
 
     manifest: str
-    by: By | None = None
 
 
 class ScaleRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     replicas: Annotated[int, msgspec.Meta(ge=0, le=4096)]
-    by: By | None = None
 
 
-class ByRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """``DELETE /v1/jobs/{name}`` (body or query), and the query of a YAML apply."""
-
-    by: By | None = None
+class DeleteRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``DELETE /v1/jobs/{name}``: an empty JSON object (or no body)."""
 
 
 def job_response(record: JobRecord, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -66,6 +67,8 @@ def unknown_job(name: str) -> ApiError:
 
 def _invalid(exc: msgspec.ValidationError, hint: str) -> ApiError:
     field = validation_problem(exc).field.lstrip(".") or None
+    if field == "by":
+        return by_refused()
     return ApiError(400, f"invalid request: {exc}", field=field, hint=hint)
 
 
@@ -79,12 +82,13 @@ def decode_json(raw: bytes, kind: type[T], hint: str) -> T:
         raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
 
 
-def query_by(request: web.Request) -> str | None:
-    """``?by=`` checked like a body's ``by``."""
-    try:
-        return msgspec.convert(dict(request.query), ByRequest).by
-    except msgspec.ValidationError as exc:
-        raise _invalid(exc, "the only query parameter is by=<who asks>") from None
+def no_query(request: web.Request) -> None:
+    """The writes take no query parameters (``?by=`` was one: the caller's token says who asks now)."""
+    if "by" in request.query:
+        raise by_refused()
+    if request.query:
+        name = next(iter(request.query))
+        raise ApiError(400, f"unknown query parameter {name!r}", field=name, hint="this route takes no query")
 
 
 async def read_bounded(request: web.Request, limit: int, what: str) -> bytes:
@@ -104,14 +108,15 @@ async def read_bounded(request: web.Request, limit: int, what: str) -> bytes:
     return b"".join(chunks)
 
 
-async def manifest_request(request: web.Request) -> tuple[str, str | None]:
-    """(manifest text, by) of ``POST /v1/jobs``, from a YAML or a JSON body."""
-    if request.content_type == "application/json":
+async def manifest_request(request: web.Request) -> str:
+    """The manifest text of ``POST /v1/jobs``, from a YAML or a JSON body."""
+    no_query(request)
+    if request.content_type == JSON:
         raw = await read_bounded(request, MAX_JSON_MANIFEST_BODY, "request body")
-        body = decode_json(raw, ApplyRequest, 'send {"manifest": "<the YAML>", "by": "<who>"}')
+        body = decode_json(raw, ApplyRequest, 'send {"manifest": "<the YAML>"}')
         if len(body.manifest.encode()) > MAX_MANIFEST_BYTES:
             raise ApiError(413, f"the manifest is over {MAX_MANIFEST_BYTES} bytes", field="manifest")
-        return body.manifest, body.by
+        return body.manifest
     if request.content_type not in YAML_TYPES:
         raise ApiError(
             415,
@@ -124,7 +129,7 @@ async def manifest_request(request: web.Request) -> tuple[str, str | None]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(400, f"the manifest is not UTF-8: {exc}", field="manifest") from None
-    return text, query_by(request)
+    return text
 
 
 @contextmanager
@@ -146,10 +151,6 @@ def refusals(value_field: str | None = None) -> Iterator[None]:
         raise ApiError(400, str(exc), field=value_field) from None
 
 
-def operator(by: str | None) -> str:
-    return f"operator:{by or 'api'}"
-
-
 def routes(jobs: JobsAPI) -> list[web.RouteDef]:
     async def list_jobs(request: web.Request) -> web.Response:
         items = sorted(jobs.jobs(), key=lambda r: r.name)
@@ -163,25 +164,28 @@ def routes(jobs: JobsAPI) -> list[web.RouteDef]:
         return job_response(record)
 
     async def apply(request: web.Request) -> web.Response:
-        manifest, by = await manifest_request(request)
+        manifest = await manifest_request(request)
         with refusals():
-            record, created = await jobs.apply(manifest, operator(by))
+            record, created = await jobs.apply(manifest, caller(request).by)
+        set_target(request, record.name)
         if created:
             return job_response(record, 201, {"Location": f"/v1/jobs/{record.name}"})
         return job_response(record)
 
     async def scale(request: web.Request) -> web.Response:
         raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
-        body = decode_json(raw, ScaleRequest, 'send {"replicas": 3}; allowed fields: replicas, by')
+        no_query(request)
+        body = decode_json(raw, ScaleRequest, 'send {"replicas": 3}; the only field is replicas')
         with refusals("replicas"):
-            record = await jobs.scale(request.match_info["name"], body.replicas, operator(body.by))
+            record = await jobs.scale(request.match_info["name"], body.replicas, caller(request).by)
         return job_response(record)
 
     async def delete(request: web.Request) -> web.Response:
         raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
-        by = decode_json(raw, ByRequest, 'send {"by": "<who>"} or nothing').by or query_by(request)
+        no_query(request)
+        decode_json(raw, DeleteRequest, "send {} (or nothing) with Content-Type: application/json")
         with refusals():
-            record = await jobs.delete(request.match_info["name"], operator(by))
+            record = await jobs.delete(request.match_info["name"], caller(request).by)
         return job_response(record, 202)
 
     return [

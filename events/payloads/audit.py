@@ -3,7 +3,8 @@
 A write is recorded twice, under one ``request_id``: ``attempt`` before it runs (the coordinator refuses the
 write with 503 if that record cannot be written, so nothing changes unrecorded) and its result after (``done``,
 ``refused`` or ``failed`` with the HTTP status). A write refused before it could run (403, 415) has only its
-result. An ``attempt`` without a result means the coordinator stopped while the write ran.
+result; a standby's answer is ``redirected`` (307 to the leader, which records the write again). An ``attempt``
+without a result means the coordinator stopped while the write ran.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import msgspec
 
 from events.payloads.common import Id, Payload
 
-Outcome = Literal["attempt", "done", "refused", "failed"]
+Outcome = Literal["attempt", "done", "redirected", "refused", "failed"]
 
 
 class AuditRecord(Payload, kw_only=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 
@@ -13,22 +14,28 @@ from typer.testing import CliRunner
 
 from coordinator.api.app import serve
 from coordinator.cli.main import app
+from tests.api_auth import OPERATOR, VIEWER, security, token
 from tests.helpers import refused_port
+from tests.tls_certs import Certs, make_certs
 from tests.unit.coordinator.api_fleet import MemoryFleet, node, parts_for, sick_node
 
 
 class ApiThread:
     """One coordinator API served from its own event loop in a thread, like a separate process would."""
 
-    def __init__(self, fleet: MemoryFleet) -> None:
+    def __init__(self, fleet: MemoryFleet, tls: Certs | None = None) -> None:
         self.fleet = fleet
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.runner, port = asyncio.run_coroutine_threadsafe(serve(fleet, parts_for(fleet), port=0), self.loop).result(
-            10
-        )
-        self.url = f"http://127.0.0.1:{port}"
+        ctx = None
+        if tls is not None:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(tls.cert, tls.key)
+        sec = security(clock=fleet.clock, instance_id=fleet.instance_id)
+        served = serve(fleet, parts_for(fleet), sec, port=0, ssl_context=ctx)
+        self.runner, port = asyncio.run_coroutine_threadsafe(served, self.loop).result(10)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
 
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
@@ -56,7 +63,7 @@ def apis() -> Iterator[tuple[ApiThread, ApiThread]]:
 
 
 def run(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(app, list(args), env={"MYOLO_API": "", **(env or {})})
+    return CliRunner().invoke(app, list(args), env={"MYOLO_API": "", "MYOLO_TOKEN": token(OPERATOR), **(env or {})})
 
 
 def test_get_nodes_table_is_plain_when_piped(apis) -> None:
@@ -142,7 +149,7 @@ def test_cordon_via_the_standby_lands_on_the_leader(apis) -> None:
     assert "node/node-1 cordoned: fan noise" in result.output
     assert f"(epoch 3) via {leader.url}" in result.output
     assert [(w.node_id, w.cordoned, w.reason) for w in leader.fleet.writes] == [("node-1", True, "fan noise")]
-    assert leader.fleet.writes[0].by.startswith("operator:")
+    assert leader.fleet.writes[0].by == f"operator:{OPERATOR}"  # the token's name, across the redirect
     assert standby.fleet.writes == []
 
     back = run("uncordon", "node-1", "--api", standby.url)
@@ -150,6 +157,33 @@ def test_cordon_via_the_standby_lands_on_the_leader(apis) -> None:
     assert "node/node-1 uncordoned: uncordoned by operator" in back.output
     listed = json.loads(run("get", "nodes", "-o", "json", "--api", leader.url).output)
     assert listed["items"][0]["cordoned"] is False and listed["items"][0]["schedulable"] is True
+
+
+def test_without_a_good_token_or_role_myoloctl_says_why(apis, tmp_path, monkeypatch) -> None:
+    leader, _ = apis
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    none = run("get", "nodes", "--api", leader.url, env={"MYOLO_TOKEN": ""})
+    assert none.exit_code == 1 and "not authenticated: no token to send" in none.output
+    assert "MYOLO_TOKEN" in none.output and str(tmp_path / "myolo" / "token") in none.output
+    bad = run("get", "nodes", "--api", leader.url, env={"MYOLO_TOKEN": "myolo_not-a-token"})
+    assert bad.exit_code == 1 and "the token from MYOLO_TOKEN was refused" in bad.output
+    viewer = run("cordon", "node-1", "--api", leader.url, env={"MYOLO_TOKEN": token(VIEWER)})
+    assert viewer.exit_code == 1 and "not allowed" in viewer.output and "needs the operator role" in viewer.output
+    assert leader.fleet.writes == []
+
+
+def test_the_token_file_is_read_and_refused_when_others_can_read_it(apis, tmp_path, monkeypatch) -> None:
+    leader, _ = apis
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    path = tmp_path / "myolo" / "token"
+    path.parent.mkdir()
+    path.write_text(token(VIEWER) + "\n")
+    path.chmod(0o644)
+    loose = run("get", "nodes", "--api", leader.url, env={"MYOLO_TOKEN": ""})
+    assert loose.exit_code == 2 and f"chmod 600 {path}" in loose.output
+    path.chmod(0o600)
+    ok = run("get", "nodes", "-o", "json", "--api", leader.url, env={"MYOLO_TOKEN": ""})
+    assert ok.exit_code == 0 and len(json.loads(ok.output)["items"]) == 3
 
 
 def test_cordon_errors_name_the_problem(apis) -> None:
@@ -170,3 +204,26 @@ def test_no_api_anywhere_says_how_to_get_one(tmp_path) -> None:
     with refused_port() as port:
         down = run("get", "nodes", "--api", f"http://127.0.0.1:{port}")
     assert down.exit_code == 1 and "no coordinator API answered" in down.output
+
+
+def test_an_https_api_is_trusted_through_ca_file_and_refused_without_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    fleet = MemoryFleet("coord-tls")
+    fleet.add(node("node-1", fleet.now(), gpus=1))
+    api = ApiThread(fleet, make_certs(tmp_path / "tls"))
+    try:
+        trusted = run("--ca-file", str(tmp_path / "tls" / "ca.pem"), "get", "nodes", "-o", "json", "--api", api.url)
+        assert trusted.exit_code == 0, trusted.output
+        assert [n["node_id"] for n in json.loads(trusted.output)["items"]] == ["node-1"]
+        by_env = run("cordon", "node-1", "--api", api.url, env={"MYOLO_CA_FILE": str(tmp_path / "tls" / "ca.pem")})
+        assert by_env.exit_code == 0 and fleet.writes[0].by == f"operator:{OPERATOR}"
+        untrusted = run("get", "nodes", "--api", api.url)
+        assert untrusted.exit_code == 1
+        assert "TLS certificate is not trusted" in untrusted.output and "--ca-file" in untrusted.output
+        other = make_certs(tmp_path / "other", cn="another CA")
+        wrong = run("--ca-file", str(other.ca), "get", "nodes", "--api", api.url)
+        assert wrong.exit_code == 1 and "not trusted" in wrong.output
+        missing = run("--ca-file", str(tmp_path / "nope.pem"), "get", "nodes", "--api", api.url)
+        assert missing.exit_code == 2 and "no such file" in missing.output
+    finally:
+        api.close()

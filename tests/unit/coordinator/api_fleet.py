@@ -3,7 +3,8 @@
 It implements what the API's routes need (the core's ``CoreView``, the fleet's ``FleetReads``, the cordons'
 ``CordonWrites``) the way the real components behave towards the API (writes only when leading, NotLeader with
 the leader's URL otherwise, UnknownNode for nodes never seen), without Kafka. ``app_for`` serves it with the
-real routes and OpenAPI fragments of those components.
+real routes and OpenAPI fragments of those components, behind the real gate (tokens from tests/api_auth.py,
+audit records in memory).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from coordinator.fleet.component import Fleet
 from coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
 from events.clock import SimClock
 from events.payloads import GpuReading, LeakReport, NcclReport
+from tests.api_auth import MemoryAudit, security
 
 GIB = 1 << 30
 
@@ -168,6 +170,6 @@ def parts_for(fleet: MemoryFleet) -> list[RouteSet]:
     ]
 
 
-def app_for(fleet: MemoryFleet) -> web.Application:
+def app_for(fleet: MemoryFleet, audit: MemoryAudit | None = None) -> web.Application:
     """The coordinator's API over the in-memory fleet: core, fleet and cordons routes."""
-    return create_app(fleet, parts_for(fleet))
+    return create_app(fleet, parts_for(fleet), security(audit, fleet.clock, fleet.instance_id))

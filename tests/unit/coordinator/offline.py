@@ -9,6 +9,7 @@ from coordinator.config import load_coordinator_config
 from coordinator.core.component import Component
 from coordinator.core.coordinator import Coordinator
 from events.clock import SimClock
+from tests.api_auth import shared
 from tests.helpers import write_key
 
 
@@ -22,6 +23,11 @@ def offline_coordinator(
     """``producers`` (see recorder.py) record what the coordinator writes; without them, writes would fail.
     ``components`` replace the real list (for a component added from outside); ``env`` sets config keys."""
     key = write_key(tmp_path / "coordinator.key", "11" * 32)
-    base = {"MYOLO_SIGNING_KEY_FILE": str(key), "MYOLO_INSTANCE_ID": "me", "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1"}
+    base = {
+        "MYOLO_SIGNING_KEY_FILE": str(key),
+        "MYOLO_INSTANCE_ID": "me",
+        "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1",
+        "MYOLO_API_TOKENS_FILE": str(shared()[0]),
+    }
     cfg = load_coordinator_config(None, env={**base, **env}, components=components)
     return Coordinator(cfg, clock or SimClock(), components=components, producers=producers)

@@ -8,11 +8,12 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from coordinator.cordons.routes import MAX_REASON
+from tests.api_auth import OPERATOR, bearer
 from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
 
 
 async def _client(fleet: MemoryFleet) -> TestClient:
-    client = TestClient(TestServer(app_for(fleet)))
+    client = TestClient(TestServer(app_for(fleet)), headers=bearer(OPERATOR))
     await client.start_server()
     return client
 
@@ -107,7 +108,7 @@ async def test_leader_and_healthz(client: TestClient, fleet: MemoryFleet) -> Non
 
 
 async def test_cordon_and_uncordon_on_the_leader(client: TestClient, fleet: MemoryFleet) -> None:
-    resp = await client.post("/v1/nodes/node-a/cordon", json={"reason": "bad fan", "by": "alice@host1"})
+    resp = await client.post("/v1/nodes/node-a/cordon", json={"reason": "bad fan"})
     assert resp.status == 200
     body = await resp.json()
     assert body["node_id"] == "node-a"
@@ -115,7 +116,7 @@ async def test_cordon_and_uncordon_on_the_leader(client: TestClient, fleet: Memo
         "node_id": "node-a",
         "cordoned": True,
         "reason": "bad fan",
-        "by": "operator:alice@host1",
+        "by": f"operator:{OPERATOR}",  # the caller's token
         "time": fleet.now(),
         "epoch": 3,
         "silent_since": None,
@@ -123,11 +124,13 @@ async def test_cordon_and_uncordon_on_the_leader(client: TestClient, fleet: Memo
     listed = await (await client.get("/v1/nodes/node-a")).json()
     assert listed["cordoned"] is True and listed["schedulable"] is False
 
-    resp = await client.post("/v1/nodes/node-a/uncordon")  # no body: defaults
+    resp = await client.post(
+        "/v1/nodes/node-a/uncordon", headers={"Content-Type": "application/json"}
+    )  # empty: defaults
     assert resp.status == 200
     assert [(w.cordoned, w.reason, w.by) for w in fleet.writes] == [
-        (True, "bad fan", "operator:alice@host1"),
-        (False, "uncordoned by operator", "operator:api"),
+        (True, "bad fan", f"operator:{OPERATOR}"),
+        (False, "uncordoned by operator", f"operator:{OPERATOR}"),
     ]
     assert (await (await client.get("/v1/nodes/node-a")).json())["schedulable"] is True
 
@@ -146,7 +149,7 @@ async def test_cordon_of_an_unknown_node_is_404(client: TestClient, fleet: Memor
         (b'{"reason": 5}', "reason", "Expected `str`"),
         (b'{"reason": "x", "force": true}', "force", "unknown field"),
         (('{"reason": "' + "x" * (MAX_REASON + 1) + '"}').encode(), "reason", "length"),
-        (b'{"by": "bob smith"}', "by", "matching regex"),
+        (b'{"by": "bob"}', "by", "by is not accepted"),  # who writes is the token's name, nobody else's
         (b"[1, 2]", None, "Expected `object`"),
     ],
 )
@@ -175,7 +178,12 @@ async def test_standby_redirects_writes_to_the_leader_and_the_client_follows(fle
         # reads are served by the standby itself
         assert (await standby.get("/v1/nodes/node-a")).headers["X-Myolo-Coordinator"] == "coord-b"
 
-        followed = await standby.post("/v1/nodes/node-a/cordon", json={"reason": "via standby"})
+        # the client repeats it at Location (aiohttp drops the token on a redirect to another origin: myoloctl
+        # keeps it, see coordinator/cli/client.py)
+        redirected = await standby.post(
+            "/v1/nodes/node-a/cordon", json={"reason": "via standby"}, allow_redirects=False
+        )
+        followed = await leader.session.post(redirected.headers["Location"], json={"reason": "via standby"})
         assert followed.status == 200
         assert followed.headers["X-Myolo-Coordinator"] == "coord-a"
         assert [w.reason for w in fleet.writes] == ["via standby"]

@@ -17,6 +17,7 @@ from coordinator.fleet.component import Fleet
 from coordinator.jobs import manifest, records
 from coordinator.jobs import routes as job_routes
 from events.payloads.trainer_job import TrainerJob
+from tests.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
 from tests.unit.coordinator.jobs import memory_jobs
 from tests.unit.coordinator.offline import offline_coordinator
@@ -74,7 +75,7 @@ async def client() -> TestClient:
     fleet = MemoryFleet()
     fleet.add(node("node-a", fleet.now()))
     fleet.add(sick_node("node-c", fleet.now()))
-    client = TestClient(TestServer(app_for(fleet)))
+    client = TestClient(TestServer(app_for(fleet)), headers=bearer(OPERATOR))
     await client.start_server()
     yield client
     await client.close()
@@ -87,7 +88,7 @@ def openapi_document() -> dict:
 def test_every_route_is_documented_and_every_documented_path_is_routed(tmp_path) -> None:
     """The real coordinator's app (every component's routes) against the assembled document."""
     coord = offline_coordinator(tmp_path)
-    app = create_app(coord, [p for p in (c.api() for c in coord.peers) if p is not None])
+    app = create_app(coord, [p for p in (c.api() for c in coord.peers) if p is not None], security())
     routed = {(r.resource.canonical, r.method.lower()) for r in app.router.routes() if r.method != "HEAD"}
     doc = openapi_document()
     documented = {(p, m) for p, ops in doc["paths"].items() for m in ops if m != "parameters"}
@@ -134,13 +135,23 @@ def test_fragments_that_define_one_name_differently_are_refused(tmp_path) -> Non
         ("get", "/v1/leader", "/v1/leader", 200, None),
         ("post", "/v1/nodes/node-a/cordon", "/v1/nodes/{node_id}/cordon", 200, {"reason": "r"}),
         ("post", "/v1/nodes/node-a/uncordon", "/v1/nodes/{node_id}/uncordon", 400, {"reason": 1}),
-        ("post", "/v1/nodes/zzz/uncordon", "/v1/nodes/{node_id}/uncordon", 404, None),
+        ("post", "/v1/nodes/zzz/uncordon", "/v1/nodes/{node_id}/uncordon", 404, {}),
+        ("post", "/v1/nodes/node-a/cordon", "/v1/nodes/{node_id}/cordon", 401, "no token"),
+        ("post", "/v1/nodes/node-a/cordon", "/v1/nodes/{node_id}/cordon", 403, "viewer"),
+        ("post", "/v1/nodes/node-a/cordon", "/v1/nodes/{node_id}/cordon", 415, "form"),
     ],
 )
 async def test_answers_fit_their_documented_schema(
     client: TestClient, method: str, url: str, path: str, status: int, body: Any
 ) -> None:
-    resp = await client.request(method.upper(), url, json=body)
+    if body == "no token":
+        resp = await client.request(method.upper(), url, json={}, headers={"Authorization": ""})
+    elif body == "viewer":
+        resp = await client.request(method.upper(), url, json={}, headers=bearer(VIEWER))
+    elif body == "form":
+        resp = await client.request(method.upper(), url, data={"reason": "r"})
+    else:
+        resp = await client.request(method.upper(), url, json=body)
     assert resp.status == status
     doc = openapi_document()
     answer = await resp.json()
@@ -175,7 +186,7 @@ async def jobs_client() -> TestClient:
     jobs = memory_jobs.MemoryJobs()
     jobs.add(memory_jobs.running_job(jobs.clock.now(), name="running"))
     jobs.add(memory_jobs.running_job(jobs.clock.now(), name="pretrain"))  # what MANIFEST less "tiny-" applies to
-    client = TestClient(TestServer(memory_jobs.app_for(jobs)))
+    client = TestClient(TestServer(memory_jobs.app_for(jobs)), headers=bearer(OPERATOR))
     await client.start_server()
     yield client
     await client.close()
@@ -218,8 +229,10 @@ _YAML = {"Content-Type": "application/yaml"}
         ("post", "/v1/jobs/running/scale", "/v1/jobs/{name}/scale", 200, {"json": {"replicas": 2}}),
         ("post", "/v1/jobs/running/scale", "/v1/jobs/{name}/scale", 400, {"json": {"replicas": 99}}),
         ("post", "/v1/jobs/zzz/scale", "/v1/jobs/{name}/scale", 404, {"json": {"replicas": 2}}),
-        ("delete", "/v1/jobs/running", "/v1/jobs/{name}", 202, {}),
-        ("delete", "/v1/jobs/zzz", "/v1/jobs/{name}", 404, {}),
+        ("delete", "/v1/jobs/running", "/v1/jobs/{name}", 202, {"json": {}}),
+        ("delete", "/v1/jobs/zzz", "/v1/jobs/{name}", 404, {"json": {}}),
+        ("delete", "/v1/jobs/running", "/v1/jobs/{name}", 415, {}),
+        ("delete", "/v1/jobs/running", "/v1/jobs/{name}", 403, {"json": {}, "headers": bearer(VIEWER)}),
     ],
 )
 async def test_jobs_answers_fit_their_documented_schema(

@@ -28,6 +28,7 @@ from coordinator.cli import render
 from coordinator.cli.main import app
 from coordinator.jobs.records import JobRecord
 from events.payloads.worker_logs import WorkerLogChunk
+from tests.api_auth import OPERATOR, token
 from tests.helpers import refused_port
 from tests.unit.coordinator import api_fleet
 from tests.unit.coordinator.api_fleet import MemoryFleet
@@ -137,7 +138,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(app, list(args), input=input, env={"MYOLO_API": ""})
+    return CliRunner().invoke(app, list(args), input=input, env={"MYOLO_API": "", "MYOLO_TOKEN": token(OPERATOR)})
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_apply_via_the_standby_creates_then_configures_on_the_leader(cluster: Cl
     assert again.output.startswith("job/tiny-pretrain configured")
     assert cluster.leader_jobs.job("tiny-pretrain").spec.max_replicas == 2
     assert [w[0] for w in cluster.leader_jobs.writes] == ["apply", "apply"]
-    assert all(w[2].startswith("operator:") and len(w[2]) > len("operator:") for w in cluster.leader_jobs.writes)
+    assert all(w[2] == f"operator:{OPERATOR}" for w in cluster.leader_jobs.writes)  # the token's name
 
 
 def test_apply_reads_stdin(cluster: Cluster) -> None:
@@ -332,7 +333,7 @@ def test_delete_via_the_standby(cluster: Cluster) -> None:
     assert "job/tiny-pretrain deleting: its workers stop with a checkpoint" in result.output
     assert cluster.leader_jobs.job("tiny-pretrain").deleting
     assert [(w[0], w[1]) for w in cluster.leader_jobs.writes] == [("delete", "tiny-pretrain")]
-    assert cluster.leader_jobs.writes[0][2].startswith("operator:")
+    assert cluster.leader_jobs.writes[0][2] == f"operator:{OPERATOR}"
 
 
 def test_writes_with_no_coordinator_answering_exit_1() -> None:

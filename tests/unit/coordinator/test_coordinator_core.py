@@ -29,6 +29,7 @@ from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
 from events.topics import STATE_COORDINATOR, STATE_NODES, STATE_ROLLOUTS
+from tests.api_auth import VIEWER, bearer, security
 from tests.unit.coordinator.offline import offline_coordinator
 
 INFO = RecordInfo("t", 0, 0)
@@ -154,7 +155,7 @@ async def test_a_new_component_gets_its_config_state_events_ticks_and_routes(tmp
     await coord.tick()
     assert toy.seen == [("event", "trainer"), ("state", "j1", ToyRecord(n=1)), ("tick", 1)]
     parts = [p for p in (c.api() for c in coord.peers) if p is not None]
-    client = TestClient(TestServer(create_app(coord, parts)))
+    client = TestClient(TestServer(create_app(coord, parts, security())), headers=bearer(VIEWER))
     await client.start_server()
     try:
         assert await (await client.get("/v1/toy")).json() == {"greeting": "hi"}

@@ -28,6 +28,7 @@ from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
 from events.signing import SIGNED_NODE_EVENTS, sign
 from events.sources import agent_source
 from events.topics import STATE_NODE_KEYS
+from tests.api_auth import ADMIN, bearer, security
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers
 
@@ -200,7 +201,7 @@ def test_a_coordinator_that_would_act_on_unverified_node_events_does_not_start(t
 @pytest.fixture
 async def client(leader) -> AsyncIterator[TestClient]:
     parts = [p for p in (c.api() for c in leader.peers) if p is not None]
-    client = TestClient(TestServer(create_app(leader, parts)))
+    client = TestClient(TestServer(create_app(leader, parts, security())), headers=bearer(ADMIN))
     await client.start_server()
     yield client
     await client.close()
@@ -216,11 +217,11 @@ async def test_the_api_enrols_reads_lists_and_revokes(client: TestClient) -> Non
     assert (await (await client.get(url)).json())["key_id"] == ALICE.key_id
     listed = (await (await client.get("/v1/node-keys")).json())["items"]
     assert [(k["node_id"], k["key_id"]) for k in listed] == [(NODE, ALICE.key_id)]
-    revoked = await client.delete(url)
+    revoked = await client.delete(url, json={})
     assert revoked.status == 200 and (await revoked.json())["revoked"] is True
     missing = await client.get("/v1/nodes/node-9/key")
     assert missing.status == 404 and (await missing.json())["field"] == "node_id"
-    assert (await client.delete("/v1/nodes/node-9/key")).status == 404
+    assert (await client.delete("/v1/nodes/node-9/key", json={})).status == 404
     assert (await client.head(url)).status == 405  # no HEAD twin telling a viewer who is enrolled
 
 

@@ -18,6 +18,7 @@ from coordinator.jobs.interface import JobConflict, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.records import Decision, Generation, JobProgress, JobRecord, Member
 from events.clock import SimClock
+from tests.api_auth import MemoryAudit, security
 from tests.unit.coordinator.api_fleet import MemoryFleet
 from tests.unit.coordinator.jobs.test_manifest import ISSUE as MANIFEST  # the issue's example manifest
 
@@ -133,9 +134,15 @@ def running_job(now: float, name: str = "tiny-pretrain", manifest: str = MANIFES
 
 
 def parts_for(jobs: MemoryJobs) -> list[RouteSet]:
-    return [RouteSet(job_routes.routes(jobs), job_routes.OPENAPI)]
+    return [RouteSet(job_routes.routes(jobs), job_routes.OPENAPI, body_types=job_routes.BODY_TYPES)]
 
 
-def app_for(jobs: MemoryJobs, core: MemoryFleet | None = None, extra: list[RouteSet] | None = None) -> web.Application:
+def app_for(
+    jobs: MemoryJobs,
+    core: MemoryFleet | None = None,
+    extra: list[RouteSet] | None = None,
+    audit: MemoryAudit | None = None,
+) -> web.Application:
     """The coordinator's API with the jobs' real routes over ``jobs`` (the core's routes from a MemoryFleet)."""
-    return create_app(core or MemoryFleet(), parts_for(jobs) + (extra or []))
+    core = core or MemoryFleet()
+    return create_app(core, parts_for(jobs) + (extra or []), security(audit, core.clock, core.instance_id))

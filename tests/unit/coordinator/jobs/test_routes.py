@@ -10,6 +10,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.jobs.records import JobRecord
+from tests.api_auth import ADMIN, OPERATOR, bearer
 from tests.unit.coordinator.jobs.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
 
 YAML = {"Content-Type": "application/yaml"}
@@ -22,7 +23,7 @@ def jobs() -> MemoryJobs:
 
 @pytest.fixture
 async def client(jobs: MemoryJobs) -> TestClient:
-    client = TestClient(TestServer(app_for(jobs)))
+    client = TestClient(TestServer(app_for(jobs)), headers=bearer(OPERATOR))
     await client.start_server()
     yield client
     await client.close()
@@ -63,13 +64,13 @@ async def test_unknown_job_is_a_404_naming_it(client: TestClient) -> None:
         "field": "name",
         "hint": "list the jobs with GET /v1/jobs",
     }
-    for method, url, body in [("POST", "/v1/jobs/ghost/scale", {"replicas": 2}), ("DELETE", "/v1/jobs/ghost", None)]:
+    for method, url, body in [("POST", "/v1/jobs/ghost/scale", {"replicas": 2}), ("DELETE", "/v1/jobs/ghost", {})]:
         resp = await client.request(method, url, json=body)
         assert resp.status == 404 and (await resp.json())["error"] == "job 'ghost' is not known"
 
 
 async def test_apply_yaml_creates_then_updates(client: TestClient, jobs: MemoryJobs) -> None:
-    resp = await client.post("/v1/jobs?by=ada", data=MANIFEST, headers=YAML)
+    resp = await client.post("/v1/jobs", data=MANIFEST, headers={**YAML, **bearer(ADMIN)})
     assert resp.status == 201
     assert resp.headers["Location"] == "/v1/jobs/tiny-pretrain"
     body = await resp.json()
@@ -84,13 +85,23 @@ async def test_apply_yaml_creates_then_updates(client: TestClient, jobs: MemoryJ
     again = await client.post("/v1/jobs", json={"manifest": MANIFEST.replace("maxReplicas: 3", "maxReplicas: 2")})
     assert again.status == 200
     assert (await again.json())["spec"]["max_replicas"] == 2
-    assert jobs.writes == [("apply", "tiny-pretrain", "operator:ada"), ("apply", "tiny-pretrain", "operator:api")]
+    # who applied is the caller's token, whatever the body says
+    assert jobs.writes == [
+        ("apply", "tiny-pretrain", f"operator:{ADMIN}"),
+        ("apply", "tiny-pretrain", f"operator:{OPERATOR}"),
+    ]
 
 
-@pytest.mark.parametrize("content_type", ["application/x-yaml", "text/yaml", "text/plain"])
+@pytest.mark.parametrize("content_type", ["application/x-yaml", "text/yaml"])
 async def test_apply_takes_the_usual_yaml_content_types(client: TestClient, content_type: str) -> None:
     resp = await client.post("/v1/jobs", data=MANIFEST, headers={"Content-Type": content_type})
     assert resp.status == 201
+
+
+async def test_apply_refuses_text_plain_a_browser_may_send_across_origins(client: TestClient, jobs: MemoryJobs) -> None:
+    resp = await client.post("/v1/jobs", data=MANIFEST, headers={"Content-Type": "text/plain"})
+    assert resp.status == 415 and (await resp.json())["field"] == "Content-Type"
+    assert jobs.writes == []
 
 
 async def test_a_bad_manifest_is_a_400_naming_the_manifest_field(client: TestClient, jobs: MemoryJobs) -> None:
@@ -120,7 +131,7 @@ async def test_a_change_a_running_job_cannot_take_is_a_409(client: TestClient, j
     [
         ({"manifest": 3}, "manifest"),
         ({"manifest": MANIFEST, "who": "me"}, "who"),
-        ({"manifest": MANIFEST, "by": "two words"}, "by"),
+        ({"manifest": MANIFEST, "by": "ada"}, "by"),  # who applies is the token, not the body
         ({}, "manifest"),
     ],
 )
@@ -136,8 +147,9 @@ async def test_apply_refuses_other_content_types_and_bad_bytes(client: TestClien
     assert (await form.json())["field"] == "Content-Type"
     latin = await client.post("/v1/jobs", data=MANIFEST.encode() + b"# \xe9\n", headers=YAML)
     assert latin.status == 400 and "not UTF-8" in (await latin.json())["error"]
-    bad_by = await client.post("/v1/jobs?by=a%20b", data=MANIFEST, headers=YAML)
-    assert bad_by.status == 400 and (await bad_by.json())["field"] == "by"
+    by_query = await client.post("/v1/jobs?by=ada", data=MANIFEST, headers=YAML)
+    assert by_query.status == 400 and (await by_query.json())["field"] == "by"
+    assert "not accepted" in (await by_query.json())["error"]
 
 
 async def test_the_body_is_bounded_by_the_manifest_limit(client: TestClient, jobs: MemoryJobs) -> None:
@@ -165,11 +177,13 @@ async def test_the_body_is_bounded_by_the_manifest_limit(client: TestClient, job
 
 async def test_scale_pins_the_replicas(client: TestClient, jobs: MemoryJobs) -> None:
     jobs.add(running_job(jobs.clock.now()))
-    resp = await client.post("/v1/jobs/tiny-pretrain/scale", json={"replicas": 3, "by": "ada"})
+    resp = await client.post("/v1/jobs/tiny-pretrain/scale", json={"replicas": 3})
     assert resp.status == 200
     body = await resp.json()
     assert body["desired_replicas"] == 3
-    assert body["decisions"][-1]["kind"] == "scale" and body["decisions"][-1]["by"] == "operator:ada"
+    assert body["decisions"][-1]["kind"] == "scale" and body["decisions"][-1]["by"] == f"operator:{OPERATOR}"
+    refused = await client.post("/v1/jobs/tiny-pretrain/scale", json={"replicas": 2, "by": "ada"})
+    assert refused.status == 400 and (await refused.json())["field"] == "by"
 
 
 @pytest.mark.parametrize(
@@ -195,33 +209,46 @@ async def test_a_bad_scale_is_a_400_naming_the_field(
 
 async def test_scale_body_is_json(client: TestClient, jobs: MemoryJobs) -> None:
     jobs.add(running_job(jobs.clock.now()))
-    resp = await client.post("/v1/jobs/tiny-pretrain/scale", data=b"replicas=2")
+    resp = await client.post(
+        "/v1/jobs/tiny-pretrain/scale", data=b"replicas=2", headers={"Content-Type": "application/json"}
+    )
     assert resp.status == 400 and "not JSON" in (await resp.json())["error"]
-    huge = await client.post("/v1/jobs/tiny-pretrain/scale", json={"replicas": 2, "by": "x" * 5000})
+    form = await client.post("/v1/jobs/tiny-pretrain/scale", data=b"replicas=2")
+    assert form.status == 415
+    huge = await client.post("/v1/jobs/tiny-pretrain/scale", json={"replicas": 2, "note": "x" * 5000})
     assert huge.status == 413
 
 
 async def test_delete_answers_202_and_the_deletion_proceeds(client: TestClient, jobs: MemoryJobs) -> None:
     jobs.add(running_job(jobs.clock.now()))
-    resp = await client.delete("/v1/jobs/tiny-pretrain?by=ada")
+    resp = await client.delete("/v1/jobs/tiny-pretrain", json={})
     assert resp.status == 202
     assert (await resp.json())["deleting"] is True
     jobs.add(running_job(jobs.clock.now(), name="other"))
-    by_body = await client.delete("/v1/jobs/other", json={"by": "bob"})
-    assert by_body.status == 202
-    assert jobs.writes == [("delete", "tiny-pretrain", "operator:ada"), ("delete", "other", "operator:bob")]
+    empty = await client.delete("/v1/jobs/other", headers={"Content-Type": "application/json", **bearer(ADMIN)})
+    assert empty.status == 202
+    assert jobs.writes == [
+        ("delete", "tiny-pretrain", f"operator:{OPERATOR}"),
+        ("delete", "other", f"operator:{ADMIN}"),
+    ]
+    for refused in [
+        await client.delete("/v1/jobs/other", json={"by": "bob"}),
+        await client.delete("/v1/jobs/other?by=bob", json={}),
+    ]:
+        assert refused.status == 400 and (await refused.json())["field"] == "by"
+    assert len(jobs.writes) == 2
 
 
 async def test_writes_on_a_standby_are_redirected_to_the_leader() -> None:
     standby = MemoryJobs(leader=False, leader_url="http://10.0.0.9:8480")
     standby.add(running_job(standby.clock.now()))
-    client = TestClient(TestServer(app_for(standby)))
+    client = TestClient(TestServer(app_for(standby)), headers=bearer(OPERATOR))
     await client.start_server()
     try:
         for method, url, kw in [
-            ("POST", "/v1/jobs?by=ada", {"data": MANIFEST, "headers": YAML}),
+            ("POST", "/v1/jobs", {"data": MANIFEST, "headers": YAML}),
             ("POST", "/v1/jobs/tiny-pretrain/scale", {"json": {"replicas": 2}}),
-            ("DELETE", "/v1/jobs/tiny-pretrain", {}),
+            ("DELETE", "/v1/jobs/tiny-pretrain", {"json": {}}),
         ]:
             resp = await client.request(method, url, allow_redirects=False, **kw)
             assert resp.status == 307, (method, url)
@@ -234,7 +261,7 @@ async def test_writes_on_a_standby_are_redirected_to_the_leader() -> None:
 
 
 async def test_a_standby_without_a_known_leader_answers_503() -> None:
-    client = TestClient(TestServer(app_for(MemoryJobs(leader=False))))
+    client = TestClient(TestServer(app_for(MemoryJobs(leader=False))), headers=bearer(OPERATOR))
     await client.start_server()
     try:
         resp = await client.post("/v1/jobs", data=MANIFEST, headers=YAML)
