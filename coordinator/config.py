@@ -21,7 +21,7 @@ import msgspec
 from coordinator.api.settings import check_api
 from events.config import load_config
 from events.errors import ConfigError
-from events.keys import load_signer
+from events.keys import Ed25519Signer, HmacKey, load_signer
 from events.settings import KafkaSettings
 
 if TYPE_CHECKING:
@@ -58,6 +58,13 @@ class SigningConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     HMAC secret (agents hold the same file). State records are signed with a key derived from it."""
 
     key_file: str = ""
+    # keys used before a rotation (files, as key_file): state records they sealed are still read, and a new
+    # leader seals them again with key_file (logged); see docs/security-signing.md for when to drop them
+    previous_key_files: list[str] = []
+
+
+def previous_signers(signing: SigningConfig) -> list[Ed25519Signer | HmacKey]:
+    return [load_signer(p, f"signing.previous_key_files[{i}]") for i, p in enumerate(signing.previous_key_files)]
 
 
 class LeaderConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -150,6 +157,7 @@ def check_core(cfg: CoreConfig) -> None:
     if not os.path.isfile(cfg.signing.key_file):
         raise ConfigError("signing.key_file", f"file {cfg.signing.key_file!r} does not exist")
     load_signer(cfg.signing.key_file)  # unreadable, readable by others or not a key: fail the start now
+    previous_signers(cfg.signing)
     if cfg.leader.heartbeat_interval_ms * 3 > cfg.leader.session_timeout_ms:
         raise ConfigError(
             "leader.heartbeat_interval_ms",

@@ -20,7 +20,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from coordinator.config import CoreConfig, section
+from coordinator.config import CoreConfig, previous_signers, section
 from coordinator.core import assembly
 from coordinator.core.component import Component, StateTopic
 from coordinator.core.context import Context, Peers
@@ -29,7 +29,7 @@ from coordinator.core.ingest import ConsumerHealth
 from coordinator.core.leadership import TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
 from coordinator.core.router import EventRouter
 from coordinator.leader.election import LeaderElector
-from coordinator.state import StateCodec, StateStore, StateTail
+from coordinator.state import StateCodec, StateKeys, StateStore, StateTail
 from events.bus import EventConsumer, EventProducer
 from events.clock import Clock, SystemClock
 from events.files import atomic_write
@@ -70,15 +70,16 @@ class Coordinator:
         self.leadership = Leadership(self.instance_id)
         settings = cfg.kafka
         source = f"myolo-coordinator/{self.instance_id}"
+        key = load_signer(cfg.signing.key_file)  # commands; state records with a key derived from it
         if producers is None:
-            key = load_signer(cfg.signing.key_file)
             producers = (
                 EventProducer(settings, source=source, clock=self.clock),
                 EventProducer(settings, source=source, clock=self.clock, signer=key),
             )
         self._producer, self._signed = producers
         self._owners = assembly.state_owners(CORE_STATE, classes)
-        self.store = StateStore(self._producer, state_codec(classes))
+        keys = StateKeys.derive(key, previous_signers(cfg.signing))
+        self.store = StateStore(self._producer, state_codec(classes), keys)
         self.peers = Peers()
         self.ingest_health = ConsumerHealth()
         for cls in classes:
@@ -98,7 +99,7 @@ class Coordinator:
         self.components: dict[str, Component] = {type(c).name: c for c in self.peers}
         self.router = EventRouter(list(self.peers))
         self.guard = IngestGuard(list(self.peers), SIGNED_NODE_EVENTS)  # checked before any component acts
-        self.tail = StateTail(settings, list(self._owners), self.store.codec, self.apply_state)
+        self.tail = StateTail(settings, list(self._owners), self.store.codec, self.apply_state, self.store.keys)
         self.ingest = EventConsumer(
             settings,
             self.router.topics(),
@@ -137,7 +138,13 @@ class Coordinator:
         self._spawn("state-tail", self.tail.run)
         await self.tail.caught_up()  # the durable state, read to the end, before anything acts
         last = self.leadership.last_term
-        log.info("state read", records=self.tail.applied, skipped=self.tail.skipped, last_epoch=last and last.epoch)
+        log.info(
+            "state read",
+            records=self.tail.applied,
+            skipped=self.tail.skipped,
+            forged=self.tail.forged,
+            last_epoch=last and last.epoch,
+        )
         await self._start_api()
         self._spawn("ingest", self.ingest.run)
         self._spawn("ticks", self.tick_loop)
@@ -252,6 +259,7 @@ class Coordinator:
             generation=generation,
         )
         await self.store.put(STATE_COORDINATOR, TERM_KEY, term)  # the term is recorded before it acts
+        await self.store.reseal(self.tail.stale())  # records sealed with a key rotated out, sealed again
         if self.elector.holds_partition:
             await self.assume_term(term)
 
@@ -324,6 +332,7 @@ class Coordinator:
             "component_failures": self.router.failures,
             "state_writes": self.store.writes,
             "state_skipped": self.tail.skipped,
+            "state_forged": self.tail.forged,
             "ticks_skipped": self.ticks_skipped,
         }
         for comp in self.peers:

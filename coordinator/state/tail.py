@@ -4,6 +4,9 @@ Every coordinator follows the state (not only the leader), so a standby's view a
 and command intent when it is elected, and its reads show what the leader decided. ``caught_up`` is the
 "read them to the end before acting" barrier: it takes the end offsets at the moment of the call and waits
 until everything before them has been applied.
+
+Only records sealed by the coordinators are applied (:mod:`coordinator.state.seal`): one unsealed or sealed
+wrongly is skipped, counted in ``forged`` and logged with its topic, key and reason, whatever it says.
 """
 
 from __future__ import annotations
@@ -18,18 +21,24 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from coordinator.leader.aiokafka_internals import load_metadata
 from coordinator.state.codec import BadStateRecord, StateCodec, record_kind
+from coordinator.state.seal import ForgedStateRecord, Stale, StateKeys
 from events.settings import KafkaSettings
 
 # (topic, key, record or None for a tombstone, kind)
 Apply = Callable[[str, str, msgspec.Struct | None, str], None]
+
 log = structlog.get_logger("myolo.coordinator.state")
 
 
 class StateTail:
     """Follows ``topics`` from offset 0 and hands each record to ``apply`` (synchronously, in log order)."""
 
-    def __init__(self, settings: KafkaSettings, topics: list[str], codec: StateCodec, apply: Apply) -> None:
+    def __init__(
+        self, settings: KafkaSettings, topics: list[str], codec: StateCodec, apply: Apply, keys: StateKeys
+    ) -> None:
         self._codec = codec
+        self._keys = keys
+        self._stale: Stale = {}
         self._kwargs = {**settings.client_kwargs(), "enable_auto_commit": False, "group_id": None}
         self._topics = topics
         self._apply = apply
@@ -39,6 +48,7 @@ class StateTail:
         self._progress = asyncio.Event()
         self.applied = 0
         self.skipped = 0
+        self.forged = 0
 
     async def start(self) -> None:
         consumer = AIOKafkaConsumer(**self._kwargs)
@@ -80,15 +90,27 @@ class StateTail:
         try:
             if key is None:
                 raise BadStateRecord("record has no key")
+            current = self._keys.check(topic, key, kind, value, headers)
             record = None if value is None else self._codec.decode(value, headers)
             self._apply(topic, key.decode(errors="replace"), record, kind)
             self.applied += 1
+            if current:
+                self._stale.pop((topic, key), None)
+            else:
+                self._stale[(topic, key)] = (kind, value)
+        except ForgedStateRecord as exc:
+            self.forged += 1
+            log.error("forged state record skipped", topic=topic, key=key, kind=kind, reason=str(exc))
         except BadStateRecord as exc:
             self.skipped += 1
             log.error("state record skipped", topic=topic, key=key, reason=str(exc))
         except Exception as exc:  # a component's bug on one record must not stop every coordinator
             self.skipped += 1
             log.exception("state record not applied", topic=topic, key=key, kind=kind, error=repr(exc))
+
+    def stale(self) -> Stale:
+        """The records applied whose seal is by a previous key (a rotation): the leader seals them again."""
+        return dict(self._stale)
 
     async def caught_up(self, timeout_s: float = 60.0) -> None:
         """Wait until every record written before this call has been applied."""
