@@ -24,6 +24,7 @@ from events.payloads import Command, CommandAck
 from events.topics import COMMAND_ACKS
 from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until
+from tests.integration.coordinator.identity import enroll_over_api
 from tests.integration.coordinator.procs import Procs, one_settled_leader, status
 
 
@@ -66,7 +67,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
         (tmp_path / f"{name}.toml").write_text(
             f'instance_id = "ha-{name}-{tag}"\ntick_s = 0.2\nstatus_file = "{files[name]}"\n'
             f'[kafka]\nbootstrap = "{kafka.bootstrap}"\n[signing]\nkey_file = "{key}"\n'
-            f'[leader]\ngroup_id = "ha-{tag}"\n[api]\nenabled = false\n[commands]\nretry_after_s = 1.0\n'
+            f'[leader]\ngroup_id = "ha-{tag}"\n[api]\nport = 0\nauth = "none"\n[commands]\nretry_after_s = 1.0\n'
         )
     try:
         state_dir = tmp_path / "executor"
@@ -86,6 +87,8 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
                 str(executed),
                 "--bootstrap",
                 kafka.bootstrap,
+                "--node-key",  # one node: the executor acks with the key its agent signs with
+                str(tmp_path / "agent" / "node.key"),
             ],
         )
         await wait_until(lambda: (state_dir / "ready").exists(), 60, "executor ready")
@@ -111,6 +114,10 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
 
         await wait_until(settled, 90, "one leader, both coordinators seeing the node")
         sts = {n: status(files[n]) for n in ("a", "b")}
+        # the node's key, enrolled as an admin does, so its signed acks are taken
+        await enroll_over_api(
+            [st["api_url"] for st in sts.values()], {node: (tmp_path / "agent" / "node.key.pub").read_text()}
+        )
         leader = next(n for n in sts if sts[n]["is_leader"])
         standby = "b" if leader == "a" else "a"
         e1 = sts[leader]["epoch"]
