@@ -1,7 +1,7 @@
 """Forged state records on the real broker, against real coordinators: whoever writes to a state topic without
 the coordinators' key (unsealed, or sealed with a key of their own) is skipped, counted as forged and never
 acted on — a pending command intent is not sent by the next leader, a leader term with a higher epoch deposes
-nobody, a tombstone or an uncordon does not lift a cordon."""
+nobody, a tombstone or an uncordon does not lift a cordon. A rotation of the coordinators' key keeps the state."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from events.codec import decode
 from events.keys import Ed25519Signer
 from events.payloads import GpuReading, NodeSample
 from events.topics import COMMANDS, STATE_COMMANDS, STATE_COORDINATOR, STATE_NODES
+from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import commands, cordons, fleet, one_leader, read_topic, wait_until
 
 CODEC = state_codec()
@@ -110,3 +111,30 @@ async def test_a_forged_tombstone_or_uncordon_does_not_lift_a_cordon(make_config
     assert again.tail.forged >= 2
     found = fleet(again).node(node)
     assert found is not None and found.cordoned and found.cordon.reason == "bad fan"
+
+
+async def test_a_key_rotation_keeps_the_state(make_config, services, producer, clock, tmp_path) -> None:
+    """docs/security-signing.md's rotation: records sealed with the old key are read while it is listed in
+    previous_key_files, sealed again by the next leader, and still there once the old key is dropped."""
+    tag = uuid.uuid4().hex[:6]
+    node = f"rot-{tag}"
+    old = str(tmp_path / "coordinator.key")  # the key_file fixture's
+    new = tmp_path / "coordinator-2.key"
+    new_ed25519_key(new)
+    first = await services.start(make_config(f"c1-{tag}"), clock)
+    await one_leader(first)
+    await wait_until(lambda: first.ingest.ready.is_set(), 30, "ingest")
+    await producer.send(NodeSample(node_id=node, backend="sim", gpus=[GpuReading(index=0, uuid="G", name="sim")]))
+    await wait_until(lambda: fleet(first).node(node) is not None, 30, "the node in the fleet")
+    await cordons(first).cordon(node, "before the rotation", by="alice")
+    await services.stop(first)
+
+    rotated = {"MYOLO_SIGNING_KEY_FILE": str(new), "MYOLO_SIGNING_PREVIOUS_KEY_FILES": f'["{old}"]'}
+    second = await services.start(make_config(f"c2-{tag}", **rotated), clock)
+    await one_leader(second)  # its term seals the old records again
+    assert fleet(second).node(node).cordon.reason == "before the rotation"
+    await services.stop(second)
+
+    third = await services.start(make_config(f"c3-{tag}", MYOLO_SIGNING_KEY_FILE=str(new)), clock)
+    found = fleet(third).node(node)
+    assert found is not None and found.cordoned and found.cordon.reason == "before the rotation"
