@@ -68,7 +68,8 @@ class HmacKey:
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()
 
     def verify_bytes(self, message: bytes, signature: str) -> bool:
-        return hmac.compare_digest(self.sign_bytes(message), signature)
+        # as bytes: compare_digest refuses str with non-ASCII characters, and a record may carry anything
+        return hmac.compare_digest(self.sign_bytes(message).encode(), signature.encode(errors="replace"))
 
 
 @dataclass(frozen=True)

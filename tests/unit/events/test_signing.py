@@ -128,3 +128,14 @@ def test_rotation_trusts_every_listed_key() -> None:
     verifier = Verifier([old, new.public])
     verifier.verify(_wire(sign(_command(), old)))
     verifier.verify(_wire(sign(_command(), new)))
+
+
+@pytest.mark.parametrize("signer", [KEY_A, ED], ids=["hmac", "ed25519"])
+def test_a_signature_of_any_text_fails_cleanly(signer) -> None:
+    """Whatever ``ce_sig`` holds (not hex, not ASCII), the check says no; it never raises something else."""
+    trusted = signer if isinstance(signer, HmacKey) else signer.public
+    for junk in ("é" * 64, "zz", "", "0" * 1000):
+        event = sign(_command(), signer)
+        forged = msgspec.structs.replace(event, extensions={**event.extensions, SIG: junk or "x"})
+        with pytest.raises(SignatureError, match="does not match"):
+            Verifier([trusted]).verify(_wire(forged))
