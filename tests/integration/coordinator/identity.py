@@ -17,6 +17,7 @@ from coordinator.core.coordinator import Coordinator
 from coordinator.nodes.interface import NodeKeys
 from events.bus import EventProducer
 from events.clock import Clock
+from events.codec import encode_structured
 from events.envelope import Event, new_event
 from events.keys import Ed25519Public, Ed25519Signer
 from events.payloads import Payload
@@ -87,3 +88,9 @@ class PlayedNodes:
 
     async def send(self, payload: Payload, *, signed: bool = True) -> Event:
         return await self.producer.send(self.event(payload, signed=signed))
+
+
+def signed_structured(payload: Payload, signer: Ed25519Signer) -> bytes:
+    """A structured-mode CloudEvent from the payload's node's agent, signed with ``signer`` (for kcat)."""
+    node: str = payload.node_id  # type: ignore[attr-defined]
+    return encode_structured(sign(new_event(payload, agent_source(node)), signer))

@@ -1,8 +1,9 @@
 """Bad input from outside while the coordinator runs: kcat (librdkafka, not our client) writes malformed and
-impossible records into the samples and faults topics. Each is dead-lettered with the field and reason, or,
-when it is well-formed but cannot be true (an unknown node, more memory used than exists, a GPU that is not
-there), flagged on the fleet view with the reason and not applied. Valid samples after them are applied, a
-FAIL fault after them still cordons, and no part of the coordinator stops."""
+impossible records into the samples and faults topics. Each is dead-lettered with the field and reason (a
+fault of a node that is not enrolled among them), or, when it is well-formed and signed but cannot be true
+(more memory used than exists, a GPU that is not there), flagged on the fleet view with the reason and not
+applied. Valid samples after them are applied, a signed FAIL fault after them still cordons, and no part of
+the coordinator stops."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from events.payloads import NodeFault
 from events.topics import DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
 from tests.helpers import DROP, kcat, structured, wait_until
 from tests.integration.coordinator.conftest import fleet, read_topic
+from tests.integration.coordinator.identity import enroll, signed_structured
 
 
 def fault(node: str, **kw) -> NodeFault:
@@ -34,6 +36,7 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
     sim = FleetSimulator(settings, 3, 2, clock=clock, node_prefix=f"kc-{tag}-", run_id=tag)
     await sim.start()
     try:
+        await enroll(svc, sim.public_keys())  # the simulated nodes sign their faults, as agents do
         node, other = sim.node_ids[0], sim.node_ids[1]
         while not all(fleet(svc).node(n) for n in sim.node_ids):  # the coordinator reads from "latest": until it sees
             await sim.send_round()
@@ -95,12 +98,27 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
                 "data.health",
                 "Invalid enum value 'dead'",
             ),
+            "not-enrolled": (
+                NODE_FAULTS,
+                structured(fault(f"ghost-{tag}")),
+                None,
+                "data.node_id",
+                f"node 'ghost-{tag}' is not enrolled",
+            ),
         }
-        flagged = {  # well-formed, yet not true: (topic, value, what the reason names)
-            "unknown-node": (NODE_FAULTS, structured(fault(f"ghost-{tag}")), "node_id: no sample or state"),
-            "no-such-gpu": (NODE_FAULTS, structured(fault(other, gpu_index=7)), "gpu_index: GPU 7 does not exist"),
+        other_key = sim.node_keys[other]
+        # well-formed (and signed), yet not true: (topic, Kafka key, value, what the reason names); a signed
+        # record keeps the key it was signed with, its node's id
+        flagged = {
+            "no-such-gpu": (
+                NODE_FAULTS,
+                other,
+                signed_structured(fault(other, gpu_index=7), other_key),
+                "gpu_index: GPU 7 does not exist",
+            ),
             "used-over-total": (
                 NODE_SAMPLES,
+                f"{tag}-used-over-total",
                 structured(bad, data__gpus__0__mem_used_bytes=200 << 30, data__gpus__0__mem_total_bytes=141 << 30),
                 "mem_used_bytes",
             ),
@@ -108,8 +126,8 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
         dl0, rej0 = svc.ingest.stats.dead_lettered, fleet(svc).view.rejected_total
         for key, (topic, value, headers, *_) in dead.items():
             kcat(kafka.bootstrap, topic, f"{tag}-{key}", value, headers)
-        for key, (topic, value, _) in flagged.items():
-            kcat(kafka.bootstrap, topic, f"{tag}-{key}", value)
+        for topic, key, value, _ in flagged.values():
+            kcat(kafka.bootstrap, topic, key, value)
         await wait_until(lambda: svc.ingest.stats.dead_lettered >= dl0 + len(dead), 60, "dead letters")
         await wait_until(lambda: fleet(svc).view.rejected_total >= rej0 + len(flagged), 60, "flags")
 
@@ -119,7 +137,7 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
         await wait_until(lambda: fleet(svc).node(node).last_seq > seq_before, 60, "the samples after the bad ones")
         kcat(kafka.bootstrap, NODE_SAMPLES, f"kcat-{tag}", structured(node_sample(f"kcat-{tag}", gpus=2)))
         await wait_until(lambda: fleet(svc).node(f"kcat-{tag}") is not None, 60, "a valid kcat sample")
-        kcat(kafka.bootstrap, NODE_FAULTS, other, structured(fault(other, gpu_index=1)))
+        kcat(kafka.bootstrap, NODE_FAULTS, other, signed_structured(fault(other, gpu_index=1), other_key))
         await wait_until(lambda: fleet(svc).node(other).cordoned, 60, "a cordon after the bad input")
         assert svc.ended_tasks() == [], "every coordinator component is still running"
     finally:
@@ -127,9 +145,9 @@ async def test_kcat_bad_records_are_dead_lettered_or_flagged_and_the_coordinator
 
     # flagged, with the reason, and not applied
     reasons = [r.reason for r in fleet(svc).view.rejections]
-    for key, (_, _, why) in flagged.items():
+    for key, (*_, why) in flagged.items():
         assert any(why in r for r in reasons), (key, reasons)
-    assert fleet(svc).node(f"ghost-{tag}") is None, "a fault for an unknown node does not invent the node"
+    assert fleet(svc).node(f"ghost-{tag}") is None, "a fault of a node nobody enrolled does not invent the node"
     assert any("mem_used_bytes" in f for f in fleet(svc).node(node).flags)
     assert fleet(svc).node(node).gpus[0].mem_used_bytes != 200 << 30 and fleet(svc).node(node).gpus is not gpus_before
     assert fleet(svc).node(node).health == "ok" and not fleet(svc).node(node).cordoned, "garbage cordons nothing"
