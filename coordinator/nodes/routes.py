@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import msgspec
 from aiohttp import web
 
+from coordinator.api.auth import caller
 from coordinator.api.errors import ApiError
 from coordinator.nodes.interface import NodeKeys, NotEnrolled
 from coordinator.nodes.records import NodeKeyRecord
@@ -38,12 +39,6 @@ def parse_enroll(raw: bytes) -> EnrollRequest:
         raise ApiError(400, f"request body is not JSON: {exc}", hint=_HINT) from None
 
 
-def caller(request: web.Request) -> str:
-    """Who asks, for the record (the API's authentication names the caller)."""
-    who = request.get("identity")
-    return f"admin:{who}" if who else "admin:api"
-
-
 def key_body(record: NodeKeyRecord, **extra: Any) -> dict[str, Any]:
     return {**msgspec.to_builtins(record), **extra}
 
@@ -59,7 +54,7 @@ def routes(nodes: NodeKeys) -> list[web.RouteDef]:
         node_id = request.match_info["node_id"]
         body = parse_enroll(await request.read())
         try:
-            record, change = await nodes.enroll(node_id, body.public_key, caller(request))
+            record, change = await nodes.enroll(node_id, body.public_key, caller(request).by)
         except ConfigError as exc:
             raise ApiError(400, f"public_key: {exc.reason}", field="public_key", hint=_HINT) from None
         return web.json_response(key_body(record, change=change), status=201 if change == "enrolled" else 200)
@@ -74,7 +69,7 @@ def routes(nodes: NodeKeys) -> list[web.RouteDef]:
     async def revoke(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
         try:
-            record = await nodes.revoke(node_id, caller(request))
+            record = await nodes.revoke(node_id, caller(request).by)
         except NotEnrolled:
             raise _not_enrolled(node_id) from None
         return web.json_response(key_body(record))

@@ -28,7 +28,7 @@ from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
 from events.signing import SIGNED_NODE_EVENTS, sign
 from events.sources import agent_source
 from events.topics import STATE_NODE_KEYS
-from tests.api_auth import ADMIN, bearer, security
+from tests.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers
 
@@ -213,6 +213,7 @@ async def test_the_api_enrols_reads_lists_and_revokes(client: TestClient) -> Non
     assert resp.status == 201, await resp.text()
     body = await resp.json()
     assert (body["change"], body["key_id"], body["node_id"]) == ("enrolled", ALICE.key_id, NODE)
+    assert body["by"] == f"operator:{ADMIN}"  # the token's name, whatever the body says
     assert (await client.put(url, json={"public_key": ALICE.public.pem()})).status == 200
     assert (await (await client.get(url)).json())["key_id"] == ALICE.key_id
     listed = (await (await client.get("/v1/node-keys")).json())["items"]
@@ -241,6 +242,20 @@ async def test_a_bad_enrolment_is_a_400_naming_the_field(
     answer = await resp.json()
     assert resp.status == 400 and answer["field"] == field and words in answer["error"], answer
     assert "node.key.pub" in answer["hint"]
+
+
+@pytest.mark.parametrize("who", [VIEWER, OPERATOR])
+async def test_only_an_admin_reads_or_changes_node_keys(client: TestClient, who: str) -> None:
+    url = f"/v1/nodes/{NODE}/key"
+    asks = [
+        client.get("/v1/node-keys", headers=bearer(who)),
+        client.get(url, headers=bearer(who)),
+        client.put(url, json={"public_key": ALICE.public.pem()}, headers=bearer(who)),
+        client.delete(url, json={}, headers=bearer(who)),
+    ]
+    for ask in asks:
+        resp = await ask
+        assert resp.status == 403 and "needs the admin role" in (await resp.json())["error"]
 
 
 def test_every_node_key_route_is_an_admins(leader) -> None:
