@@ -14,11 +14,13 @@ import signal
 import uuid
 from pathlib import Path
 
+from coordinator.cli.node import agent_public_keys
 from coordinator.core.coordinator import state_codec
 from coordinator.fleet.model import CordonRecord
 from events.topics import STATE_NODES
 from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until
+from tests.integration.coordinator.identity import enroll_over_api
 from tests.integration.coordinator.procs import Procs, status
 
 LOST_AFTER_S = 4.0
@@ -38,7 +40,7 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
     (tmp_path / "coordinator.toml").write_text(
         f'instance_id = "out-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
         f'[kafka]\nbootstrap = "{kafka.bootstrap}"\n[signing]\nkey_file = "{key}"\n'
-        f'[leader]\ngroup_id = "out-{tag}"\n[api]\nenabled = false\n'
+        f'[leader]\ngroup_id = "out-{tag}"\n[api]\nport = 0\nauth = "none"\n'
         f"[fleet]\nlost_after_s = {LOST_AFTER_S}\n"
     )
     procs = Procs(tmp_path)
@@ -61,6 +63,8 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
             return bool(st and st["is_leader"]) and all(seen.get(n, {}).get("liveness") == "Ready" for n in names)
 
         await wait_until(all_ready, 90, "a leading coordinator that hears the three agents")
+        # the agents' keys, enrolled as an admin does: their signed faults and acks are taken from then on
+        await enroll_over_api([status(status_file)["api_url"]], agent_public_keys({n: tmp_path / n for n in names}))
 
         await asyncio.to_thread(kafka.stop)
         procs.signal(victim, signal.SIGKILL)  # a node that really dies during the outage
@@ -84,6 +88,8 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
             )
 
         await wait_until(settled, 120, "the live nodes Ready again and the killed one Lost and cordoned")
+        stats = status(status_file)["stats"]  # what the agents signed, spooled through the outage included, verified
+        assert stats["node_keys_enrolled"] == 3 and stats["node_events_refused"] == 0, stats
     finally:
         procs.stop_all()
     codec = state_codec()
