@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 
+from coordinator.cli.auth import Token
 from coordinator.cli.client import ApiClient
-from coordinator.cli.node import enroll_nodes
 from coordinator.core.coordinator import Coordinator
+from coordinator.localstack.identity import enroll_nodes
 from coordinator.nodes.interface import NodeKeys
 from events.bus import EventProducer
 from events.clock import Clock
@@ -58,9 +59,10 @@ async def known_everywhere(coordinators: Iterable[Coordinator], keys: Mapping[st
     await wait_until(known, 30, "every coordinator trusting the enrolled keys")
 
 
-async def enroll_over_api(api_urls: list[str], keys: Mapping[str, Key]) -> dict[str, str]:
-    """Enrol through a coordinator process's HTTP API (a standby redirects to the leader), as an admin does."""
-    client = ApiClient(api_urls, timeout=10.0)
+async def enroll_over_api(api_urls: list[str], keys: Mapping[str, Key], token: str | None = None) -> dict[str, str]:
+    """Enrol through a coordinator process's HTTP API (a standby redirects to the leader), as an admin does
+    (``token``: an admin's, where the API authenticates its callers)."""
+    client = ApiClient(api_urls, timeout=10.0, token=Token(token, "test") if token else None)
     return await asyncio.to_thread(enroll_nodes, client, {n: pem(k) for n, k in keys.items()})
 
 

@@ -4,7 +4,8 @@ Two ``myolo-coordinator run`` processes: a 6 KB structured CloudEvent whose data
 myolo.node.faults, a 2 KB binary-mode ack nesting 1,000 arrays on myolo.command.acks and an ack with a
 100 KB id are dead-lettered by both (read back from myolo.deadletter with their reasons); both keep serving
 their HTTP API, a leader is still known, and a FAIL fault written after the poison on the same partition
-still cordons its node. A ``myolo-agent run`` process with commands enabled dead-letters such records on
+still cordons its node (signed by the node's key, enrolled over the API as an admin does; the poison is not
+signed at all, and is dead-lettered for its shape before any signature is looked at). A ``myolo-agent run`` process with commands enabled dead-letters such records on
 myolo.commands and goes on executing signed commands. Only the processes' public surfaces are used.
 """
 
@@ -26,12 +27,14 @@ import pytest
 from events.bus import EventProducer
 from events.deadletter import dead_letter_info
 from events.examples import node_sample
-from events.keys import load_signer
+from events.keys import Ed25519Signer, load_signer
 from events.payloads import Command, NodeFault
 from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
+from tests.api_auth import ADMIN, VIEWER, write_tokens
 from tests.helpers import kcat, new_ed25519_key, read_topic, structured, wait_until, write_key
 from tests.integration.agent.agent_proc import AgentProc
 from tests.integration.agent.agent_proc import read_topic as agent_events
+from tests.integration.coordinator.identity import enroll_over_api, signed_structured
 from tests.integration.coordinator.procs import one_settled_leader, status
 
 pytestmark = pytest.mark.kafka
@@ -80,9 +83,10 @@ async def letters_for(settings: Any, key: str) -> list[dict[str, str]]:
     return [dead_letter_info(r.headers) for r in await read_topic(settings, DEAD_LETTER) if r.key == key.encode()]
 
 
-def get(url: str, path: str) -> tuple[int, Any]:
+def get(url: str, path: str, token: str) -> tuple[int, Any]:
+    request = urllib.request.Request(f"{url}{path}", headers={"Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(f"{url}{path}", timeout=5) as resp:
+        with urllib.request.urlopen(request, timeout=5) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
@@ -98,12 +102,13 @@ class Coordinators:
         key = tmp / "coordinator.key"
         new_ed25519_key(key)
         self.tmp, self.n, self.procs = tmp, n, []
+        self.tokens = write_tokens(tmp / "api-tokens")  # the API authenticates every caller (tests/api_auth.py)
         self.status_files = [tmp / f"c{i}.status.json" for i in range(n)]
         for i, status_file in enumerate(self.status_files):
             (tmp / f"c{i}.toml").write_text(
                 f'instance_id = "poison-{i}-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
                 f'[kafka]\nbootstrap = "{bootstrap}"\n[signing]\nkey_file = "{key}"\n'
-                f'[leader]\ngroup_id = "poison-{tag}"\n[api]\nport = 0\n'
+                f'[leader]\ngroup_id = "poison-{tag}"\n[api]\nport = 0\ntokens_file = "{tmp / "api-tokens"}"\n'
             )
 
     def urls(self) -> list[str | None]:
@@ -116,8 +121,13 @@ class Coordinators:
             args = [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(self.tmp / f"c{i}.toml")]
             self.procs.append(subprocess.Popen([*args, "--log-json"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
 
-    def get_all(self, path: str) -> list[tuple[int, Any]]:
-        return [get(url, path) if url else (0, None) for url in self.urls()]
+    def get_all(self, path: str, who: str = VIEWER) -> list[tuple[int, Any]]:
+        return [get(url, path, self.tokens[who]) if url else (0, None) for url in self.urls()]
+
+    def trust(self, node_id: str) -> bool:
+        """Both coordinators know the node's enrolled key (read back from the state topic by the standby)."""
+        answers = self.get_all("/v1/node-keys", ADMIN)
+        return all(code == 200 and any(k["node_id"] == node_id for k in body["items"]) for code, body in answers)
 
     def settled(self) -> bool:
         """Both serve, one leads, and the leader group is stable (no member still joining to move it)."""
@@ -164,9 +174,12 @@ async def test_poison_records_stop_no_coordinator(kafka, settings, tmp_path: Pat
 
         # they read from "latest": a sample seen by both means their ingest is assigned and reading
         await poll(both_see_node, 90, "both coordinators reading the samples")
+        node_key = Ed25519Signer.generate()
+        await enroll_over_api([u for u in coords.urls() if u], {node: node_key}, coords.tokens[ADMIN])
+        await poll(lambda: coords.trust(node), 30, "both coordinators trusting the node's key")
         poison(kafka.bootstrap, node, NODE_FAULTS, COMMAND_ACKS, "ai.myolo.command.ack.v1")
         fault = NodeFault(node_id=node, kind="xid", health="fail", xid=79, gpu_index=1, reasons=["xid 79"])
-        kcat(kafka.bootstrap, NODE_FAULTS, node, structured(fault))  # after the poison, on its partition
+        kcat(kafka.bootstrap, NODE_FAULTS, node, signed_structured(fault, node_key))  # after the poison
 
         found: list[dict[str, str]] = []
 
