@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from coordinator.cli import auth
 from events.broker import state
 from events.broker.state import default_state_dir
 
@@ -64,21 +65,22 @@ def _myoloctl(*args: str) -> tuple[str, list[str]]:
     return "myoloctl " + " ".join(args), [sys.executable, "-m", "coordinator.cli.main", *args]
 
 
-def _get(api_urls: list[str], path: str) -> dict | None:
+def _get(api_urls: list[str], path: str, token: str | None) -> dict | None:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     for url in api_urls:
         try:
-            with urllib.request.urlopen(f"{url}{path}", timeout=1.0) as resp:
+            with urllib.request.urlopen(urllib.request.Request(f"{url}{path}", headers=headers), timeout=1.0) as resp:
                 return json.load(resp)
         except (OSError, ValueError):
             continue
     return None
 
 
-def _wait(api_urls: list[str], path: str, ok: Callable[[dict], bool], timeout: float) -> dict | None:
-    """The first answer that satisfies ``ok``; None if none does in time."""
+def _wait(api_urls: list[str], path: str, ok: Callable[[dict], bool], timeout: float, token: str | None) -> dict | None:
+    """The first answer that satisfies ``ok``; None if none does in time (``token``: the stack's API token)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        body = _get(api_urls, path)
+        body = _get(api_urls, path, token)
         if body is not None and ok(body):
             return body
         time.sleep(0.1)
@@ -151,6 +153,7 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     stack = state.load(state_dir)
     records = {p.name: p for p in stack.processes}
     api_urls = [p.info["api_url"] for p in records.values() if p.role == "coordinator"]
+    token = auth.stack_token(state_dir)
     _run(*_myoloctl("get", "nodes"), env)
 
     manifest = state_dir / f"{JOB}.yaml"
@@ -158,7 +161,7 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     _say(f"Apply an elastic job: {manifest}")
     print(manifest.read_text(), end="")
     _run(*_myoloctl("apply", "-f", str(manifest)), env)
-    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(3, steps=5), timeout)
+    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(3, steps=5), timeout, token)
     if job is None:
         print(
             f"demo: {JOB} did not start training on 3 replicas within {timeout:g} s; see `myoloctl describe job {JOB}`"
@@ -171,7 +174,7 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     socket = records[VICTIM].info["socket"]
     injected = time.monotonic()
     _inject(env, socket, "--gpu", str(VICTIM_GPU), "--xid", str(XID))
-    node = _wait(api_urls, f"/v1/nodes/{VICTIM}", lambda n: bool(n.get("cordoned")), 30.0)
+    node = _wait(api_urls, f"/v1/nodes/{VICTIM}", lambda n: bool(n.get("cordoned")), 30.0, token)
     if node is None:
         print(f"demo: {VICTIM} was not cordoned within 30 s; see `myoloctl local status` and the coordinator logs")
         return 1
@@ -179,7 +182,7 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     print(
         f"{VICTIM} cordoned {time.monotonic() - injected:.2f} s after the injection, by {cordon['by']}: {cordon['reason']}"
     )
-    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(2, first, steps=1), timeout)
+    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(2, first, steps=1), timeout, token)
     if job is None:
         print(f"demo: {JOB} did not resume on 2 replicas within {timeout:g} s; see `myoloctl describe job {JOB}`")
         return 1
@@ -193,7 +196,7 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
     _say(f"Reset the GPU and uncordon {VICTIM}: the job grows back after its cooldown")
     _inject(env, socket, "--clear")
     _run(*_myoloctl("uncordon", VICTIM, "--reason", "GPU reset"), env)
-    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(3, gen["number"], steps=1), timeout)
+    job = _wait(api_urls, f"/v1/jobs/{JOB}", _training(3, gen["number"], steps=1), timeout, token)
     if job is None:
         print(f"demo: {JOB} did not grow back to 3 replicas within {timeout:g} s; see `myoloctl describe job {JOB}`")
         return 1

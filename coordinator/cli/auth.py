@@ -1,8 +1,8 @@
 """What ``myoloctl`` shows the coordinator API: its bearer token, and which certificate authority it trusts.
 
 The token: ``MYOLO_TOKEN``, else ``$XDG_CONFIG_HOME/myolo/token`` (``~/.config/myolo/token``). Talking to the
-local stack (no ``--api``), ``MYOLO_TOKEN`` else the stack's own admin token (``<state dir>/api/admin.token``),
-so a token for a real cluster is never sent to a process on this machine. A token file that group or others may
+local stack (no ``--api``, or only its coordinators' URLs), ``MYOLO_TOKEN`` else the stack's own admin token
+(``<state dir>/api/admin.token``), so a token for a real cluster is never sent to a process on this machine. A token file that group or others may
 read is refused, as ssh refuses such a private key, naming the file and ``chmod 600``.
 
 TLS: ``myoloctl --ca-file ca.pem ...`` or ``MYOLO_CA_FILE``, else ``$XDG_CONFIG_HOME/myolo/ca.pem`` when it
@@ -68,6 +68,12 @@ def find_token(local_stack: Path | None = None) -> Token | None:
     if local_stack is not None:
         return read_token_file(local_paths(local_stack)[1])
     return read_token_file(config_dir() / "token")
+
+
+def stack_token(state_dir: Path) -> str | None:
+    """The local stack's admin token (what its tools and tests send), None before the stack made one."""
+    token = read_token_file(local_paths(state_dir)[1])
+    return token.value if token else None
 
 
 def ca_file() -> str | None:

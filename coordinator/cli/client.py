@@ -103,8 +103,10 @@ class ApiClient:
         """The coordinators of --api (or the local stack), with the token that goes with them."""
         state_dir = Path(os.environ["MYOLO_STATE_DIR"]) if os.environ.get("MYOLO_STATE_DIR") else None
         urls = resolve_urls(api, state_dir)
+        stack = state_dir or default_state_dir()
+        local = not api or set(urls) <= set(local_api_urls(stack))  # the local stack's coordinators only
         try:
-            token = auth.find_token(None if api else state_dir or default_state_dir())
+            token = auth.find_token(stack if local else None)
         except auth.CredentialError as exc:
             raise ApiError(2, str(exc), field="token") from None
         client = cls(urls, token=token)

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from coordinator.cli import render
+from coordinator.cli import auth, render
 from coordinator.localstack import security, stack
 from events.broker import BrokerError, LocalBroker, jars, state
 from events.broker.security import StackSecurity
@@ -131,7 +131,7 @@ def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gp
         node_ids = [r.name for r, _ in members if r.role == stack.AGENT]
         if urls:
             with out.status("Waiting for a leader and for every node to be Ready..."):
-                stack.wait_fleet(urls, node_ids, timeout)
+                stack.wait_fleet(urls, node_ids, timeout, auth.stack_token(state_dir))
     except BrokerError as err:
         raise _fail(err) from err
     out.print(f"[green]stack ready[/]: {coordinators} coordinator(s), {nodes} node(s)")

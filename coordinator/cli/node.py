@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 import yaml
@@ -23,6 +21,7 @@ from coordinator.cli import render
 from coordinator.cli.client import ApiClient, ApiError, ApiOption
 from coordinator.cli.common import fail
 from coordinator.cli.get import Output, OutputOption
+from coordinator.localstack.identity import PUBLIC_KEY, key_path
 from events.errors import ConfigError
 from events.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
 
@@ -32,23 +31,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 NodeArg = Annotated[str, typer.Argument(help="Node id, as the agent's node_id and `myoloctl get nodes` name it.")]
-KEY_FILE = "node.key.pub"
-
-
-def key_path(node_id: str) -> str:
-    return f"/v1/nodes/{quote(node_id, safe='')}/key"
-
-
-def enroll_nodes(client: ApiClient, keys: Mapping[str, str]) -> dict[str, str]:
-    """Enrol each node's public key (PEM) through the API; returns what changed per node (``enrolled``,
-    ``replaced``, ``unchanged``). Raises ApiError at the first refusal. The local stack calls this once its
-    agents have made their keys (see :func:`agent_public_keys`)."""
-    return {node: client.put(key_path(node), {"public_key": pem})["change"] for node, pem in keys.items()}
-
-
-def agent_public_keys(data_dirs: Mapping[str, Path]) -> dict[str, str]:
-    """``{node id: PEM}`` from each agent's ``<data_dir>/node.key.pub`` (the agent writes it at its first start)."""
-    return {node: (Path(d) / KEY_FILE).read_text() for node, d in data_dirs.items()}
 
 
 def _read_key(source: str) -> str:
@@ -60,7 +42,7 @@ def _read_key(source: str) -> str:
     try:
         public_key_from_pem(text, "--public-key")
     except ConfigError as exc:
-        fail(f"--public-key {source}: {exc.reason} (give the node's {KEY_FILE}, never its private node.key)")
+        fail(f"--public-key {source}: {exc.reason} (give the node's {PUBLIC_KEY}, never its private node.key)")
     return text
 
 
@@ -88,7 +70,7 @@ def enroll(
         typer.Option(
             "--public-key",
             "-k",
-            help=f"The node's public key, PEM: its <data_dir>/{KEY_FILE} (`myolo-agent key show` prints it), "
+            help=f"The node's public key, PEM: its <data_dir>/{PUBLIC_KEY} (`myolo-agent key show` prints it), "
             "or - to read it from stdin.",
         ),
     ],

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from coordinator.api.tokens import ensure_local
 from events.errors import ConfigError
 from events.keys import ensure_ed25519, public_path
 
@@ -56,7 +57,8 @@ def coordinator_config(name: str, workdir: Path, *, bootstrap: str, api_port: in
     return {
         "instance_id": name,
         "status_file": str(workdir / "status.json"),
-        "api": {"host": "127.0.0.1", "port": api_port},
+        # the API's tokens: one admin token, kept in <state dir>/api/admin.token for myoloctl (coordinator/cli/auth.py)
+        "api": {"host": "127.0.0.1", "port": api_port, "tokens_file": str(ensure_local(key_file.parent))},
         "signing": {"key_file": str(key_file)},
         "kafka": {"bootstrap": bootstrap, "client_id": name},
         # a job grows back within seconds of capacity returning, so the loop can be watched on a laptop

@@ -8,10 +8,12 @@ import urllib.request
 from typing import Any
 
 
-def get_json(url: str, timeout: float = 1.0) -> tuple[int, Any] | None:
-    """(status, parsed body) of a GET, the body of an error status included; None if nothing answered."""
+def get_json(url: str, timeout: float = 1.0, token: str | None = None) -> tuple[int, Any] | None:
+    """(status, parsed body) of a GET, the body of an error status included; None if nothing answered. ``token``:
+    the API token to send (every coordinator route but /healthz needs one)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
             return resp.status, json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as exc:
         try:

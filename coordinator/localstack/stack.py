@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from coordinator.localstack import configs, health, security
+from coordinator.cli.auth import stack_token
+from coordinator.cli.client import ApiError
+from coordinator.localstack import configs, health, identity, security
 from events.broker import process, state
 from events.broker.errors import BrokerError
 
@@ -136,6 +138,7 @@ def start_members(
             progress(f"started {role} {name} (pid {record.pid})")
     try:
         _wait_answering(state_dir, [r for r, _ in result], timeout)
+        _enroll(state_dir, result, timeout, progress)
     except StackError:
         stop_records(started)
         with state.locked(state_dir):
@@ -145,6 +148,29 @@ def start_members(
             state.save(state_dir, stack)
         raise
     return result
+
+
+def _enroll(
+    state_dir: Path, members: list[tuple[state.ProcessRecord, bool]], timeout: float, progress: Progress
+) -> None:
+    """Enrol the keys of the stack's agents (those just started and any already running) with its coordinators,
+    as an admin would: until then their faults, acks and training events are refused. Nothing to do without
+    a coordinator or an agent."""
+    records = [r for r, _ in members] + [p for p in state.load(state_dir).processes if _running(p)]
+    urls = list(dict.fromkeys(r.info["api_url"] for r in records if r.role == COORDINATOR and "api_url" in r.info))
+    agents = {r.name: Path(r.info["config"]).parent for r in records if r.role == AGENT}
+    if not urls or not agents:
+        return
+    try:
+        changes = identity.enroll_agents(urls, agents, stack_token(state_dir), timeout)
+    except ApiError as exc:
+        raise StackError(
+            f"could not enrol the agents' node keys: {exc.render()}",
+            hint="`myoloctl local status` shows each coordinator and its log",
+        ) from None
+    fresh = sorted(n for n, change in changes.items() if change != "unchanged")
+    if fresh:
+        progress(f"enrolled the node keys of {', '.join(fresh)}")
 
 
 def _running(record: state.ProcessRecord | None) -> bool:
@@ -163,6 +189,7 @@ def _start_one(
         doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=0, key_file=key)
         doc["kafka"] |= kafka
         return _launch(state_dir, name, role, "coordinator.cli_daemon", doc, {}, {})
+    identity.make_node_key(workdir)  # made here so it can be enrolled; the agent finds it in its data dir
     doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=0, key_file=key)
     doc["kafka"] |= kafka
     info = {"socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
@@ -287,13 +314,14 @@ def view_members(state_dir: Path) -> list[ProcessView]:
     return views
 
 
-def wait_fleet(api_urls: list[str], node_ids: list[str], timeout: float) -> None:
+def wait_fleet(api_urls: list[str], node_ids: list[str], timeout: float, token: str | None = None) -> None:
     """Until one coordinator leads, every coordinator joined the group generation that elected it, and each lists
-    every node as Ready (the stack is usable, and no join still pending will move leadership)."""
+    every node as Ready (the stack is usable, and no join still pending will move leadership). ``token``: the API
+    token to read the nodes with (the stack's admin token)."""
     deadline = time.monotonic() + timeout
     missing = "one leader that every coordinator follows"
     while time.monotonic() < deadline:
-        missing = _fleet_missing(api_urls, set(node_ids))
+        missing = _fleet_missing(api_urls, set(node_ids), token)
         if not missing:
             return
         time.sleep(0.25)
@@ -303,10 +331,10 @@ def wait_fleet(api_urls: list[str], node_ids: list[str], timeout: float) -> None
     )
 
 
-def _fleet_missing(api_urls: list[str], node_ids: set[str]) -> str:
+def _fleet_missing(api_urls: list[str], node_ids: set[str], token: str | None) -> str:
     bodies = []
     for url in api_urls:
-        answer = health.get_json(f"{url}/v1/nodes")
+        answer = health.get_json(f"{url}/v1/nodes", token=token)
         if answer is None or answer[0] != 200:
             return f"{url} to answer"
         ready = {n["node_id"] for n in answer[1]["items"] if n["liveness"] == "Ready"}

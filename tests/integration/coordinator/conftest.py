@@ -16,6 +16,7 @@ from coordinator.fleet.component import Fleet
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
+from tests.api_auth import write_tokens
 from tests.helpers import new_ed25519_key, wait_until
 from tests.helpers import read_topic as read_records
 
@@ -29,8 +30,17 @@ def key_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_config(settings: KafkaSettings, key_file: Path) -> Callable[..., CoreConfig]:
-    """A config for one test: its own leader group, so tests never compete for leadership."""
+def api_tokens(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The API's tokens file (as `myoloctl token create` writes it) and a token per person: vic is a viewer,
+    olive an operator, ada an admin (tests/api_auth.py)."""
+    path = tmp_path / "api-tokens"
+    return path, write_tokens(path)
+
+
+@pytest.fixture
+def make_config(settings: KafkaSettings, key_file: Path, api_tokens) -> Callable[..., CoreConfig]:
+    """A config for one test: its own leader group, so tests never compete for leadership; with the API enabled
+    (MYOLO_API_ENABLED="true"), its callers need the tokens of ``api_tokens``."""
     group = f"lead-{uuid.uuid4().hex[:8]}"
 
     def make(instance: str, **env: str) -> CoreConfig:
@@ -40,6 +50,7 @@ def make_config(settings: KafkaSettings, key_file: Path) -> Callable[..., CoreCo
             "MYOLO_SIGNING_KEY_FILE": str(key_file),
             "MYOLO_LEADER_GROUP_ID": group,
             "MYOLO_API_ENABLED": "false",
+            "MYOLO_API_TOKENS_FILE": str(api_tokens[0]),
             "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
         }
         return load_coordinator_config(None, env={**base, **env})

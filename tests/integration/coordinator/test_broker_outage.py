@@ -14,9 +14,9 @@ import signal
 import uuid
 from pathlib import Path
 
-from coordinator.cli.node import agent_public_keys
 from coordinator.core.coordinator import state_codec
 from coordinator.fleet.model import CordonRecord
+from coordinator.localstack.identity import agent_public_keys
 from events.topics import STATE_NODES
 from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until

@@ -11,6 +11,7 @@ from coordinator.fleet.model import CordonRecord
 from events.clock import SimClock
 from events.payloads import GpuReading, NodeFault, NodeSample
 from events.topics import STATE_NODES
+from tests.api_auth import VIEWER
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
 from tests.integration.coordinator.identity import PlayedNodes
 
@@ -97,7 +98,7 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
     assert again.epoch > rec.epoch
 
 
-async def test_the_service_serves_its_http_api(make_config, services) -> None:
+async def test_the_service_serves_its_http_api(make_config, services, api_tokens) -> None:
     """The wiring of coordinator.api into the service: an ephemeral port, advertised as the leader's URL."""
     import aiohttp
 
@@ -105,6 +106,7 @@ async def test_the_service_serves_its_http_api(make_config, services) -> None:
     svc = await services.start(make_config(f"api-{tag}", MYOLO_API_ENABLED="true", MYOLO_API_PORT="0"), SimClock())
     assert not svc.api_url.endswith(":0")
     await wait_until(lambda: svc.is_leader, 30, "leadership")
-    async with aiohttp.ClientSession() as http, http.get(f"{svc.api_url}/v1/leader") as resp:
+    bearer = {"Authorization": f"Bearer {api_tokens[1][VIEWER]}"}
+    async with aiohttp.ClientSession() as http, http.get(f"{svc.api_url}/v1/leader", headers=bearer) as resp:
         body = await resp.json()
     assert resp.status == 200 and body["leader_id"] == svc.instance_id and body["api_url"] == svc.api_url

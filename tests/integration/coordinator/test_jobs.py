@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
 from events.broker import LocalBroker, state
 from tests.helpers import pids_mentioning
@@ -47,8 +48,9 @@ spec:
 
 
 class Api:
-    def __init__(self, urls: list[str]) -> None:
+    def __init__(self, urls: list[str], token: str | None) -> None:
         self.urls = urls
+        self.token = token  # the stack's admin token: its API authenticates every caller
 
     def call(
         self, method: str, path: str, body: bytes | None = None, ctype: str = "application/yaml"
@@ -58,7 +60,8 @@ class Api:
         for url in self.urls:
             target = f"{url}{path}"
             for _ in range(3):
-                req = urllib.request.Request(target, data=body, method=method, headers={"Content-Type": ctype})
+                headers = {"Content-Type": ctype, "Authorization": f"Bearer {self.token}"}
+                req = urllib.request.Request(target, data=body, method=method, headers=headers)
                 try:
                     with urllib.request.urlopen(req, timeout=5) as resp:
                         return resp.status, json.loads(resp.read() or b"null")
@@ -177,8 +180,9 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
         stack.start_members(tmp_path, coordinators=2, nodes=3, gpus=1, timeout=120, progress=lambda _: None)
         records = {p.name: p for p in state.load(tmp_path).processes}
         urls = [r.info["api_url"] for r in records.values() if r.role == "coordinator"]
-        stack.wait_fleet(urls, ["node-1", "node-2", "node-3"], 90)
-        api = Api(urls)
+        token = stack_token(tmp_path)
+        stack.wait_fleet(urls, ["node-1", "node-2", "node-3"], 90, token)
+        api = Api(urls, token)
         ckpt = tmp_path / "ckpt"
 
         # a bad manifest is refused, naming the field, and nothing is created
@@ -209,7 +213,7 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
         leader = _leader(records)
         os.kill(records[leader].pid, signal.SIGKILL)
         standby = next(n for n, r in records.items() if r.role == "coordinator" and n != leader)
-        api = Api([records[standby].info["api_url"]])
+        api = Api([records[standby].info["api_url"]], token)
         step = job["progress"]["step"]
         job = _until(
             "the standby to adopt the job",
@@ -223,9 +227,7 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
 
         # node-2 repaired and uncordoned: the job grows back to 3 replicas
         _inject(records["node-2"], "--clear")
-        status, body = api.call(
-            "POST", "/v1/nodes/node-2/uncordon", b'{"reason": "GPU reset", "by": "test"}', "application/json"
-        )
+        status, body = api.call("POST", "/v1/nodes/node-2/uncordon", b'{"reason": "GPU reset"}', "application/json")
         assert status == 200, body
         job = _until("the growth back to 3 replicas", _running(api, "tiny", 3, g2["number"]), timeout=120)
         grow = next(d for d in reversed(job["decisions"]) if d["kind"] == "grow")
@@ -247,7 +249,7 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
             timeout=30,
         )
         assert "minReplicas 2" in pending["reason"] and "0 free GPU(s)" in pending["reason"]
-        status, body = api.call("DELETE", "/v1/jobs/tiny")
+        status, body = api.call("DELETE", "/v1/jobs/tiny", b"{}", "application/json")
         assert status == 202, body
         _until("the second job to run", _running(api, "second", 2), timeout=120)
         status, _ = api.call("GET", "/v1/jobs/tiny")

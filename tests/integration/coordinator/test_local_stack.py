@@ -88,6 +88,7 @@ def test_local_stack_up_get_status_failover_down(tmp_path: Path, monkeypatch: py
         cordon = myoloctl("cordon", "node-2", "--reason", "bench test", "--api", records[standby].info["api_url"])
         assert cordon.exit_code == 0, cordon.output
         assert f"via {records[leader].info['api_url']}" in cordon.output
+        assert "recorded by operator:local-admin" in cordon.output  # the stack's own token, found by myoloctl
         _until("the standby to see the cordon", lambda: _cordoned(myoloctl, records[standby], "node-2"))
 
         # kill -9 the leader: reads fall through to the standby, which takes over the writes

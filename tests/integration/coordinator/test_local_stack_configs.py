@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.api.tokens import TokenStore
+from coordinator.cli.auth import stack_token
 from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
 from events.broker import state
@@ -49,6 +51,8 @@ def test_coordinator_config_is_accepted_by_the_coordinator(tmp_path: Path) -> No
         "http://127.0.0.1:8123",
         "127.0.0.1:9092",
     )
+    # authentication is on: the stack's admin token (what myoloctl sends to it) is in the tokens file
+    assert TokenStore(cfg.api.tokens_file).match(stack_token(tmp_path)).role == "admin"
 
 
 def test_agent_config_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,9 +16,9 @@ from coordinator.api.app import create_app
 from coordinator.cli.auth import Token
 from coordinator.cli.client import ApiClient
 from coordinator.cli.main import app
-from coordinator.cli.node import agent_public_keys, enroll_nodes
 from coordinator.core.coordinator import Coordinator
 from coordinator.core.leadership import LeaderTerm
+from coordinator.localstack.identity import agent_public_keys, enroll_nodes
 from coordinator.nodes.component import Nodes
 from events.keys import Ed25519Signer, public_path
 from tests.api_auth import ADMIN, security, token
