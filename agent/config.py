@@ -55,6 +55,8 @@ class HealthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 8080
     # the spool counts as degraded above this share of its cap
     spool_degraded_fraction: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.8
+    # POST /healthcheck reads the GPUs at most once per this many seconds; callers meanwhile share that read
+    active_min_interval_s: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 2.0
 
 
 class NcclConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

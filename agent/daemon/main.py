@@ -26,7 +26,7 @@ from agent.daemon.reload import reload_config
 from agent.daemon.runtime import Runtime
 from agent.daemon.wiring import leak_observer, nccl_task
 from agent.gpu import GpuBackendError
-from agent.healthz import HealthServer
+from agent.healthz import ActiveCheck, HealthServer
 from agent.healthz.logs import JobLogs
 
 log = structlog.get_logger("myolo.agent.daemon")
@@ -120,7 +120,12 @@ def _servers(rt: Runtime) -> list[ControlServer | HealthServer]:
         servers.append(
             HealthServer(
                 lambda: status.current_report(rt),
-                lambda: status.active_report(rt),
+                ActiveCheck(
+                    lambda: status.active_report(rt),
+                    lambda: status.current_report(rt),
+                    rt.clock,
+                    rt.cfg.health.active_min_interval_s,
+                ),
                 host=rt.cfg.health.host,
                 port=rt.cfg.health.port,
                 routes=JobLogs(rt.trainer).routes(),

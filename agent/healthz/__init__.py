@@ -2,5 +2,6 @@
 
 from agent.healthz.checks import Check, HealthReport
 from agent.healthz.server import HealthServer
+from agent.healthz.throttle import ActiveAnswer, ActiveCheck
 
-__all__ = ["Check", "HealthReport", "HealthServer"]
+__all__ = ["ActiveAnswer", "ActiveCheck", "Check", "HealthReport", "HealthServer"]

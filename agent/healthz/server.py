@@ -3,7 +3,10 @@ GPUs afresh first), both answering ``{"status": "ok"|"degraded"|"failed", "check
 
 ``curl -X POST http://localhost:8080/healthcheck | jq .status`` is the operator's one-liner. The HTTP code is
 200 for ok and degraded and 503 for failed, so a load balancer or a probe that only reads codes still acts
-on a failed node.
+on a failed node. The endpoint only reads: ``POST /healthcheck`` changes nothing but the freshness of the GPU
+reading, and at most once per ``[health] active_min_interval_s`` (throttle.py; the ``X-Myolo-Gpu-Read``
+header says whether this answer read the GPUs or how old the read it shows is). Request bodies are not read
+and are refused above 4 KiB.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ import structlog
 from aiohttp import web
 
 from agent.healthz.checks import HealthReport
+from agent.healthz.throttle import ActiveAnswer
 
 log = structlog.get_logger("myolo.agent.healthz")
 _ENC = msgspec.json.Encoder()
 _WILDCARDS = ("", "0.0.0.0", "::", "[::]")
+MAX_BODY = 4096  # nothing it serves takes a body
 
 
 class HealthServer:
@@ -30,7 +35,7 @@ class HealthServer:
     def __init__(
         self,
         current: Callable[[], HealthReport],
-        active: Callable[[], Awaitable[HealthReport]],
+        active: Callable[[], Awaitable[ActiveAnswer]],
         *,
         host: str = "127.0.0.1",
         port: int = 8080,
@@ -46,7 +51,7 @@ class HealthServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_BODY)
         app.router.add_get("/healthz", self._get)
         app.router.add_post("/healthcheck", self._post)
         app.add_routes(self._routes)
@@ -84,13 +89,18 @@ class HealthServer:
     async def _get(self, _request: web.Request) -> web.Response:
         return _respond(self._current())
 
-    async def _post(self, _request: web.Request) -> web.Response:
-        return _respond(await self._active())
+    async def _post(self, request: web.Request) -> web.Response:
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
+        answer = await self._active()
+        read = "fresh" if answer.fresh else f"{answer.read_age_s:.1f}s old"
+        return _respond(answer.report, {"X-Myolo-Gpu-Read": read})
 
 
-def _respond(rep: HealthReport) -> web.Response:
+def _respond(rep: HealthReport, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
         body=_ENC.encode(rep),
         status=503 if rep.status == "failed" else 200,
         content_type="application/json",
+        headers=headers,
     )

@@ -324,3 +324,30 @@ async def test_health_report_reflects_kafka_spool_and_gpus(short_dir):
     assert rep.status == "failed" and rep.checks["gpus"].status == "failed"
     rt.stop_event.set()
     assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_a_burst_of_healthchecks_reads_the_gpus_once_per_interval(short_dir):
+    """The daemon's endpoint throttles its active check ([health] active_min_interval_s): 30 POSTs at one
+    simulated instant read the GPUs once; after the interval the next POST reads them again."""
+    clock, broker = SimClock(), FakeBroker()
+    env = {"MYOLO_HEALTH_ENABLED": "true", "MYOLO_HEALTH_PORT": "0", "MYOLO_HEALTH_ACTIVE_MIN_INTERVAL_S": "5"}
+    rt = make_runtime(short_dir, broker, clock, **env)
+    task = asyncio.create_task(serve(rt, install_signals=False))
+    await wait_until(lambda: rt.health_url is not None, timeout=30, what="the health endpoint listening")
+    reads = []
+    read_all = rt.backend.read_all
+    rt.backend.read_all = lambda: reads.append(clock.monotonic()) or read_all()  # type: ignore[method-assign]
+    async with aiohttp.ClientSession() as http:
+
+        async def post() -> str:
+            async with http.post(f"{rt.health_url}/healthcheck") as resp:
+                assert resp.status == 200
+                return resp.headers["X-Myolo-Gpu-Read"]
+
+        answers = [await post() for _ in range(30)]
+        assert len(reads) == 1 and answers[0] == "fresh" and "fresh" not in answers[1:]
+        await play(clock, 5, 0.5)  # the sampler reads meanwhile too; the next POST reads afresh
+        before = len(reads)
+        assert await post() == "fresh" and len(reads) == before + 1
+    rt.stop_event.set()
+    assert await asyncio.wait_for(task, 30) == 0

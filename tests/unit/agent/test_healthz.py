@@ -9,9 +9,10 @@ import urllib.request
 
 import pytest
 
-from agent.healthz import HealthServer
+from agent.healthz import ActiveCheck, HealthServer
 from agent.healthz.checks import check_gpus, check_kafka, check_nvml, check_spool, report
 from agent.spool import SpoolStats
+from events.clock import SimClock
 
 
 def stats(**kw) -> SpoolStats:
@@ -97,7 +98,7 @@ async def test_http_endpoint_get_and_post():
         posts.append(1)
         return current()
 
-    server = HealthServer(current, active, host="127.0.0.1", port=0)
+    server = HealthServer(current, ActiveCheck(active, current, SimClock(), 0.0), host="127.0.0.1", port=0)
     await server.start()
 
     def fetch(method: str):
