@@ -7,7 +7,9 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner, Result
 
+from coordinator.cli.main import app
 from coordinator.commands.component import Commands
 from coordinator.config import CoreConfig, load_coordinator_config
 from coordinator.cordons.component import Cordons
@@ -128,3 +130,14 @@ async def one_leader(*svcs: Coordinator, timeout: float = 60.0) -> Coordinator:
 
     await wait_until(settled, timeout, "one settled leader")
     return next(s for s in svcs if s.is_leader)
+
+
+@pytest.fixture
+def local_myoloctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    """``myoloctl ARGS...`` in-process against a local stack kept in ``tmp_path`` (nothing from this shell's
+    MYOLO_API or MYOLO_KAFKA_BOOTSTRAP points it elsewhere)."""
+    monkeypatch.setenv("MYOLO_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("MYOLO_API", raising=False)
+    monkeypatch.delenv("MYOLO_KAFKA_BOOTSTRAP", raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))

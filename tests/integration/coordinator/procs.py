@@ -27,6 +27,18 @@ class Procs:
         self.running[name] = p
         return p
 
+    def start_agent(
+        self, name: str, node_id: str, bootstrap: str, data_dir: Path, gpus: int = 1, **env: str
+    ) -> subprocess.Popen:
+        """A ``myolo-agent run`` with simulated GPUs and no health endpoint; its node key lands in ``data_dir``."""
+        base = {
+            "MYOLO_KAFKA_BOOTSTRAP": bootstrap,
+            "MYOLO_NODE_ID": node_id,
+            "MYOLO_DATA_DIR": str(data_dir),
+            "MYOLO_HEALTH_ENABLED": "false",
+        }
+        return self.start(name, ["-m", "agent", "run", "--simulate-gpus", str(gpus), "--log-json"], base | env)
+
     def signal(self, name: str, sig: int) -> None:
         self.running[name].send_signal(sig)
 

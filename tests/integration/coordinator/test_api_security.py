@@ -75,13 +75,7 @@ async def test_the_api_knows_who_is_calling(kafka, settings, tmp_path: Path) -> 
     node = f"sec-{uuid.uuid4().hex[:6]}"
     try:
         status_file = start_coordinator(procs, tmp_path, kafka.bootstrap, tokens_file)
-        agent_env = {
-            "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap,
-            "MYOLO_NODE_ID": node,
-            "MYOLO_DATA_DIR": str(tmp_path / node),
-            "MYOLO_HEALTH_ENABLED": "false",
-        }
-        procs.start(node, ["-m", "agent", "run", "--simulate-gpus", "1", "--log-json"], agent_env)
+        procs.start_agent(node, node, kafka.bootstrap, tmp_path / node)
         await wait_until(lambda: (status(status_file) or {}).get("is_leader"), 90, "a leading coordinator")
         st = status(status_file)
         url, me = st["api_url"], st["instance_id"]

@@ -49,13 +49,7 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
             "coordinator", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")]
         )
         for name in names:
-            env = {
-                "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap,
-                "MYOLO_NODE_ID": name,
-                "MYOLO_DATA_DIR": str(tmp_path / name),
-                "MYOLO_HEALTH_ENABLED": "false",
-            }
-            procs.start(name, ["-m", "agent", "run", "--simulate-gpus", "1", "--log-json"], env)
+            procs.start_agent(name, name, kafka.bootstrap, tmp_path / name)
 
         def all_ready() -> bool:
             st = status(status_file)

@@ -92,16 +92,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
             ],
         )
         await wait_until(lambda: (state_dir / "ready").exists(), 60, "executor ready")
-        procs.start(
-            "agent",
-            ["-m", "agent", "run", "--simulate-gpus", "2", "--log-json"],
-            {
-                "MYOLO_KAFKA_BOOTSTRAP": kafka.bootstrap,
-                "MYOLO_NODE_ID": node,
-                "MYOLO_DATA_DIR": str(tmp_path / "agent"),
-                "MYOLO_HEALTH_ENABLED": "false",
-            },
-        )
+        procs.start_agent("agent", node, kafka.bootstrap, tmp_path / "agent", gpus=2)
         for name in ("a", "b"):
             procs.start(
                 f"coord-{name}", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / f"{name}.toml")]

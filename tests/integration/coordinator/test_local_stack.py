@@ -14,9 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from coordinator.cli.main import app
 from coordinator.localstack import stack
 from events.broker import LocalBroker, state
 from tests.helpers import pids_mentioning
@@ -30,15 +28,8 @@ def _until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
 
 
 @pytest.mark.kafka
-def test_local_stack_up_get_status_failover_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MYOLO_STATE_DIR", str(tmp_path))
-    monkeypatch.delenv("MYOLO_API", raising=False)
-    monkeypatch.delenv("MYOLO_KAFKA_BOOTSTRAP", raising=False)
-    runner = CliRunner()
-
-    def myoloctl(*args: str):
-        return runner.invoke(app, list(args))
-
+def test_local_stack_up_get_status_failover_down(tmp_path: Path, local_myoloctl) -> None:
+    myoloctl = local_myoloctl
     try:
         up = myoloctl("local", "up", "--nodes", "2", "--gpus", "2", "--coordinators", "2", "--timeout", "60")
         assert up.exit_code == 0, up.output

@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka.errors import TopicAuthorizationFailedError
-from typer.testing import CliRunner
 
-from coordinator.cli.main import app
 from coordinator.localstack import stack
 from events import topics as t
 from events.broker import LocalBroker, state
@@ -33,17 +31,8 @@ async def _write(settings: KafkaSettings, topic: str) -> None:
 
 
 @pytest.mark.kafka
-def test_secure_stack_gives_each_member_its_own_user_and_only_its_roles_rights(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MYOLO_STATE_DIR", str(tmp_path))
-    monkeypatch.delenv("MYOLO_API", raising=False)
-    monkeypatch.delenv("MYOLO_KAFKA_BOOTSTRAP", raising=False)
-    runner = CliRunner()
-
-    def myoloctl(*args: str):
-        return runner.invoke(app, list(args))
-
+def test_secure_stack_gives_each_member_its_own_user_and_only_its_roles_rights(tmp_path: Path, local_myoloctl) -> None:
+    myoloctl = local_myoloctl
     try:
         up = myoloctl("local", "up", "--secure", "--nodes", "1", "--gpus", "1", "--timeout", "90")
         assert up.exit_code == 0, up.output
