@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,14 @@ def short_dir():
     d = tempfile.mkdtemp(prefix="ma-", dir="/tmp")
     yield Path(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+async def stop_nodes(short_dir: Path) -> AsyncIterator[None]:
+    """For modules that run daemons as ``test_daemon_commands.Node``: what a failed test left running is stopped
+    after it, so its teardown cannot wait forever on a simulated clock nobody advances (before ``short_dir``,
+    the daemons' data dir, is removed)."""
+    yield
+    from tests.unit.agent.test_daemon_commands import Node
+
+    await Node.stop_left_running()

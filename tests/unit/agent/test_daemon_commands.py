@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -27,6 +29,8 @@ from events.signing import sign
 from tests.helpers import new_ed25519_key, refused_port, wait_until
 from tests.unit.agent.test_commands_actions import FAKE_PROBE
 from tests.unit.agent.test_daemon import FakeBroker, play, settle
+
+pytestmark = pytest.mark.usefixtures("stop_nodes")
 
 COORDINATOR = "/myolo/coordinator/test"
 
@@ -56,6 +60,8 @@ class MemorySource:
 class Node:
     """A running daemon on a SimClock with commands enabled, and a coordinator that signs its commands."""
 
+    started: ClassVar[list[Node]] = []  # what ``stop_left_running`` stops after a test that failed midway
+
     def __init__(self, d: Path, *, commands: bool = True, toml: str = "", interval_s: float = 1.0) -> None:
         key_file = d / "coordinator.key"
         self.key = new_ed25519_key(key_file)
@@ -83,6 +89,7 @@ class Node:
             return src
 
         self.task = asyncio.create_task(serve(self.rt, install_signals=False, command_source=factory, **kw))
+        Node.started.append(self)
         await settle()
 
     async def send(self, command_id: str, action: str, **args) -> None:
@@ -99,6 +106,25 @@ class Node:
         self.rt.stop_event.set()
         assert self.task is not None
         return await asyncio.wait_for(self.task, 10)
+
+    @classmethod
+    async def stop_left_running(cls, wall_s: float = 60.0) -> None:
+        """Stop the daemons a failed test left running, playing their clocks (a daemon's stop waits on its
+        simulated clock: left alone it never ends, and the event loop's teardown would wait on it forever)."""
+        nodes, cls.started = cls.started, []
+        for node in nodes:
+            if node.task is None or node.task.done():
+                continue
+            node.rt.stop_event.set()
+            for attempt in ("stop", "cancel"):
+                if attempt == "cancel":
+                    node.task.cancel()
+                deadline = time.monotonic() + wall_s / 2
+                while not node.task.done() and time.monotonic() < deadline:
+                    await node.clock.advance(1.0, settle=50)
+                    await asyncio.sleep(0.01)  # real time, for the worker processes being stopped
+                if node.task.done():
+                    break
 
 
 async def count_ticks(node: Node, seconds: float, step: float) -> int:

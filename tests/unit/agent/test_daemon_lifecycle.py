@@ -5,10 +5,14 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+import pytest
+
 from agent.daemon.main import EXIT_OK, EXIT_START
 from agent.gpu import GpuBackendError
 from tests.unit.agent.test_daemon import play
 from tests.unit.agent.test_daemon_commands import Node
+
+pytestmark = pytest.mark.usefixtures("stop_nodes")  # a failed test leaves no daemon running
 
 
 def record_releases(node: Node) -> list[str]:

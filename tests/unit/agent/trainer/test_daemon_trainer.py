@@ -8,6 +8,8 @@ import asyncio
 import fnmatch
 import sys
 
+import pytest
+
 from agent.daemon.reload import reload_config
 from agent.daemon.trainer import nccl_globs
 from events.payloads import CommandAck, NodeSample
@@ -15,6 +17,8 @@ from tests.helpers import pid_gone, wait_until
 from tests.unit.agent.test_daemon import play
 from tests.unit.agent.test_daemon_commands import Node
 from tests.unit.agent.trainer.conftest import FAKE
+
+pytestmark = pytest.mark.usefixtures("stop_nodes")  # a failed test leaves no daemon running
 
 TOML = f"[trainer]\npython = ['{sys.executable}', '{FAKE}']\nhang_floor_s = 60.0\nterm_grace_s = 2.0\n"
 START = {
