@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from coordinator.api.tokens import local_paths
 from coordinator.cli import auth, render
 from coordinator.localstack import security, stack
 from events.broker import BrokerError, LocalBroker, jars, state
@@ -138,6 +139,11 @@ def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gp
     if urls:
         out.print(f"coordinator API: {', '.join(urls)}")
     out.print(f"signing key: {state_dir / 'signing.key'} (agents trust {state_dir / 'signing.key.pub'})")
+    if urls:
+        token = local_paths(state_dir)[1]
+        out.print(
+            f'API token: {token} (admin; myoloctl sends it to this stack; curl -H "Authorization: Bearer $(cat {token})")'
+        )
     out.print("next: myoloctl get nodes ; myoloctl local status ; myoloctl local down")
 
 
@@ -225,7 +231,7 @@ def down(
     else:
         out.print("Kafka was not running")
     if clean:
-        for folder in ("coordinators", "agents"):
+        for folder in ("coordinators", "agents", "api"):
             shutil.rmtree(broker.state_dir / folder, ignore_errors=True)
         for name in ("signing.key", "signing.key.pub"):
             (broker.state_dir / name).unlink(missing_ok=True)

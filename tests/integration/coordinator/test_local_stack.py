@@ -34,6 +34,8 @@ def test_local_stack_up_get_status_failover_down(tmp_path: Path, local_myoloctl)
         up = myoloctl("local", "up", "--nodes", "2", "--gpus", "2", "--coordinators", "2", "--timeout", "60")
         assert up.exit_code == 0, up.output
         assert "stack ready: 2 coordinator(s), 2 node(s)" in up.output
+        assert "enrolled the node keys of node-1, node-2" in up.output  # their faults and acks are taken
+        assert f"API token: {tmp_path / 'api' / 'admin.token'}" in up.output
         records = {p.name: p for p in state.load(tmp_path).processes}
         assert set(records) == {"kafka", "coordinator-1", "coordinator-2", "node-1", "node-2"}
         # each member bound port 0: the port the kernel gave it is recorded, with its URL

@@ -64,6 +64,10 @@ def test_secure_stack_gives_each_member_its_own_user_and_only_its_roles_rights(t
         for topic in (t.COMMANDS, t.STATE_NODES):
             with pytest.raises(TopicAuthorizationFailedError):
                 asyncio.run(_write(stolen, topic))
+
+        down = myoloctl("local", "down", "--clean")  # nothing of the stack's secrets is left behind
+        assert down.exit_code == 0, down.output
+        assert [p.name for p in tmp_path.iterdir() if p.name in ("api", "agents", "signing.key", "kafka")] == []
     finally:
         stack.stop_members(tmp_path, progress=lambda _: None)
         LocalBroker(tmp_path).clean()
