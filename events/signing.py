@@ -16,7 +16,7 @@ import msgspec
 from events.envelope import Event
 from events.errors import SignatureError
 from events.keys import Signer, VerifyKey
-from events.types import COMMAND_ACK_V1, NODE_FAULT_V1, TRAINING_COMPLETED_V1, TRAINING_FAULT_V1
+from events.types import COMMAND_ACK_V1, NODE_FAULT_V1, NODE_SAMPLE_V1, TRAINING_COMPLETED_V1, TRAINING_FAULT_V1
 
 SIG = "sig"
 SIG_KEY_ID = "sigkeyid"
@@ -24,6 +24,17 @@ _ENCODER = msgspec.json.Encoder()
 # Node events that make the coordinator act: the agent signs them with its node key when it makes them (before
 # the spool), the coordinator verifies them against the node's enrolled public key. Telemetry stays unsigned.
 SIGNED_NODE_EVENTS = frozenset({NODE_FAULT_V1, COMMAND_ACK_V1, TRAINING_FAULT_V1, TRAINING_COMPLETED_V1})
+# ... and the types signed only when they would make it act (see must_sign); together, what the coordinator checks
+GUARDED_NODE_EVENTS = SIGNED_NODE_EVENTS | {NODE_SAMPLE_V1}
+
+
+def must_sign(event: Event) -> bool:
+    """Whether the node signs ``event`` and the coordinator refuses it unsigned: the node events above always,
+    and a node sample that reports warn or fail health (the cordon policy acts on a FAIL sample whose fault
+    event went missing). A healthy sample is telemetry: shown and weighed, never the cause of an action."""
+    if event.type in SIGNED_NODE_EVENTS:
+        return True
+    return event.type == NODE_SAMPLE_V1 and getattr(event.data, "health", "ok") != "ok"
 
 
 def signed_message(event: Event, data: bytes) -> bytes:

@@ -25,7 +25,7 @@ from agent.fleetsim.model import FleetModel
 from agent.fleetsim.sink import KafkaSink, RecordSink, partition_of
 from agent.fleetsim.template import gpu_uuid, sample_template
 from events.clock import Clock, SystemClock
-from events.codec import encode
+from events.codec import decode, encode
 from events.envelope import new_event, rfc3339
 from events.keys import Ed25519Public, Ed25519Signer
 from events.settings import KafkaSettings
@@ -227,9 +227,12 @@ class FleetSimulator:
         when = ("ce_time", rfc3339(self.clock.now()).encode())
         templates, prefixes, sources = self._templates, self._id_prefix, self._sources
         records = []
+        state = self._state
         for n, row in zip(range(lo, hi), rows, strict=True):
             value = templates[n] % tuple(row)
             headers = [_SPEC, ("ce_id", prefixes[n] + b"%d" % row[-2]), sources[n], _TYPE, _CTYPE, when]
+            if state[n].health != "ok":  # a sample that can make the coordinator act is signed, as an agent's
+                value, headers = self._signed(n, value, headers)
             records.append((n, value, headers))
         self.stats.build_s += time.perf_counter() - t
         send, topic, keys, parts = self.sink.send, self.samples_topic, self._keys, self._sample_parts
@@ -238,6 +241,12 @@ class FleetSimulator:
             fut.add_done_callback(self._on_ack)
         self.stats.samples_sent += hi - lo
         self.stats.slots += 1
+
+    def _signed(self, n: int, value: bytes, headers: list[tuple[str, bytes]]) -> tuple[bytes, list]:
+        """The templated sample of an unhealthy node, signed with its key (events.signing.must_sign)."""
+        event = sign(decode(value, headers, self._keys[n]), self.node_keys[self.node_ids[n]])
+        _, value, headers = encode(event)
+        return value, headers
 
     def _on_ack(self, fut: asyncio.Future) -> None:
         if fut.cancelled() or fut.exception() is not None:

@@ -9,9 +9,10 @@ retried only after aiokafka has settled every future of the previous attempt, so
 the producer's buffer. Delivery is at least once (a batch partly acknowledged before a failure is resent);
 consumers de-duplicate by event id.
 
-With the node's key (``signer``), the node events that make the coordinator act (``SIGNED_NODE_EVENTS``:
-faults, command acks, training faults and completions) are signed here, before they are spooled: the record
-sent later, whatever the outage, is the signed one, and the producer sends it untouched. Telemetry is not.
+With the node's key (``signer``), the node events that make the coordinator act (``events.signing.must_sign``:
+faults, command acks, training faults and completions, and samples reporting warn or fail health) are signed
+here, before they are spooled: the record sent later, whatever the outage, is the signed one, and the producer
+sends it untouched. Telemetry (a healthy sample, NCCL and leak reports, progress) is not.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from events.envelope import Event, new_event
 from events.errors import InvalidEvent
 from events.keys import Signer
 from events.payloads import Payload
-from events.signing import SIGNED_NODE_EVENTS, sign
+from events.signing import must_sign, sign
 from events.topics import NODE_SAMPLES, topic_for_type
 
 log = structlog.get_logger("myolo.agent.publish")
@@ -106,7 +107,7 @@ class Publisher:
         logged and reported by the health endpoint; the event is then lost, which is counted.
         """
         event = new_event(payload, self.source, clock=self._clock)
-        if self.signer is not None and event.type in SIGNED_NODE_EVENTS:
+        if self.signer is not None and must_sign(event):
             event = sign(event, self.signer)
         key, value, headers = encode(event)
         record = SpoolRecord(topic_for_type(event.type), key, value, headers)

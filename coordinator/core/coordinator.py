@@ -34,7 +34,7 @@ from events.bus import EventConsumer, EventProducer
 from events.clock import Clock, SystemClock
 from events.files import atomic_write
 from events.keys import load_signer
-from events.signing import SIGNED_NODE_EVENTS
+from events.signing import GUARDED_NODE_EVENTS
 from events.topics import STATE_COORDINATOR
 
 log = structlog.get_logger("myolo.coordinator")
@@ -98,7 +98,7 @@ class Coordinator:
             self.peers.built.append(cls(ctx))
         self.components: dict[str, Component] = {type(c).name: c for c in self.peers}
         self.router = EventRouter(list(self.peers))
-        self.guard = IngestGuard(list(self.peers), SIGNED_NODE_EVENTS)  # checked before any component acts
+        self.guard = IngestGuard(list(self.peers), GUARDED_NODE_EVENTS)  # checked before any component acts
         self.tail = StateTail(settings, list(self._owners), self.store.codec, self.apply_state, self.store.keys)
         self.ingest = EventConsumer(
             settings,

@@ -24,7 +24,8 @@ from coordinator.nodes.verify import Enrolled, check_node_event
 from events.envelope import Event
 from events.errors import ConfigError, SignatureError
 from events.keys import Ed25519Public, public_key_from_pem
-from events.payloads import CommandAck, NodeFault, TrainingCompleted, TrainingFault
+from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted, TrainingFault
+from events.signing import must_sign
 from events.topics import STATE_NODE_KEYS
 
 log = structlog.get_logger("myolo.coordinator.nodes")
@@ -34,7 +35,7 @@ class Nodes(Component):
     name = "nodes"
     openapi = Path(__file__).with_name("openapi.yaml")
     owns = (StateTopic(STATE_NODE_KEYS, {KIND: NodeKeyRecord}),)
-    guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted)
+    guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted, NodeSample)  # events.signing.must_sign
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -44,6 +45,8 @@ class Nodes(Component):
 
     # ---- the ingest check ------------------------------------------------------------------------------------
     def verify(self, event: Event) -> None:
+        if not must_sign(event):
+            return  # a healthy sample: telemetry, taken unsigned
         node_id: str = event.data.node_id
         try:
             check_node_event(event, node_id, self._enrolled.get(node_id))

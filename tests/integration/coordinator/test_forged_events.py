@@ -3,7 +3,8 @@
 Three nodes are enrolled; one of them has a command pending. A fault naming a real node is sent from
 ``attacker-laptop`` by our own producer and by the official CloudEvents SDK for Python over kcat (librdkafka),
 with the node's own source but unsigned, signed with another node's key, or signed and then edited; a forged
-``done`` ack for the pending command; a correctly signed fault of a revoked node and of a node never enrolled.
+``done`` ack for the pending command; a correctly signed fault of a revoked node and of a node never enrolled; a node sample reporting FAIL health (which
+cordons a node whose fault event went missing) from ``attacker-laptop`` and from the node's source unsigned.
 Each is dead-lettered on ``myolo.deadletter`` with its reason, by the coordinator's group, before any component
 sees it: nothing is cordoned, no drain is sent, the command's intent stays open. Then the enrolled node's own
 signed fault cordons it and its signed ack closes the command: the path works, for the real thing only.
@@ -91,6 +92,7 @@ async def test_forged_node_events_are_dead_lettered_and_never_acted_on(
 
     edited = ours("edited", xid79(node), agent_source(node), played.key(node))
     edited = msgspec.structs.replace(edited, data=msgspec.structs.replace(edited.data, xid=48, reasons=["XID 48"]))
+    fail_sample = NodeSample(node_id=node, backend="sim", gpus=gpus, health="fail", health_reasons=["XID 79"])
     forged_ack = CommandAck(
         command_id=pending.command_id, node_id=node, epoch=svc.epoch, status="done", result={"forged": True}
     )
@@ -127,6 +129,16 @@ async def test_forged_node_events_are_dead_lettered_and_never_acted_on(
             ours("forged-ack-attacker", forged_ack, "attacker-laptop", played.key(other)),
             "source",
             "is not",
+        ),
+        "fail-sample-attacker": (
+            ours("fail-sample-attacker", fail_sample, "attacker-laptop"),
+            "source",
+            f"source 'attacker-laptop' is not {node}'s agent",
+        ),
+        "fail-sample-unsigned": (
+            ours("fail-sample-unsigned", fail_sample, agent_source(node)),
+            "header ce_sig",
+            "is not signed",
         ),
     }
     sent_by_sdk = {  # name -> (Kafka message from the CloudEvents SDK, field, words of the reason)

@@ -155,21 +155,32 @@ async def test_inject_on_an_unknown_node_or_gpu_is_refused() -> None:
 
 
 async def test_faults_are_signed_with_their_nodes_key_and_samples_are_not() -> None:
-    """A simulated fault verifies against its node's public key only (what a test enrols); telemetry is
-    unsigned. Given keys are used as they are; a missing one is refused."""
+    """A simulated fault verifies against its node's public key only (what a test enrols); a healthy sample
+    is unsigned telemetry, an unhealthy one is signed as an agent signs it. Given keys are used as they are; a missing one is refused."""
     given = {f"key-node-{i:05d}": Ed25519Signer.generate() for i in range(3)}
     sim, clock, sink = make(nodes=3, gpus=2, node_prefix="key-node-", node_keys=given)
     assert {n: k.key_id for n, k in sim.public_keys().items()} == {n: k.key_id for n, k in given.items()}
     await play(sim, clock, 1.0)
     await sim.inject_fault(1, xid=79)
-    await sim.inject_fault(2, xid=48)
+    await sim.inject_fault(2, xid=min(WARN_XIDS))
     faults = [decode(r.value, r.headers, r.key) for r in sink.records if r.topic == NODE_FAULTS]
     publics = sim.public_keys()
     for ev in faults:
         verify_with(ev, publics[ev.data.node_id], "fault")
         with pytest.raises(SignatureError):
             verify_with(ev, publics["key-node-00000"], "fault")
-    assert all(SIG not in ev.extensions for _, ev in samples(sink))
+    assert all(SIG not in ev.extensions for _, ev in samples(sink))  # healthy until now: telemetry
+    sink.records.clear()
+    await sim.send_round()  # nodes 1 and 2 now report fail and warn: their samples could cordon, so signed
+    after = {ev.data.node_id: ev for _, ev in samples(sink)}
+    assert {n: ev.data.health for n, ev in after.items()} == {
+        "key-node-00000": "ok",
+        "key-node-00001": "fail",
+        "key-node-00002": "warn",
+    }
+    assert SIG not in after["key-node-00000"].extensions
+    for node in ("key-node-00001", "key-node-00002"):
+        verify_with(after[node], publics[node], "sample")
     with pytest.raises(ValueError, match="node_keys: no key for 1 node"):
         make(nodes=4, gpus=2, node_prefix="key-node-", node_keys=given)
     assert len({k.key_id for k in make(nodes=3, gpus=1)[0].public_keys().values()}) == 3  # generated, one per node

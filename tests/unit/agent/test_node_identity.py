@@ -1,12 +1,14 @@
 """The node key: ``[identity] key_file`` defaults to <data_dir>/node.key, made at the first start (0600, .pub
 beside it) and refused when others can read it; the publisher signs the node events that make the coordinator
-act as it spools them (faults, acks, training faults and completions), and nothing else."""
+act as it spools them (faults, acks, training faults and completions, samples reporting warn or fail health),
+and nothing else."""
 
 from __future__ import annotations
 
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from agent.config import load_agent_config
@@ -78,5 +80,12 @@ def test_the_events_that_cause_action_are_signed_in_the_spool_and_telemetry_is_n
         if event.type in SIGNED_NODE_EVENTS:
             verify_with(event, node.public, event.type)  # as it will be sent, whenever that is
         else:
-            assert SIG not in event.extensions
+            assert SIG not in event.extensions and getattr(event.data, "health", "ok") == "ok"
+    # a sample that reports bad health can make the coordinator cordon the node: signed too
+    for health in ("warn", "fail"):
+        pub.publish(msgspec.structs.replace(payloads["ai.myolo.node.sample.v1"], health=health))
+    unhealthy = [decode(e.record.value, e.record.headers, e.record.key) for e in spool.peek(100)][-2:]
+    assert [e.data.health for e in unhealthy] == ["warn", "fail"]
+    for event in unhealthy:
+        verify_with(event, node.public, event.type)
     spool.close()

@@ -25,7 +25,7 @@ from events.envelope import Event, new_event
 from events.errors import ConfigError, SignatureError
 from events.keys import Ed25519Signer, HmacKey
 from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
-from events.signing import SIGNED_NODE_EVENTS, sign
+from events.signing import GUARDED_NODE_EVENTS, SIGNED_NODE_EVENTS, sign
 from events.sources import agent_source
 from events.topics import STATE_NODE_KEYS
 from tests.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
@@ -177,15 +177,30 @@ async def test_each_forgery_is_refused_with_its_reason(leader) -> None:
 
 async def test_every_event_that_causes_action_is_guarded_and_telemetry_is_not(leader) -> None:
     guarded = {t for t, comps in leader.guard.by_type.items() if comps}
-    assert guarded == set(SIGNED_NODE_EVENTS)
+    assert guarded == set(GUARDED_NODE_EVENTS) == set(SIGNED_NODE_EVENTS) | {"ai.myolo.node.sample.v1"}
     sample = new_event(NodeSample(node_id=NODE, backend="sim", gpus=[]), "anyone")
-    leader.guard.verify(sample)  # telemetry the coordinator only displays stays unsigned
+    leader.guard.verify(sample)  # a healthy sample is telemetry the coordinator only displays: unsigned
     ack = new_event(CommandAck(command_id="c1", node_id=NODE, epoch=3, status="done"), agent_source(NODE))
     assert "not enrolled" in refusal(leader, ack).reason
     await nodes(leader).enroll(NODE, ALICE.public.pem(), "admin:alice")
     done = new_event(TrainingCompleted(job_id="j", generation=1, node_id=NODE, ranks=[0]), agent_source(NODE))
     assert "is not signed" in refusal(leader, done).reason
     leader.guard.verify(sign(done, ALICE))
+
+
+async def test_a_sample_reporting_bad_health_must_be_signed_by_its_node(leader) -> None:
+    """A FAIL sample cordons a node (its fault event may have gone missing), so a forged one would too: it is
+    refused unless the node's agent signed it; the same sample signed by the node passes."""
+    await nodes(leader).enroll(NODE, ALICE.public.pem(), "admin:alice")
+    for health in ("fail", "warn"):
+        payload = NodeSample(node_id=NODE, backend="sim", gpus=[], health=health, health_reasons=["gpu 0: XID 79"])
+        forged = new_event(payload, "attacker-laptop")
+        assert "is not" in refusal(leader, forged).reason
+        unsigned = new_event(payload, agent_source(NODE))
+        assert "is not signed" in refusal(leader, unsigned).reason
+        assert "signed with key id" in refusal(leader, sign(unsigned, MALLORY)).reason
+        leader.guard.verify(sign(unsigned, ALICE))
+    assert nodes(leader).stats()["node_events_refused"] == 6
 
 
 def test_a_coordinator_that_would_act_on_unverified_node_events_does_not_start(tmp_path) -> None:
