@@ -7,11 +7,30 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from coordinator.localstack.health import settled_leader
+from tests.helpers import new_ed25519_key
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def start_coordinator(procs: Procs, tmp_path: Path, bootstrap: str, api: str, extra: str = "", name: str = "c") -> Path:
+    """A ``myolo-coordinator run`` on an ephemeral API port with its own key and leader group; ``api``: the rest of
+    its ``[api]`` section (tokens_file, or auth = "none"), ``extra``: more sections. Returns its status file
+    (its api_url once it listens)."""
+    tag = uuid.uuid4().hex[:6]
+    key = tmp_path / "coordinator.key"
+    new_ed25519_key(key)
+    status_file = tmp_path / "status.json"
+    (tmp_path / "coordinator.toml").write_text(
+        f'instance_id = "{name}-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
+        f'[kafka]\nbootstrap = "{bootstrap}"\n[signing]\nkey_file = "{key}"\n[leader]\ngroup_id = "{name}-{tag}"\n'
+        f"[api]\nport = 0\n{api}\n{extra}"
+    )
+    procs.start("coordinator", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")])
+    return status_file
 
 
 class Procs:

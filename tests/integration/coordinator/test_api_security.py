@@ -21,8 +21,8 @@ from events.payloads import AuditRecord
 from events.settings import KafkaSettings
 from events.topics import AUDIT
 from tests.api_auth import ADMIN, OPERATOR, VIEWER, write_tokens
-from tests.helpers import new_ed25519_key, read_topic, wait_until
-from tests.integration.coordinator.procs import Procs, status
+from tests.helpers import read_topic, wait_until
+from tests.integration.coordinator.procs import Procs, start_coordinator, status
 from tests.tls_certs import make_certs
 
 
@@ -30,21 +30,6 @@ def myoloctl(*args: str, token: str | None = None, **env: str):
     """myoloctl in-process (run in a thread: it is synchronous and the coordinator answers meanwhile)."""
     environ = {"MYOLO_API": "", "MYOLO_TOKEN": token or "", "MYOLO_CA_FILE": "", **env}
     return CliRunner().invoke(app, list(args), env=environ)
-
-
-def start_coordinator(procs: Procs, tmp_path: Path, bootstrap: str, tokens_file: Path, api_extra: str = "") -> Path:
-    """A coordinator process on an ephemeral API port; returns its status file (its api_url once it listens)."""
-    tag = uuid.uuid4().hex[:6]
-    key = tmp_path / "coordinator.key"
-    new_ed25519_key(key)
-    status_file = tmp_path / "status.json"
-    (tmp_path / "coordinator.toml").write_text(
-        f'instance_id = "sec-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
-        f'[kafka]\nbootstrap = "{bootstrap}"\n[signing]\nkey_file = "{key}"\n[leader]\ngroup_id = "sec-{tag}"\n'
-        f'[api]\nport = 0\ntokens_file = "{tokens_file}"\n{api_extra}'
-    )
-    procs.start("coordinator", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")])
-    return status_file
 
 
 async def call(
@@ -74,7 +59,7 @@ async def test_the_api_knows_who_is_calling(kafka, settings, tmp_path: Path) -> 
     procs = Procs(tmp_path)
     node = f"sec-{uuid.uuid4().hex[:6]}"
     try:
-        status_file = start_coordinator(procs, tmp_path, kafka.bootstrap, tokens_file)
+        status_file = start_coordinator(procs, tmp_path, kafka.bootstrap, f'tokens_file = "{tokens_file}"', name="sec")
         procs.start_agent(node, node, kafka.bootstrap, tmp_path / node)
         await wait_until(lambda: (status(status_file) or {}).get("is_leader"), 90, "a leading coordinator")
         st = status(status_file)
@@ -160,7 +145,8 @@ async def test_the_api_over_tls_is_trusted_with_ca_file(kafka, tmp_path: Path) -
     procs = Procs(tmp_path)
     try:
         tls = f'tls_cert_file = "{certs.cert}"\ntls_key_file = "{certs.key}"\n'
-        status_file = start_coordinator(procs, tmp_path, kafka.bootstrap, tokens_file, tls)
+        api = f'tokens_file = "{tokens_file}"\n{tls}'
+        status_file = start_coordinator(procs, tmp_path, kafka.bootstrap, api, name="sec")
         await wait_until(lambda: (status(status_file) or {}).get("is_leader"), 90, "a leading coordinator")
         url = status(status_file)["api_url"]
         assert url.startswith("https://127.0.0.1:"), url

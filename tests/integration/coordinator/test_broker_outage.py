@@ -18,10 +18,9 @@ from coordinator.core.coordinator import state_codec
 from coordinator.fleet.model import CordonRecord
 from coordinator.localstack.identity import agent_public_keys
 from events.topics import STATE_NODES
-from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.integration.coordinator.identity import enroll_over_api
-from tests.integration.coordinator.procs import Procs, status
+from tests.integration.coordinator.procs import Procs, start_coordinator, status
 
 LOST_AFTER_S = 4.0
 
@@ -34,20 +33,10 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
     tag = uuid.uuid4().hex[:6]
     names = [f"out-{tag}-{i}" for i in (1, 2, 3)]
     live, victim = names[:2], names[2]
-    key = tmp_path / "coordinator.key"
-    new_ed25519_key(key)
-    status_file = tmp_path / "status.json"
-    (tmp_path / "coordinator.toml").write_text(
-        f'instance_id = "out-{tag}"\ntick_s = 0.2\nstatus_file = "{status_file}"\n'
-        f'[kafka]\nbootstrap = "{kafka.bootstrap}"\n[signing]\nkey_file = "{key}"\n'
-        f'[leader]\ngroup_id = "out-{tag}"\n[api]\nport = 0\nauth = "none"\n'
-        f"[fleet]\nlost_after_s = {LOST_AFTER_S}\n"
-    )
     procs = Procs(tmp_path)
     try:
-        procs.start(
-            "coordinator", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")]
-        )
+        fleet = f"[fleet]\nlost_after_s = {LOST_AFTER_S}\n"
+        status_file = start_coordinator(procs, tmp_path, kafka.bootstrap, 'auth = "none"', fleet, name="out")
         for name in names:
             procs.start_agent(name, name, kafka.bootstrap, tmp_path / name)
 
