@@ -258,13 +258,14 @@ class LocalBroker:
             stack.drop(NAME)
             stack.bootstrap = None
             state.save(self.state_dir, stack)
-            taken = self._port_taken(identity, logs_before)
-            if taken is None:
+            found = self._port_taken(identity, logs_before)
+            if found is None:
                 raise
+            taken, line = found
             names = CLIENT_PORT if taken == identity.port else CONTROLLER_PORT
-            # the logs as the reaped broker left them: the tail taken when its exit was noticed may end before
-            # the JVM flushed the bind failure (seen in a fresh-clone run)
-            raise ports.PortInUse(taken, *names, detail=self._log_tail()) from exc
+            # the line that says so first, then the logs as the reaped broker left them (the first ERROR of
+            # the server log and the 30 lines after it need not reach the bind failure: seen in fresh-clone runs)
+            raise ports.PortInUse(taken, *names, detail=f"{line.strip()}\n{self._log_tail()}") from exc
 
     def _picked(self, identity: config.BrokerIdentity) -> set[int]:
         """The ports of ``identity`` that we chose (not the caller's ``port``/``controller_port``)."""
@@ -278,9 +279,10 @@ class LocalBroker:
     def _log_sizes(self) -> dict[Path, int]:
         return {path: path.stat().st_size if path.exists() else 0 for path in (self.log_path, self.stdout_path)}
 
-    def _port_taken(self, identity: config.BrokerIdentity, logs_before: dict[Path, int]) -> int | None:
-        """The port of ``identity`` that this launch failed to bind because another process held it, from what
-        the launch wrote to the broker's logs (both logs are appended to, start after start)."""
+    def _port_taken(self, identity: config.BrokerIdentity, logs_before: dict[Path, int]) -> tuple[int, str] | None:
+        """The port of ``identity`` that this launch failed to bind because another process held it, and the log
+        line saying so, from what the launch wrote to the broker's logs (both are appended to, start after
+        start)."""
         for path, start in logs_before.items():
             try:
                 with open(path, "rb") as handle:
@@ -290,7 +292,9 @@ class LocalBroker:
                 continue
             for match in _BIND_FAILED.finditer(text):
                 if int(match[1]) in (identity.port, identity.controller_port):
-                    return int(match[1])
+                    start_of_line = text.rfind("\n", 0, match.start()) + 1
+                    end_of_line = text.find("\n", match.end())
+                    return int(match[1]), text[start_of_line : end_of_line if end_of_line >= 0 else None]
         return None
 
     def _prepare_identity(self) -> config.BrokerIdentity:

@@ -1,6 +1,7 @@
 """The node key of a real `myolo-agent run`: made at the first start (0600, its .pub beside it), it signs the
 node's faults when they are made, before the spool, so a fault spooled while Kafka was unreachable and sent
-after a restart verifies against the node's public key; samples stay unsigned. `key show` prints that key."""
+after a restart verifies against the node's public key; healthy samples stay unsigned, those reporting the
+failure are signed. `key show` prints that key."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ async def test_a_fault_spooled_while_kafka_was_away_verifies_when_sent_later(kaf
         for event in faults:  # the xid fault and the health faults it caused
             verify_with(event, public, "fault")
         samples = await read_topic(settings, NODE_SAMPLES, agent.node_id)
-        assert samples and all(SIG not in e.extensions for e in samples)  # telemetry is not signed
+        healthy = [e for e in samples if e.data.health == "ok"]
+        assert healthy and all(SIG not in e.extensions for e in healthy)  # telemetry is not signed
+        failing = [e for e in samples if e.data.health != "ok"]  # after the XID: these could cordon the node
+        assert failing, [e.data.health for e in samples]
+        for event in failing:
+            verify_with(event, public, "sample")
     finally:
         await agent.cleanup()
