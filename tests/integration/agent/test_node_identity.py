@@ -11,6 +11,7 @@ import stat
 
 import pytest
 
+from agent.control import StatusRequest, call
 from events.keys import load_verify_key
 from events.payloads import NodeFault
 from events.signing import SIG, verify_with
@@ -34,6 +35,10 @@ async def test_a_fault_spooled_while_kafka_was_away_verifies_when_sent_later(kaf
         out = await asyncio.to_thread(agent.cli, "inject", "--gpu", "1", "--xid", "79")
         assert out.returncode == 0, out.stderr
         await wait_until(lambda: "fault published" in agent.log_text(), timeout=30, what="the fault spooled")
+        # and a sample reporting the failure spooled after it (the agent's status is its latest sample's health)
+        await wait_until(
+            lambda: call(agent.socket, StatusRequest()).data["status"] == "failed", timeout=30, what="a fail sample"
+        )
         agent.signal(signal.SIGTERM)
         assert await asyncio.to_thread(agent.proc.wait, 60) == 0, agent.log_text()
 
