@@ -4,7 +4,8 @@ On a secured stack (``myoloctl local up --secure``) every coordinator and agent 
 own password file (mode 0600) named in its config, and exactly the ACLs of its role (events.broker.acls); the
 stack also has an ``operator`` user (read only: what ``myoloctl events tail`` uses) and a ``producer`` user (an
 external producer: drift samples and releases, e.g. from kcat). On a plain stack this step adds nothing.
-Later steps (node keys, API tokens) follow the same shape: one function giving per-member settings.
+The stack's other credentials: its API token (configs.py, coordinator.api.tokens.ensure_local) and its agents'
+node keys (identity.py).
 """
 
 from __future__ import annotations
