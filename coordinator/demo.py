@@ -20,16 +20,15 @@ The stack keeps running afterwards (``--down`` stops it) so it can be explored w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from coordinator.cli import auth
+from coordinator.localstack import health
 from events.broker import state
 from events.broker.state import default_state_dir
 
@@ -66,13 +65,11 @@ def _myoloctl(*args: str) -> tuple[str, list[str]]:
 
 
 def _get(api_urls: list[str], path: str, token: str | None) -> dict | None:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    """The body of the first coordinator answering 200 (``token``: the stack's API token)."""
     for url in api_urls:
-        try:
-            with urllib.request.urlopen(urllib.request.Request(f"{url}{path}", headers=headers), timeout=1.0) as resp:
-                return json.load(resp)
-        except (OSError, ValueError):
-            continue
+        answer = health.get_json(f"{url}{path}", timeout=1.0, token=token)
+        if answer is not None and answer[0] == 200 and isinstance(answer[1], dict):
+            return answer[1]
     return None
 
 

@@ -2,8 +2,9 @@
 
 The token: ``MYOLO_TOKEN``, else ``$XDG_CONFIG_HOME/myolo/token`` (``~/.config/myolo/token``). Talking to the
 local stack (no ``--api``, or only its coordinators' URLs), ``MYOLO_TOKEN`` else the stack's own admin token
-(``<state dir>/api/admin.token``), so a token for a real cluster is never sent to a process on this machine. A token file that group or others may
-read is refused, as ssh refuses such a private key, naming the file and ``chmod 600``.
+(``<state dir>/api/admin.token``), so a token for a real cluster is never sent to a process on this machine. A
+token file that group or others may read is refused, as ssh refuses such a private key, naming the file and
+``chmod 600``.
 
 TLS: ``myoloctl --ca-file ca.pem ...`` or ``MYOLO_CA_FILE``, else ``$XDG_CONFIG_HOME/myolo/ca.pem`` when it
 exists, else the system's trust store.

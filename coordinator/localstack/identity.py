@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from coordinator.cli.auth import Token
 from coordinator.cli.client import ApiClient, ApiError
-from events.keys import ensure_ed25519, public_path
+from events.keys import ensure_ed25519
 
 NODE_KEY = "node.key"  # the agent's default [identity] key_file, in its data dir
 PUBLIC_KEY = "node.key.pub"
@@ -27,10 +27,9 @@ def key_path(node_id: str) -> str:
     return f"/v1/nodes/{quote(node_id, safe='')}/key"
 
 
-def make_node_key(data_dir: Path) -> Path:
-    """The agent's key pair in ``data_dir`` (made 0600 if missing, as the agent itself would); the public path."""
+def make_node_key(data_dir: Path) -> None:
+    """The agent's key pair in ``data_dir`` (made 0600 if missing, as the agent itself would)."""
     ensure_ed25519(data_dir / NODE_KEY, "identity.key_file")
-    return public_path(data_dir / NODE_KEY)
 
 
 def enroll_nodes(client: ApiClient, keys: Mapping[str, str]) -> dict[str, str]:

@@ -31,7 +31,7 @@ ROLE = "broker"
 CLIENT_PORT = ("Kafka client port", "--port")  # what a message calls it, and the option that sets it
 CONTROLLER_PORT = ("Kafka controller port", "--controller-port")
 BIND_ATTEMPTS = 3  # first starts on fresh ports, when another process took a picked port before the JVM bound it
-_BIND_FAILED = re.compile(r"failed to bind to [^\s:]+:(\d+): Address already in use")
+_BIND_FAILED = re.compile(r"^.*failed to bind to [^\s:]+:(\d+): Address already in use.*$", re.MULTILINE)
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.yaml")
 
 
@@ -292,9 +292,7 @@ class LocalBroker:
                 continue
             for match in _BIND_FAILED.finditer(text):
                 if int(match[1]) in (identity.port, identity.controller_port):
-                    start_of_line = text.rfind("\n", 0, match.start()) + 1
-                    end_of_line = text.find("\n", match.end())
-                    return int(match[1]), text[start_of_line : end_of_line if end_of_line >= 0 else None]
+                    return int(match[1]), match[0]  # the whole line
         return None
 
     def _prepare_identity(self) -> config.BrokerIdentity:
