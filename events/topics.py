@@ -47,6 +47,7 @@ NODE_REPORTS = "myolo.node.reports"
 TRAINING_PROGRESS = "myolo.training.progress"
 DRIFT_SAMPLES = "myolo.drift.samples"
 RELEASES = "myolo.releases"
+MODELS = "myolo.models"
 COMMANDS = "myolo.commands"
 COMMAND_ACKS = "myolo.command.acks"
 DEAD_LETTER = "myolo.deadletter"
@@ -109,6 +110,14 @@ CATALOGUE: tuple[Topic, ...] = (
         (types.RELEASE_PUBLISHED_V1,),
         90 * DAY_MS,
         description="releases published by pipelines (external)",
+    ),
+    Topic(
+        MODELS,
+        3,
+        "model",
+        (types.DRIFT_DETECTED_V1, types.MODEL_REGISTERED_V1, types.MODEL_ALIAS_V1),
+        365 * DAY_MS,
+        description="the coordinator's model life cycle: drift detected, versions registered, aliases moved",
     ),
     Topic(
         COMMANDS,
@@ -183,9 +192,16 @@ CATALOGUE: tuple[Topic, ...] = (
         "model:version or model@alias",
         compacted=True,
         retention_ms=None,
-        description="coordinator state: model registry",
+        description="coordinator state: model registry (models, versions, aliases with their history)",
     ),
-    Topic(STATE_DRIFT, 3, "model", compacted=True, retention_ms=None, description="coordinator state: drift baselines"),
+    Topic(
+        STATE_DRIFT,
+        3,
+        "model",
+        compacted=True,
+        retention_ms=None,
+        description="coordinator state: drift references, rules and latest statistics",
+    ),
     Topic(
         STATE_COORDINATOR,
         1,

@@ -16,8 +16,11 @@ from events.payloads import (
     BandwidthReport,
     Command,
     CommandAck,
+    DriftDetected,
     DriftSample,
     LeakReport,
+    ModelAliasSet,
+    ModelRegistered,
     NcclReport,
     NodeFault,
     NodeSample,
@@ -42,6 +45,9 @@ RELEASE_PUBLISHED_V1 = "ai.myolo.release.published.v1"
 COMMAND_V1 = "ai.myolo.command.v1"
 COMMAND_ACK_V1 = "ai.myolo.command.ack.v1"
 AUDIT_V1 = "ai.myolo.audit.v1"
+DRIFT_DETECTED_V1 = "ai.myolo.drift.detected.v1"
+MODEL_REGISTERED_V1 = "ai.myolo.model.registered.v1"
+MODEL_ALIAS_V1 = "ai.myolo.model.alias.v1"
 
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
     NODE_SAMPLE_V1: NodeSample,
@@ -57,6 +63,9 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
     COMMAND_V1: Command,
     COMMAND_ACK_V1: CommandAck,
     AUDIT_V1: AuditRecord,
+    DRIFT_DETECTED_V1: DriftDetected,
+    MODEL_REGISTERED_V1: ModelRegistered,
+    MODEL_ALIAS_V1: ModelAliasSet,
 }
 TYPE_NAMES: dict[type[Payload], str] = {cls: name for name, cls in PAYLOAD_TYPES.items()}
 _VERSIONED = re.compile(r"^(?P<base>.+)\.v(?P<major>\d+)$")
@@ -77,6 +86,9 @@ KEY_FIELDS: dict[type[Payload], str] = {
     Command: "node_id",
     CommandAck: "node_id",
     AuditRecord: "who",
+    DriftDetected: "model",
+    ModelRegistered: "model",
+    ModelAliasSet: "model",
 }
 
 

@@ -4,6 +4,14 @@ from events.payloads.audit import AuditRecord
 from events.payloads.commands import Command, CommandAck, StartWorkersArgs, StopWorkersArgs
 from events.payloads.common import Payload
 from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
+from events.payloads.models import (
+    DriftDetected,
+    EvalResult,
+    FeatureDrift,
+    ModelAliasSet,
+    ModelExport,
+    ModelRegistered,
+)
 from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
 from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
 from events.payloads.trainer_job import TrainerJob
@@ -23,12 +31,18 @@ __all__ = [
     "Command",
     "CommandAck",
     "ControlMessage",
+    "DriftDetected",
     "DriftSample",
+    "EvalResult",
+    "FeatureDrift",
     "FeatureSummary",
     "GpuProcess",
     "GpuReading",
     "HostReading",
     "LeakReport",
+    "ModelAliasSet",
+    "ModelExport",
+    "ModelRegistered",
     "NcclChannel",
     "NcclReport",
     "NodeFault",

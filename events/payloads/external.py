@@ -8,13 +8,20 @@ import msgspec
 
 from events.payloads.common import Id, NonNegInt, Payload
 
+MAX_VALUES = 100_000  # raw values of one feature in one sample (a larger batch is split by its producer)
+MAX_BINS = 1000
+MAX_CATEGORIES = 1000
+Category = Annotated[str, msgspec.Meta(max_length=256)]
+
 
 class FeatureSummary(Payload, kw_only=True):
-    """A numeric feature of production traffic over a window: raw values or a histogram over fixed edges."""
+    """A feature of production traffic over a window. Numeric: raw ``values``, or a histogram (``counts``
+    over ``bin_edges``, one more edge than counts). Categorical: ``categories``, the count of each value."""
 
-    values: list[float] | None = None
-    bin_edges: list[float] | None = None
-    counts: list[NonNegInt] | None = None
+    values: Annotated[list[float], msgspec.Meta(max_length=MAX_VALUES)] | None = None
+    bin_edges: Annotated[list[float], msgspec.Meta(max_length=MAX_BINS + 1)] | None = None
+    counts: Annotated[list[NonNegInt], msgspec.Meta(max_length=MAX_BINS)] | None = None
+    categories: Annotated[dict[Category, NonNegInt], msgspec.Meta(max_length=MAX_CATEGORIES)] | None = None
 
 
 class DriftSample(Payload, kw_only=True):
@@ -25,7 +32,9 @@ class DriftSample(Payload, kw_only=True):
     window_start: str | None = None
     window_end: str | None = None
     count: NonNegInt = 0
-    features: dict[str, FeatureSummary]
+    features: Annotated[
+        dict[Annotated[str, msgspec.Meta(min_length=1, max_length=256)], FeatureSummary], msgspec.Meta(max_length=256)
+    ]
 
 
 Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]

@@ -53,6 +53,10 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     checkpoint_every: Steps = 0
     snapshot_every: Steps = 0
     resume: bool = False
+    init_from: PathStr | None = None  # safetensors weights to start from when there is no checkpoint to resume
+    export_path: PathStr | None = None  # where rank 0 writes the final weights (safetensors) and <path>.json
+    eval_data_path: PathStr | None = None  # a held-out token file the exported weights are evaluated on
+    eval_batches: Count = 16
     ops_prefer: Annotated[
         dict[Name, Annotated[list[Name], msgspec.Meta(max_length=8)]], msgspec.Meta(max_length=32)
     ] = {}

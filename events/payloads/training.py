@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.models import ModelExport
 
 # the first frame of a worker -> agent ZeroMQ message says which Struct the second frame holds
 ZMQ_PROGRESS_TOPIC = b"progress"  # a TrainingProgress
@@ -122,3 +123,4 @@ class TrainingCompleted(Payload, kw_only=True):
     last_step: int | None = None
     duration_s: NonNegFloat | None = None
     simulated: bool = False
+    export: ModelExport | None = None  # from the node of rank 0, when the job exported its weights

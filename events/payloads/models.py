@@ -1,0 +1,106 @@
+"""Model life-cycle events the coordinator publishes: drift found, a version registered, an alias moved; and
+the export a finished training job leaves behind (carried by its completion event).
+
+They go to ``myolo.models`` keyed by model name, so one model's history stays in order on one partition.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.external import Sha256
+
+PathOrUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+Text = Annotated[str, msgspec.Meta(max_length=2000)]
+# a model or alias name: what `models:/name@alias` and the registry's keys are made of
+ModelName = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+AliasName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")]
+MAX_FEATURES = 256
+MAX_METRICS = 64
+
+
+class EvalResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One evaluation on a held-out set: loss (mean cross-entropy per token, nats) and perplexity = exp(loss)."""
+
+    dataset: PathOrUrl
+    dataset_sha256: Sha256 | None = None
+    tokens: NonNegInt
+    loss: float
+    perplexity: NonNegFloat
+
+
+class ModelExport(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a finished job exported: consolidated weights (safetensors) with their checksum, the training
+    data's checksum and the held-out evaluation. Written beside the artifact as ``<artifact>.json`` by the
+    trainer's rank 0; the agent attaches it to the completion event."""
+
+    artifact: PathOrUrl
+    sha256: Sha256
+    size_bytes: NonNegInt
+    model: Annotated[str, msgspec.Meta(max_length=64)]  # the trainer's model preset ("tiny")
+    steps: NonNegInt
+    data_sha256: Sha256 | None = None  # None: synthetic data
+    eval: EvalResult | None = None
+    init_from: PathOrUrl | None = None  # the weights training started from
+
+
+class FeatureDrift(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One feature's statistics over a window against its reference; ``drifted`` after correction."""
+
+    feature: Id
+    kind: Literal["numeric", "categorical"]
+    count: NonNegInt  # values in the window
+    psi: NonNegFloat | None = None
+    ks: NonNegFloat | None = None
+    ks_p: NonNegFloat | None = None
+    wasserstein: NonNegFloat | None = None  # Wasserstein-1 over the reference's standard deviation
+    chi2: NonNegFloat | None = None
+    chi2_p: NonNegFloat | None = None
+    js: NonNegFloat | None = None  # Jensen-Shannon distance, base 2 (0..1)
+    drifted: bool = False
+    by: Annotated[list[Annotated[str, msgspec.Meta(max_length=32)]], msgspec.Meta(max_length=8)] = []
+
+
+class DriftDetected(Payload, kw_only=True):
+    """``ai.myolo.drift.detected.v1``: a model's production data drifted past its rule for ``windows``
+    consecutive evaluations (the share of drifted features over ``share_threshold``)."""
+
+    detection_id: Id
+    model: ModelName
+    version: Id
+    window_start: float
+    window_end: float
+    windows: NonNegInt
+    drifted_share: NonNegFloat
+    share_threshold: NonNegFloat
+    features: Annotated[list[FeatureDrift], msgspec.Meta(max_length=MAX_FEATURES)]
+    retraining_job: Id | None = None  # the job submitted for it, when one was
+
+
+class ModelRegistered(Payload, kw_only=True):
+    """``ai.myolo.model.registered.v1``: a new version of a model is in the registry."""
+
+    model: ModelName
+    version: NonNegInt
+    artifact: PathOrUrl
+    sha256: Sha256
+    job: Id | None = None
+    generation: NonNegInt | None = None
+    parent: NonNegInt | None = None
+    drift_event: Id | None = None
+    metrics: Annotated[dict[Id, float], msgspec.Meta(max_length=MAX_METRICS)] = {}
+    by: Id = "auto"
+
+
+class ModelAliasSet(Payload, kw_only=True):
+    """``ai.myolo.model.alias.v1``: an alias of a model now points at ``version`` (None: removed)."""
+
+    model: ModelName
+    alias: AliasName
+    version: NonNegInt | None
+    previous: NonNegInt | None = None
+    by: Id
+    reason: Text = ""
