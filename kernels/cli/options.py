@@ -99,6 +99,24 @@ def make_command(runner: Runner) -> Callable[..., None]:
         checkpoint_every: Annotated[int | None, typer.Option(help="Save every N steps (0: off).")] = None,
         snapshot_every: Annotated[int | None, typer.Option(help="Shared-memory snapshot every N steps.")] = None,
         resume: Annotated[bool | None, typer.Option("--resume/--no-resume", help="Resume from latest.")] = None,
+        init_from: Annotated[
+            str | None,
+            typer.Option(help="Safetensors weights (an earlier export) to start from when not resuming a checkpoint."),
+        ] = None,
+        export_path: Annotated[
+            str | None,
+            typer.Option(
+                help="After the last step, rank 0 writes the final weights here (safetensors) and a manifest "
+                "<path>.json (checksums, eval); needs --checkpoint-dir."
+            ),
+        ] = None,
+        eval_data: Annotated[
+            str | None,
+            typer.Option(help="Held-out token file (like --data) the exported weights are evaluated on."),
+        ] = None,
+        eval_batches: Annotated[
+            int | None, typer.Option(help="Held-out batches of --global-batch rows, read in file order.")
+        ] = None,
         job_id: Annotated[str | None, typer.Option(help="Job id used in reports and snapshot names.")] = None,
         config: Annotated[Path | None, typer.Option(help="Job file (TOML or JSON); flags override it.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="One JSON object per step on stdout.")] = False,
@@ -107,6 +125,7 @@ def make_command(runner: Runner) -> Callable[..., None]:
         for name in ("config", "json_output", "runner"):
             flags.pop(name, None)
         flags["data_path"] = flags.pop("data")
+        flags["eval_data_path"] = flags.pop("eval_data")
         try:
             job = build_job(config, flags)
         except (JobConfigError, TypeError) as exc:

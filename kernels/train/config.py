@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,11 @@ class JobConfigError(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+def _flag(name: str) -> str:
+    """A field's command-line flag (``eval_data_path`` is ``--eval-data``, like ``data_path``'s ``--data``)."""
+    return {"data_path": "data", "eval_data_path": "eval-data"}.get(name, name.replace("_", "-"))
 
 
 def reject_unknown(options: Mapping[str, Any], known: Collection[str]) -> None:
@@ -75,6 +81,10 @@ class JobConfig:
     checkpoint_every: int = 0
     snapshot_every: int = 0
     resume: bool = False
+    init_from: str | None = None  # safetensors full weights to start from when there is no checkpoint to resume
+    export_path: str | None = None  # rank 0 writes the final weights here (safetensors) and <export_path>.json
+    eval_data_path: str | None = None  # held-out token file (data_path's format) the export is evaluated on
+    eval_batches: int = 16  # batches of global_batch rows read from eval_data_path, in file order
     ops_prefer: dict[str, list[str]] = field(default_factory=dict)
     job_id: str = "standalone"
 
@@ -109,7 +119,17 @@ class JobConfig:
     def validate(self, world_size: int | None = None) -> JobConfig:
         """Raise JobConfigError for the first problem found; returns self for chaining."""
         world = world_size if world_size is not None else self.nproc
-        for name in ("nproc", "pp", "tp", "steps", "global_batch", "seq_len", "stages_per_rank", "sync_every"):
+        for name in (
+            "nproc",
+            "pp",
+            "tp",
+            "steps",
+            "global_batch",
+            "seq_len",
+            "stages_per_rank",
+            "sync_every",
+            "eval_batches",
+        ):
             if getattr(self, name) < 1:
                 raise JobConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}", name)
         for name in ("dp", "micro_batch", "warmup_steps", "checkpoint_every", "snapshot_every"):
@@ -203,7 +223,42 @@ class JobConfig:
             raise JobConfigError("--resume needs --checkpoint-dir", "checkpoint_dir")
         if self.device not in ("auto", "cpu", "cuda"):
             raise JobConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}", "device")
+        self._validate_export()
         return self
+
+    def _validate_export(self) -> None:
+        """The export options' rules. Whether the files exist is checked by the workers, where the paths are
+        resolved (a job is judged by its agent in another directory than the one its workers run in)."""
+        for name in ("init_from", "export_path", "eval_data_path"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, str) and value.strip()):
+                raise JobConfigError(f"--{_flag(name)} must be a file path, got {value!r}", name)
+        if self.export_path is not None:
+            if not self.checkpoint_dir:
+                raise JobConfigError(
+                    "--export-path needs --checkpoint-dir: the export is consolidated from the final sharded "
+                    "checkpoint, which is written there",
+                    "checkpoint_dir",
+                )
+            if self.export_path.endswith(("/", os.sep)):
+                raise JobConfigError(
+                    f"--export-path {self.export_path!r} names a directory; name the weights file, "
+                    "e.g. model.safetensors",
+                    "export_path",
+                )
+            target = os.path.normpath(self.export_path)
+            for name in ("data_path", "eval_data_path"):
+                other = getattr(self, name)
+                if other and os.path.normpath(other) == target:
+                    raise JobConfigError(
+                        f"--export-path {self.export_path!r} is also --{_flag(name)}: the export would "
+                        "overwrite the data; choose another file",
+                        "export_path",
+                    )
+        if self.eval_data_path is not None and self.export_path is None:
+            raise JobConfigError(
+                "--eval-data needs --export-path: the held-out set evaluates the exported weights", "eval_data_path"
+            )
 
     # ---- (de)serialisation ---------------------------------------------------------------------
     def to_json(self) -> str:
