@@ -12,5 +12,6 @@ from coordinator.core.component import Component
 from coordinator.fleet.component import Fleet
 from coordinator.jobs.component import Jobs
 from coordinator.nodes.component import Nodes
+from coordinator.registry.component import Registry
 
-COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes)
+COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes, Registry)
