@@ -1,0 +1,57 @@
+"""A finished run's weights as one file: consolidate a sharded checkpoint, write safetensors, evaluate it.
+
+Why from the checkpoint and not from the live model: the checkpoint is what a resize or a restart resumes
+from, so the export is exactly that state, whatever tp/pp/dp layout wrote it, and an operator can make the
+same file by hand later (``python -m kernels.cli.export``). The names below import torch on first use only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernels.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from kernels.export.checksum import sha256_file
+    from kernels.export.consolidate import Consolidated, consolidate, resolve_checkpoint
+    from kernels.export.evaluate import evaluate, heldout_batches
+    from kernels.export.manifest import manifest_path, write_manifest
+    from kernels.export.pipeline import export_checkpoint
+    from kernels.export.weights import WeightsError, WrittenWeights, load_weights, read_weights, write_weights
+
+__all__ = [
+    "Consolidated",
+    "WeightsError",
+    "WrittenWeights",
+    "consolidate",
+    "evaluate",
+    "export_checkpoint",
+    "heldout_batches",
+    "load_weights",
+    "manifest_path",
+    "read_weights",
+    "resolve_checkpoint",
+    "sha256_file",
+    "write_manifest",
+    "write_weights",
+]
+
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "sha256_file": "kernels.export.checksum",
+        "Consolidated": "kernels.export.consolidate",
+        "consolidate": "kernels.export.consolidate",
+        "resolve_checkpoint": "kernels.export.consolidate",
+        "evaluate": "kernels.export.evaluate",
+        "heldout_batches": "kernels.export.evaluate",
+        "manifest_path": "kernels.export.manifest",
+        "write_manifest": "kernels.export.manifest",
+        "export_checkpoint": "kernels.export.pipeline",
+        "WeightsError": "kernels.export.weights",
+        "WrittenWeights": "kernels.export.weights",
+        "load_weights": "kernels.export.weights",
+        "read_weights": "kernels.export.weights",
+        "write_weights": "kernels.export.weights",
+    },
+)

@@ -1,0 +1,31 @@
+"""``<artifact>.json``: the export's manifest (``events.payloads.ModelExport``), written atomically.
+
+The agent of rank 0's node reads it when the job's workers exit and attaches it to the completion event, so
+a reader must never see half of one: temp file, fsync, rename (``events.files.atomic_write``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from events.files import atomic_write
+from events.payloads.models import ModelExport
+from kernels.export.files import file_mode
+
+SUFFIX = ".json"
+
+
+def manifest_path(artifact: str | os.PathLike[str]) -> Path:
+    """``model.safetensors`` -> ``model.safetensors.json`` (beside it, whatever its suffix)."""
+    path = Path(artifact)
+    return path.with_name(path.name + SUFFIX)
+
+
+def write_manifest(export: ModelExport, artifact: str | os.PathLike[str]) -> Path:
+    """Write ``export`` next to ``artifact``; returns the manifest's path."""
+    path = manifest_path(artifact)
+    atomic_write(path, msgspec.json.encode(export), mode=file_mode())
+    return path
