@@ -7,6 +7,7 @@ Pure functions raising :class:`RegistryError` with the field and what to change,
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, TypeVar
 
 import msgspec
@@ -22,6 +23,7 @@ from events.payloads.models import AliasName, ModelName
 RUN_SET = "each retraining run sets it"
 PLACEHOLDER_JOB = "retrain-check"
 S = TypeVar("S", bound=msgspec.Struct)
+_KEY_AT = re.compile(r" - at `key` in `\$\.?([^`]*)`$")
 
 
 def model_name(name: str, field: str = "model") -> str:
@@ -120,5 +122,8 @@ def _converted(value: S, kind: type[S], prefix: str) -> S:
         return msgspec.convert(msgspec.to_builtins(value), kind)
     except msgspec.ValidationError as exc:
         problem = validation_problem(exc)
-        field = ".".join(p for p in (prefix, problem.field.lstrip(".")) if p)
-        raise RegistryError(field or prefix, problem.message) from None
+        path, message = problem.field.lstrip("."), problem.message
+        if keyed := _KEY_AT.search(message):  # a mapping's key at fault: "... - at `key` in `$.tags`"
+            path, message = keyed.group(1), message[: keyed.start()] + " (a key)"
+        field = ".".join(p for p in (prefix, path) if p)
+        raise RegistryError(field or prefix, message) from None

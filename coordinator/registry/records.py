@@ -144,10 +144,6 @@ class AliasRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     history: list[AliasChange] = []
     dropped: int = 0
 
-    @property
-    def updated(self) -> float | None:
-        return self.history[-1].when if self.history else None
-
     def version_at(self, when: float) -> int | None:
         """The version the alias pointed at ``when`` (None: none, or older than the history kept)."""
         current = None

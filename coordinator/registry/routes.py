@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from aiohttp import web
@@ -22,9 +22,18 @@ from coordinator.api.auth import caller
 from coordinator.api.errors import ApiError
 from coordinator.api.tokens import RANK
 from coordinator.jobs.routes import MAX_JSON_MANIFEST_BODY, MAX_SMALL_BODY, decode_json, no_query, read_bounded
+from coordinator.registry.answers import (
+    AliasHistory,
+    AliasList,
+    ModelList,
+    VersionPage,
+    alias_answer,
+    model_answer,
+    version_answer,
+)
 from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
 from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import AliasRecord, Margin, ModelRecord, RetrainTemplate, VersionRecord
+from coordinator.registry.records import AliasRecord, Margin, ModelRecord, RetrainTemplate
 from events.payloads.models import Text
 
 MODELS = "/v1/models"
@@ -55,58 +64,8 @@ class AliasRemoval(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(max_length=2000)]
 
 
-class LineageEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One step of a version's lineage: what produced it and what it was trained from."""
-
-    version: int
-    parent: int | None = None
-    source: str
-    job: str | None = None
-    generation: int | None = None
-    drift_event: str | None = None
-    created: float
-    by: str
-
-
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def _json(body: msgspec.Struct, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(body=msgspec.json.encode(body), status=status, content_type="application/json", headers=headers)
-
-
-def model_body(reg: ModelRegistry, record: ModelRecord) -> dict[str, Any]:
-    aliases = {a.alias: a.version for a in reg.aliases(record.name) if a.version is not None}
-    return {**msgspec.to_builtins(record), "aliases": aliases}
-
-
-def version_body(reg: ModelRegistry, record: VersionRecord, lineage: bool = False) -> dict[str, Any]:
-    body = msgspec.to_builtins(record)
-    body["aliases"] = [a.alias for a in reg.aliases(record.model) if a.version == record.version]
-    if lineage:
-        body["lineage"] = [
-            msgspec.to_builtins(
-                LineageEntry(
-                    version=v.version,
-                    parent=v.parent,
-                    source=v.source,
-                    job=v.job,
-                    generation=v.generation,
-                    drift_event=v.drift_event,
-                    created=v.created,
-                    by=v.by,
-                )
-            )
-            for v in reg.lineage(record.model, record.version)
-        ]
-    return body
-
-
-def alias_body(record: AliasRecord, history: bool = True) -> dict[str, Any]:
-    body = msgspec.to_builtins(record)
-    body.setdefault("version", None)  # None once removed: said, not left out
-    body["updated"] = record.updated
-    if not history:
-        body.pop("history", None)
-        body["last"] = msgspec.to_builtins(record.history[-1]) if record.history else None
-    return body
 
 
 def _unknown_model(name: str) -> ApiError:
@@ -172,10 +131,10 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         return record
 
     async def list_models(request: web.Request) -> web.Response:
-        return _json({"items": [model_body(reg, m) for m in reg.models()]})
+        return _json(ModelList(items=[model_answer(reg, m) for m in reg.models()]))
 
     async def get_model(request: web.Request) -> web.Response:
-        return _json(model_body(reg, model_of(request)))
+        return _json(model_answer(reg, model_of(request)))
 
     async def put_model(request: web.Request) -> web.Response:
         raw = await read_bounded(request, MAX_JSON_MANIFEST_BODY, "request body")
@@ -188,7 +147,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         _needs_admin(request, current, body)
         with refusals():
             record = await reg.put_model(name, body.description, body.retrain, body.promote_margin, caller(request).by)
-        return _json(model_body(reg, record), 201 if current is None else 200)
+        return _json(model_answer(reg, record), 201 if current is None else 200)
 
     async def list_versions(request: web.Request) -> web.Response:
         record = model_of(request)
@@ -198,11 +157,11 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         page = newest[:limit]
         more = len(newest) > limit
         return _json(
-            {
-                "items": [version_body(reg, v) for v in page],
-                "total": record.latest_version,
-                "next_before": page[-1].version if more and page else None,
-            }
+            VersionPage(
+                items=[version_answer(reg, v) for v in page],
+                total=record.latest_version,
+                next_before=page[-1].version if more and page else None,
+            )
         )
 
     async def get_version(request: web.Request) -> web.Response:
@@ -215,7 +174,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
                 f"version: model {record.name} has no version {n} (myoloctl registry versions {record.name} lists them)",
                 field="version",
             )
-        return _json(version_body(reg, version, lineage=True))
+        return _json(version_answer(reg, version, lineage=True))
 
     async def register(request: web.Request) -> web.Response:
         raw = await read_bounded(request, MAX_REGISTER_BODY, "request body")
@@ -226,11 +185,11 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         with refusals():
             version = await reg.register(name, new, caller(request).by)
         path = f"{MODELS}/{name}/versions/{version.version}"
-        return _json(version_body(reg, version, lineage=True), 200 if known else 201, {"Location": path})
+        return _json(version_answer(reg, version, lineage=True), 200 if known else 201, {"Location": path})
 
     async def list_aliases(request: web.Request) -> web.Response:
         record = model_of(request)
-        return _json({"items": [alias_body(a, history=False) for a in reg.aliases(record.name)]})
+        return _json(AliasList(items=[alias_answer(a, history=False) for a in reg.aliases(record.name)]))
 
     def alias_of(request: web.Request) -> AliasRecord:
         record = model_of(request)
@@ -253,7 +212,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
             record = await reg.set_alias(
                 request.match_info["model"], request.match_info["alias"], body.version, caller(request).by, body.reason
             )
-        return _json(alias_body(record))
+        return _json(alias_answer(record))
 
     async def remove_alias(request: web.Request) -> web.Response:
         raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
@@ -263,20 +222,20 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
             record = await reg.set_alias(
                 request.match_info["model"], request.match_info["alias"], None, caller(request).by, body.reason
             )
-        return _json(alias_body(record))
+        return _json(alias_answer(record))
 
     async def alias_history(request: web.Request) -> web.Response:
         record = alias_of(request)
-        body = alias_body(record)
-        body["history"] = list(reversed(body.get("history", [])))  # newest first, as people read it
         raw_at = request.query.get("at")
+        at = None
         if raw_at is not None:
             try:
                 at = float(raw_at)
             except ValueError:
                 raise ApiError(400, f"at: {raw_at!r} is not a time (seconds since the epoch)", field="at") from None
-            body["at"], body["version_at"] = at, record.version_at(at)
-        return _json(body)
+        answer = alias_answer(record, newest_first=True)
+        version_at = record.version_at(at) if at is not None else None
+        return _json(AliasHistory(**msgspec.structs.asdict(answer), at=at, version_at=version_at))
 
     return [
         web.get(MODELS, list_models),
