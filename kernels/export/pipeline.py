@@ -18,7 +18,13 @@ from kernels.export.checksum import sha256_file
 from kernels.export.consolidate import consolidate
 from kernels.export.evaluate import evaluate
 from kernels.export.manifest import write_manifest
-from kernels.export.weights import check_compatible, load_weights, weights_metadata, write_weights
+from kernels.export.weights import (
+    check_compatible,
+    describe_model,
+    load_weights,
+    weights_metadata,
+    write_weights,
+)
 from kernels.model import GPT, ModelConfig, preset
 
 log = structlog.get_logger("myolo.kernels.export")
@@ -42,6 +48,10 @@ class ExportSpec:
     def model_config(self) -> ModelConfig:
         return preset(self.model, **self.model_args)
 
+    @property
+    def model_label(self) -> str:
+        return describe_model(self.model, self.model_args)
+
 
 def _absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
@@ -61,7 +71,7 @@ def evaluate_file(weights: Path, spec: ExportSpec, on_progress: Callable[[], Non
     device = torch.device(spec.device)
     with torch.device(device):
         model = GPT(cfg)
-    load_weights(model, weights, spec.model)
+    load_weights(model, weights, spec.model_label)
     return evaluate(
         model,
         spec.eval_data,
@@ -94,8 +104,7 @@ def export_checkpoint(
         expected_shapes(spec.model_config()),
         {n: t.shape for n, t in full.weights.items()},
         f"checkpoint {full.source}",
-        spec.model,
-        None,
+        spec.model_label,
     )
     tick()
     step = full.step

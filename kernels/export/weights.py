@@ -81,49 +81,68 @@ def read_weights(path: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor],
         raise WeightsError(f"weights file {source} is not readable safetensors: {exc}") from exc
 
 
+def describe_model(name: str, model_args: Mapping[str, Any] | None = None) -> str:
+    """How errors name the model: the preset, and its overrides when there are any."""
+    args = dict(model_args or {})
+    return f"{name!r}" + (f" with model_args {json.dumps(args, sort_keys=True)}" if args else "")
+
+
 def check_compatible(
     expected: Mapping[str, torch.Size],
     got: Mapping[str, torch.Size],
     source: str,
-    model_name: str,
-    saved_as: str | None,
+    model: str,
+    saved_as: str | None = None,
 ) -> None:
-    """WeightsError naming the first tensor that is missing, unexpected or of another shape than the model's."""
-    of = f" (they were written for model {saved_as!r})" if saved_as and saved_as != model_name else ""
+    """WeightsError naming the first tensor that is missing, unexpected or of another shape than the model's;
+    ``model`` and ``saved_as`` (the model the file says it was written for) are ``describe_model``'s text."""
+    of = f" (the file was written for model {saved_as})" if saved_as and saved_as != model else ""
     fix = "use weights exported from the same model preset and model_args"
     missing = sorted(set(expected) - set(got))
     if missing:
         raise WeightsError(
-            f"{source} has no tensor {missing[0]!r} of model {model_name!r}{of} ({len(missing)} missing): {fix}"
+            f"{source} has no tensor {missing[0]!r} of model {model}{of} ({len(missing)} missing): {fix}"
         )
     extra = sorted(set(got) - set(expected))
     if extra:
         raise WeightsError(
-            f"{source} holds tensor {extra[0]!r}, which model {model_name!r} does not have{of} "
+            f"{source} holds tensor {extra[0]!r}, which model {model} does not have{of} "
             f"({len(extra)} unexpected): {fix}"
         )
     for name, shape in expected.items():
         if tuple(got[name]) != tuple(shape):
             raise WeightsError(
-                f"{source}: tensor {name!r} has shape {list(got[name])} but model {model_name!r} has "
-                f"{list(shape)}{of}: {fix}"
+                f"{source}: tensor {name!r} has shape {list(got[name])} but model {model} has {list(shape)}{of}: {fix}"
             )
 
 
+def saved_model(metadata: Mapping[str, str]) -> str | None:
+    """``describe_model`` of the model a file's metadata names (None: not one of our exports)."""
+    name = metadata.get(META_MODEL)
+    if not name:
+        return None
+    try:
+        args = json.loads(metadata.get(META_MODEL_ARGS) or "{}")
+    except ValueError:
+        args = {}
+    return describe_model(name, args if isinstance(args, dict) else {})
+
+
 @torch.no_grad()
-def load_weights(model: nn.Module, path: str | os.PathLike[str], model_name: str) -> dict[str, str]:
+def load_weights(model: nn.Module, path: str | os.PathLike[str], model_label: str) -> dict[str, str]:
     """Copy the file's tensors into ``model``'s parameters (and persistent buffers), by name, casting the dtype.
 
     Every name of the model must be in the file with the same shape, and nothing else: a partial load would
-    train a model that is half the champion and half a fresh init. Returns the file's metadata."""
+    train a model that is half the champion and half a fresh init. ``model_label``: ``describe_model``'s text,
+    for the errors. Returns the file's metadata."""
     tensors, metadata = read_weights(path)
     expected = model.state_dict()
     check_compatible(
         {n: t.shape for n, t in expected.items()},
         {n: t.shape for n, t in tensors.items()},
         str(path),
-        model_name,
-        metadata.get(META_MODEL),
+        model_label,
+        saved_model(metadata),
     )
     for name, target in expected.items():
         target.copy_(tensors[name])

@@ -16,9 +16,10 @@ from typing import Protocol
 import torch
 import torch.distributed as dist
 
-from events.payloads import TrainingProgress
+from events.payloads import ModelExport, TrainingProgress
 from kernels import ops
 from kernels.data import local_rows
+from kernels.export.final import export_after_training
 from kernels.model import mfu
 from kernels.train.config import JobConfig
 from kernels.train.records import EndRecord, Record, StartRecord, StepRecord, progress_payload
@@ -48,6 +49,7 @@ class Control:
 class RunResult:
     records: list[Record] = field(default_factory=list)
     stopped_early: bool = False
+    export: ModelExport | None = None  # on rank 0, when the job exported its final weights
 
 
 def injected_fault(rank: int) -> int | None:
@@ -176,6 +178,8 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
         out(start_record(s))
     last_loss, last_tokens_per_s = float("nan"), 0.0
     fault_step = injected_fault(s.info.rank)
+    exporting = job.export_path is not None and s.checkpointer is not None
+    stopped = False
     for step in range(s.start + 1, job.steps + 1):
         if step == fault_step:
             raise RuntimeError(f"injected fault (MYOLO_INJECT_FAULT) on rank {s.info.rank} at step {step}")
@@ -189,10 +193,24 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
         report(s, rec, replica_loss, control, out)
         last_loss, last_tokens_per_s = rec.loss, rec.tokens_per_s
         if s.checkpointer is not None:
-            s.checkpointer.on_step(step, force=checkpoint_now or stop)
+            # The export is consolidated from the last step's checkpoint: save it whatever checkpoint_every says.
+            s.checkpointer.on_step(step, force=checkpoint_now or stop or (exporting and step == job.steps))
         if stop:
+            stopped = True
             result.stopped_early = step < job.steps
             break
+    if exporting and not stopped and s.checkpointer is not None:
+        # Not after a stop, even on the last step: the agent is waiting for the workers to leave (a drain); the
+        # run resumed elsewhere at its last step exports there.
+        result.export = export_after_training(
+            job,
+            s.checkpointer,
+            rank=s.info.rank,
+            distributed=s.world_group is not None,
+            device=s.info.device,
+            heartbeat=control.heartbeat,
+            save_final=s.start >= job.steps,
+        )
     if s.checkpointer is not None:
         s.checkpointer.close()
     if s.is_reporter:

@@ -18,11 +18,13 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from kernels import ops
 from kernels.data import TokenSource, open_source
+from kernels.export.preflight import check_export_inputs
+from kernels.export.weights import WeightsError, describe_model, load_weights
 from kernels.model import GPT, ModelConfig
 from kernels.model.flops import peak_flops
 from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device
 from kernels.parallel.parallelize import ParallelModel, parallelize
-from kernels.train.config import JobConfig
+from kernels.train.config import JobConfig, JobConfigError
 from kernels.train.staleness import LocalSGD
 from kernels.train.step import lm_loss
 
@@ -93,10 +95,20 @@ def setup(job: JobConfig) -> tuple[MeshInfo, torch.dtype]:
 
 
 def build_model(job: JobConfig, info: MeshInfo, dtype: torch.dtype, use_fsdp: bool) -> tuple[ParallelModel, int]:
-    """The full model, identically seeded on every rank, cut and sharded into this rank's parts."""
+    """The full model, identically seeded on every rank (or loaded from ``init_from``), cut and sharded into this
+    rank's parts.
+
+    ``init_from`` is loaded into the full model before it is cut and sharded, so one file starts any layout; a
+    checkpoint resumed later (``open_checkpointer``) overwrites it, which is what "start from these weights when
+    there is no checkpoint to resume" means."""
     torch.manual_seed(job.seed)
     with torch.device(info.device):
         model = GPT(job.model_config())
+    if job.init_from is not None:
+        try:
+            load_weights(model, job.init_from, describe_model(job.model, job.model_args))
+        except WeightsError as exc:
+            raise JobConfigError(f"--init-from: {exc}", "init_from") from None
     n_params = model.num_params()
     pm = parallelize(
         model,
@@ -142,6 +154,7 @@ def open_checkpointer(
 def prepare(job: JobConfig) -> Session:
     """Join the mesh and build everything the steps use, resuming from the latest checkpoint when asked."""
     info, dtype = setup(job)
+    check_export_inputs(job, info.rank)
     device = info.device
     cfg = job.model_config()
     backends = ops.configure(prefer=job.ops_prefer or None, device=device.type, dtype=dtype)

@@ -1,0 +1,34 @@
+"""Checks of the export's inputs at start-up, on the rank that uses them: hours of training must not end in
+"the held-out file does not exist". Paths resolve in the workers' directory, which is why ``JobConfig.
+validate`` (also run by the agent, elsewhere) leaves them to this."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kernels.data.tokenfile import TokenFile
+from kernels.train.config import JobConfig, JobConfigError
+
+
+def check_export_inputs(job: JobConfig, rank: int) -> None:
+    """On rank 0 (the one that exports): the held-out file is a token file with at least one sequence, and
+    the export's folder can be written. JobConfigError names the field."""
+    if rank != 0 or job.export_path is None:
+        return
+    if job.eval_data_path is not None:
+        try:
+            TokenFile(job.eval_data_path, job.global_batch, job.seq_len, dtype=job.data_dtype)
+        except (OSError, ValueError) as exc:
+            raise JobConfigError(f"--eval-data: {exc}", "eval_data_path") from None
+    folder = Path(job.export_path).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise JobConfigError(
+            f"--export-path {job.export_path!r}: cannot create its folder: {exc}", "export_path"
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise JobConfigError(
+            f"--export-path {job.export_path!r}: its folder {folder} is not writable by this worker", "export_path"
+        )
