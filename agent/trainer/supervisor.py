@@ -38,6 +38,7 @@ from agent.commands.args import ArgsError
 from agent.tasks import TaskSet
 from agent.trainer import launch
 from agent.trainer.config import TrainerConfig
+from agent.trainer.export import manifest_path, read_export
 from agent.trainer.hang import Hang, HangWatch
 from agent.trainer.job import LocalJob, Worker
 from agent.trainer.link import BadMessage, WorkerLink, decode, send_control
@@ -49,6 +50,7 @@ from events.clock import Clock
 from events.limits import Throttle
 from events.payloads import (
     ControlMessage,
+    ModelExport,
     StartWorkersArgs,
     TrainingCompleted,
     TrainingFault,
@@ -374,12 +376,23 @@ class Supervisor:
                     last_step=job.last_step,
                     duration_s=max(0.0, self.clock.monotonic() - job.started),
                     simulated=not self.real_gpus,
+                    export=self._export_of(job),
                 ),
                 urgent=True,
             )
             log.info("job finished on this node", job_id=job.job_id, generation=job.generation, step=job.last_step)
         self._forget(job)
         job.finished.set()
+
+    def _export_of(self, job: LocalJob) -> ModelExport | None:
+        """The job's export manifest, on the node of global rank 0 (the rank that writes it) when the job set
+        ``export_path``. Only there: a shared folder would show other nodes the file too, or an older one."""
+        rank0 = job.workers.get(0)
+        export_path = job.args.job.export_path
+        if rank0 is None or export_path is None or any(w.exit_code != 0 for w in job.workers.values()):
+            return None
+        path = manifest_path(export_path, rank0.plan.cwd)
+        return read_export(path, job_id=job.job_id, generation=job.generation)
 
     def _forget(self, job: LocalJob) -> None:
         if self.jobs.get(job.job_id) is job:
