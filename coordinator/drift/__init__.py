@@ -1,0 +1,1 @@
+"""Drift detection: production traffic of a served model against the reference it was learned on."""
