@@ -9,9 +9,10 @@ from __future__ import annotations
 from coordinator.commands.component import Commands
 from coordinator.cordons.component import Cordons
 from coordinator.core.component import Component
+from coordinator.drift.component import Drift
 from coordinator.fleet.component import Fleet
 from coordinator.jobs.component import Jobs
 from coordinator.nodes.component import Nodes
 from coordinator.registry.component import Registry
 
-COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes, Registry)
+COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from coordinator.cli import auth, cordon, describe, events_cmd, get, jobs, keys, local, node, registry, token
+from coordinator.cli import auth, cordon, drift, describe, events_cmd, get, jobs, keys, local, node, registry, token
 
 app = typer.Typer(
     name="myoloctl",
@@ -47,6 +47,7 @@ app.add_typer(keys.app, name="keys")
 app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
 app.add_typer(registry.app, name="registry")
+app.add_typer(drift.app, name="drift")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     common.fail(escape(message), code)
 
 
-def _out() -> Console:
+def new_console() -> Console:
     return Console(soft_wrap=True, highlight=False)
 
 
@@ -69,7 +69,7 @@ def _path(model: str, *rest: str) -> str:
     return "/v1/models/" + "/".join(quote(p, safe="") for p in (model, *rest))
 
 
-def _ask(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, dict[str, Any]]:
+def ask(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, dict[str, Any]]:
     """One request; an error exits naming the field (2 when it is the caller's to fix, else 1)."""
     try:
         client = ApiClient.from_option(api)
@@ -85,8 +85,8 @@ def _read(body: dict[str, Any], kind: type[T]) -> T:
         fail(f"cannot read the registry's answer: {exc} (is myoloctl older than the API?)", code=1)
 
 
-def _show(body: dict[str, Any], output: Output, printer: Callable[[Console], None]) -> None:
-    console = _out()
+def print_body(body: dict[str, Any], output: Output, printer: Callable[[Console], None]) -> None:
+    console = new_console()
     if output is Output.json:
         console.out(json.dumps(body, indent=2), highlight=False)
     elif output is Output.yaml:
@@ -99,9 +99,9 @@ def _show(body: dict[str, Any], output: Output, printer: Callable[[Console], Non
 @app.command("models")
 def models(output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """Every model: its newest version, champion and challenger, other aliases, retraining and promotion."""
-    _, body = _ask(api, lambda c: c.get("/v1/models"))
+    _, body = ask(api, lambda c: c.get("/v1/models"))
     listed = _read(body, ModelListAnswer)
-    _show(body, output, lambda console: view.print_models(console, listed.items))
+    print_body(body, output, lambda console: view.print_models(console, listed.items))
 
 
 @app.command("versions")
@@ -117,9 +117,9 @@ def versions(
 ) -> None:
     """A model's versions, newest first: aliases, source (job/generation), steps, held-out loss, parent."""
     query = f"?limit={limit}" + (f"&before={before}" if before is not None else "")
-    _, body = _ask(api, lambda c: c.get(_path(model, "versions") + query))
+    _, body = ask(api, lambda c: c.get(_path(model, "versions") + query))
     page = _read(body, VersionPage)
-    _show(body, output, lambda console: view.print_versions(console, model, page.items, page.next_before))
+    print_body(body, output, lambda console: view.print_versions(console, model, page.items, page.next_before))
 
 
 @app.command("show")
@@ -133,9 +133,9 @@ def show(
 
     Artifact and checksums, the job and drift event behind it, its evaluation as a model-index table, why it was (not) auto-promoted, and its lineage up to the root.
     """
-    _, body = _ask(api, lambda c: c.get(_path(model, "versions", str(version))))
+    _, body = ask(api, lambda c: c.get(_path(model, "versions", str(version))))
     answer = _read(body, VersionAnswer)
-    _show(body, output, lambda console: view.print_version(console, answer))
+    print_body(body, output, lambda console: view.print_version(console, answer))
 
 
 # ---- register -------------------------------------------------------------------------------------------------
@@ -258,13 +258,13 @@ def register(
     ):
         if value is not None:
             body[key] = value
-    client, answer = _ask(api, lambda c: c.post(_path(model, "versions"), body))
+    client, answer = ask(api, lambda c: c.post(_path(model, "versions"), body))
     v = _read(answer, VersionAnswer)
     verb = "registered" if client.last_status == 201 else "was registered already"
     aliases = f" ({', '.join(v.aliases)})" if v.aliases else ""
-    _out().print(escape(f"model/{v.model} version {v.version}{aliases} {verb} via {client.last_url}"))
+    new_console().print(escape(f"model/{v.model} version {v.version}{aliases} {verb} via {client.last_url}"))
     if v.auto_promotion:
-        _out().print(escape(v.auto_promotion))
+        new_console().print(escape(v.auto_promotion))
 
 
 # ---- aliases --------------------------------------------------------------------------------------------------
@@ -277,26 +277,26 @@ def alias_set(
     api: ApiOption = None,
 ) -> None:
     """Point ALIAS at VERSION (promote, roll back), saying why; the move is kept in the alias's history."""
-    client, body = _ask(api, lambda c: c.put(_path(model, "aliases", alias), {"version": version, "reason": reason}))
+    client, body = ask(api, lambda c: c.put(_path(model, "aliases", alias), {"version": version, "reason": reason}))
     moved = _read(body, AliasAnswer)
     last = moved.history[-1] if moved.history else None
     was = f" (was v{last.previous})" if last is not None and last.previous is not None else ""
-    _out().print(escape(f"model/{model}@{alias} -> v{version}{was} via {client.last_url}"))
+    new_console().print(escape(f"model/{model}@{alias} -> v{version}{was} via {client.last_url}"))
 
 
 @alias_app.command("rm")
 def alias_rm(model: ModelArg, alias: AliasArg, reason: ReasonOption, api: ApiOption = None) -> None:
     """Remove ALIAS, saying why (its history stays: `alias history` shows it)."""
-    client, _ = _ask(api, lambda c: c.delete(_path(model, "aliases", alias), {"reason": reason}))
-    _out().print(escape(f"model/{model}@{alias} removed via {client.last_url}"))
+    client, _ = ask(api, lambda c: c.delete(_path(model, "aliases", alias), {"reason": reason}))
+    new_console().print(escape(f"model/{model}@{alias} removed via {client.last_url}"))
 
 
 @alias_app.command("list")
 def alias_list(model: ModelArg, output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """A model's aliases (removed ones too) with their last move: by whom, when, why."""
-    _, body = _ask(api, lambda c: c.get(_path(model, "aliases")))
+    _, body = ask(api, lambda c: c.get(_path(model, "aliases")))
     listed = _read(body, AliasList)
-    _show(body, output, lambda console: view.print_aliases(console, model, listed.items))
+    print_body(body, output, lambda console: view.print_aliases(console, model, listed.items))
 
 
 def parse_time(value: str) -> float:
@@ -326,18 +326,18 @@ def alias_history(
 ) -> None:
     """Every move of ALIAS, newest first: version, previous, who, when, why (what was champion when)."""
     query = f"?at={parse_time(at)}" if at is not None else ""
-    _, body = _ask(api, lambda c: c.get(_path(model, "aliases", alias, "history") + query))
+    _, body = ask(api, lambda c: c.get(_path(model, "aliases", alias, "history") + query))
     history = _read(body, AliasHistory)
-    _show(body, output, lambda console: view.print_history(console, history))
+    print_body(body, output, lambda console: view.print_history(console, history))
 
 
 # ---- model settings -------------------------------------------------------------------------------------------
 @model_app.command("show")
 def model_show(model: ModelArg, output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """A model's settings: description, retraining template (its manifest), promote margin, aliases."""
-    _, body = _ask(api, lambda c: c.get(_path(model)))
+    _, body = ask(api, lambda c: c.get(_path(model)))
     answer = _read(body, ModelAnswer)
-    _show(body, output, lambda console: _print_model(console, answer))
+    print_body(body, output, lambda console: _print_model(console, answer))
 
 
 def _print_model(console: Console, m: ModelAnswer) -> None:
@@ -487,10 +487,10 @@ def model_set(
     text = description if description is not None else (current.description if current else "")
     body: dict[str, Any] = {"description": text, "retrain": msgspec.to_builtins(template) if template else None}
     body["promote_margin"] = margin
-    client, answer = _ask(api, lambda c: c.put(_path(model), body))
+    client, answer = ask(api, lambda c: c.put(_path(model), body))
     m = _read(answer, ModelAnswer)
     verb = "created" if client.last_status == 201 else "configured"
-    _out().print(
+    new_console().print(
         escape(
             f"model/{m.name} {verb} via {client.last_url}: retraining {'on' if m.retrain else 'off'}, "
             f"promotion {view.promotion(m)}"

@@ -1,0 +1,449 @@
+"""The drift component: watches production traffic per model version and retrains the model when it drifts.
+
+Every coordinator reads ``myolo.drift.samples`` and keeps the same monitors (same windows, same seeds), so a
+new leader judges drift from the traffic it already saw. Only the leader writes: the references it learned,
+each evaluation (``status/``), and on a detection the retraining run (``retrain/``) *before* it submits the
+job and publishes ``ai.myolo.drift.detected.v1``. When the job succeeds, the version its rank 0 exported
+(carried by its completion event) is registered with its lineage: the champion it started from and the drift
+event that caused it.
+
+Which traffic is watched: a version with references (set from a file), or the model's champion (or any
+version of a model without one) — those learn their references from their first samples. Samples of other
+versions are counted and dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from coordinator.core.component import Component, RouteSet, StateTopic
+from coordinator.core.context import Context
+from coordinator.core.errors import NotLeader
+from coordinator.drift import retrain, routes
+from coordinator.drift.config import DriftConfig
+from coordinator.drift.interface import DriftView, LearningInfo, ReferenceInfo
+from coordinator.drift.monitor import Monitor
+from coordinator.drift.records import (
+    MAX_DETECTIONS,
+    ReferenceRecord,
+    RetrainRun,
+    RuleRecord,
+    StatusRecord,
+    reference_key,
+    retrain_key,
+    rule_key,
+    status_key,
+)
+from coordinator.drift.reference import CategoricalReference, NumericReference, Reference
+from coordinator.drift.rule import DriftRule, Evaluation
+from coordinator.jobs.interface import JobConflict, JobsAPI
+from coordinator.jobs.manifest import ManifestError
+from coordinator.registry.errors import RegistryError
+from coordinator.registry.interface import ModelRegistry, NewVersion
+from events.bus import RecordInfo
+from events.envelope import Event
+from events.payloads import DriftDetected, DriftSample, TrainingCompleted
+from events.payloads.models import ModelExport
+from events.topics import STATE_DRIFT
+
+log = structlog.get_logger("myolo.coordinator.drift")
+EXPORT_WAIT_S = 300.0  # a succeeded job whose export has not been heard of after this long failed to export
+Key = tuple[str, str]  # (model, version)
+
+
+class Drift(Component):
+    name = "drift"
+    config = DriftConfig
+    openapi = Path(__file__).with_name("openapi.yaml")
+    consumes = (DriftSample, TrainingCompleted)
+    owns = (
+        StateTopic(
+            STATE_DRIFT,
+            {"reference": ReferenceRecord, "rule": RuleRecord, "status": StatusRecord, "retrain": RetrainRun},
+        ),
+    )
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.cfg: DriftConfig = ctx.config
+        self.registry = ctx.peers.require(ModelRegistry)
+        self.jobs = ctx.peers.require(JobsAPI)
+        self.references: dict[Key, dict[str, ReferenceRecord]] = {}
+        self.rules: dict[str, RuleRecord] = {}
+        self.statuses: dict[Key, StatusRecord] = {}
+        self.runs: dict[str, RetrainRun] = {}
+        self.monitors: dict[Key, Monitor] = {}
+        self.exports: dict[str, tuple[int, ModelExport]] = {}  # job -> (generation, export), from completions
+        self._stored: dict[Key, set[str]] = {}  # learned features already written
+        self.counters: dict[str, int] = {
+            "samples": 0,
+            "unwatched": 0,
+            "dropped": 0,
+            "refused_features": 0,
+            "evaluations": 0,
+            "detections": 0,
+            "retrainings": 0,
+            "registered": 0,
+        }
+
+    # ---- DriftAPI ---------------------------------------------------------------------------------------
+    def summary(self) -> list[StatusRecord]:
+        return [self.statuses[k] for k in sorted(self.statuses)]
+
+    def view(self, model: str) -> DriftView:
+        versions = [s for (m, _), s in sorted(self.statuses.items()) if m == model]
+        refs = [
+            ReferenceInfo(
+                version=r.version,
+                feature=r.feature,
+                kind="numeric" if r.numeric is not None else "categorical",
+                count=r.numeric.count if r.numeric is not None else (r.categorical.count if r.categorical else 0),
+                source=r.source,
+                created=r.created,
+                by=r.by,
+            )
+            for (m, _), feats in sorted(self.references.items())
+            if m == model
+            for _, r in sorted(feats.items())
+        ]
+        learning = [
+            LearningInfo(version=v, features=mon.learning, target=mon.rule.reference_count)
+            for (m, v), mon in sorted(self.monitors.items())
+            if m == model and mon.learning
+        ]
+        run = self.runs.get(model)
+        own = self.rules.get(model)
+        return DriftView(
+            model=model,
+            rule=self.rule(model),
+            rule_source="model" if own else "default",
+            versions=versions,
+            references=refs,
+            learning=learning,
+            retrain=run,
+        )
+
+    def rule(self, model: str) -> DriftRule:
+        own = self.rules.get(model)
+        return own.rule if own else self.cfg.rule
+
+    async def set_reference(
+        self, model: str, version: str | None, feature: str, reference: Reference, source: str, by: str
+    ) -> ReferenceRecord:
+        self.ctx.leadership.require()
+        if version is None:
+            champion = self.registry.champion(model)
+            if champion is None:
+                raise ValueError(f"version: model {model!r} has no champion in the registry; give the version")
+            version = str(champion.version)
+        key = (model, version)
+        if key not in self.references and len({m for m, _ in self.references}) >= self.cfg.max_models:
+            raise ValueError(f"model: references are kept for {self.cfg.max_models} models (drift.max_models)")
+        rec = ReferenceRecord(
+            model=model,
+            version=version,
+            feature=feature,
+            numeric=reference if isinstance(reference, NumericReference) else None,
+            categorical=reference if isinstance(reference, CategoricalReference) else None,
+            source=source,
+            created=self.ctx.clock.now(),
+            by=by,
+        )
+        await self.ctx.store.put(STATE_DRIFT, reference_key(model, version, feature), rec)
+        self._apply_reference(rec)
+        log.info("drift reference set", model=model, version=version, feature=feature, source=source, by=by)
+        return rec
+
+    async def set_rule(self, model: str, rule: DriftRule | None, by: str) -> RuleRecord | None:
+        self.ctx.leadership.require()
+        if rule is None:
+            if model in self.rules:
+                await self.ctx.store.delete(STATE_DRIFT, rule_key(model), "rule")
+                self._apply_rule(model, None)
+            return None
+        rec = RuleRecord(model=model, rule=rule, by=by, updated=self.ctx.clock.now())
+        await self.ctx.store.put(STATE_DRIFT, rule_key(model), rec)
+        self._apply_rule(model, rec)
+        log.info("drift rule set", model=model, by=by)
+        return rec
+
+    # ---- state ------------------------------------------------------------------------------------------
+    def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:
+        if isinstance(record, ReferenceRecord):
+            self._apply_reference(record)
+        elif isinstance(record, RuleRecord):
+            self._apply_rule(record.model, record)
+        elif kind == "rule" and record is None:
+            self._apply_rule(key.removeprefix("rule/"), None)
+        elif isinstance(record, StatusRecord):
+            self.statuses[(record.model, record.version)] = record
+        elif isinstance(record, RetrainRun):
+            self.runs[record.model] = record
+
+    def _apply_reference(self, rec: ReferenceRecord) -> None:
+        key = (rec.model, rec.version)
+        feats = self.references.setdefault(key, {})
+        known = feats.get(rec.feature)
+        feats[rec.feature] = rec
+        if rec.source == "learned":
+            self._stored.setdefault(key, set()).add(rec.feature)
+            if known is None and key in self.monitors and rec.feature not in self.monitors[key].references:
+                self.monitors.pop(key)  # another coordinator learned first: judge against the stored reference
+        elif key in self.monitors:
+            self.monitors.pop(key)  # a new reference starts a fresh window (the old one judged another baseline)
+
+    def _apply_rule(self, model: str, rec: RuleRecord | None) -> None:
+        if rec is None:
+            self.rules.pop(model, None)
+        else:
+            self.rules[model] = rec
+        for key in [k for k in self.monitors if k[0] == model]:
+            self.monitors.pop(key)  # windows and buckets follow the rule: start them again
+
+    # ---- events -----------------------------------------------------------------------------------------
+    async def on_event(self, event: Event, info: RecordInfo) -> None:
+        if isinstance(event.data, DriftSample):
+            self._observe(event.data)
+        elif isinstance(event.data, TrainingCompleted) and event.data.export is not None:
+            await self._completed(event.data)
+
+    def _observe(self, sample: DriftSample) -> None:
+        self.counters["samples"] += 1
+        version = sample.version or self._champion(sample.model)
+        if version is None:
+            self.counters["unwatched"] += 1
+            return
+        monitor = self._monitor(sample.model, version)
+        if monitor is None:
+            return
+        if sample.version is None:
+            sample = msgspec.structs.replace(sample, version=version)
+        observed = monitor.observe(sample, self.ctx.clock.now())
+        if observed.refused:
+            self.counters["refused_features"] += len(observed.refused)
+            log.warning("drift sample features refused", model=sample.model, version=version, **observed.refused)
+
+    def _champion(self, model: str) -> str | None:
+        champion = self.registry.champion(model)
+        return str(champion.version) if champion else None
+
+    def _monitor(self, model: str, version: str) -> Monitor | None:
+        key = (model, version)
+        monitor = self.monitors.get(key)
+        if monitor is not None:
+            return monitor
+        refs = self.references.get(key, {})
+        if not refs and self._champion(model) not in (None, version):
+            self.counters["unwatched"] += 1  # neither referenced nor the champion: nothing to judge it by
+            return None
+        if len({m for m, _ in self.monitors} | {model}) > self.cfg.max_models or (
+            sum(1 for m, _ in self.monitors if m == model) >= self.cfg.max_versions
+        ):
+            self.counters["dropped"] += 1
+            log.warning("drift sample dropped: too many models or versions watched", model=model, version=version)
+            return None
+        stored = {f: r.numeric or r.categorical for f, r in refs.items()}
+        monitor = Monitor(
+            model,
+            version,
+            self.rule(model),
+            references={f: r for f, r in stored.items() if r is not None},
+            seed=zlib.crc32(f"{model}/{version}".encode()),
+        )
+        self.monitors[key] = monitor
+        return monitor
+
+    async def _completed(self, done: TrainingCompleted) -> None:
+        run = next((r for r in self.runs.values() if r.job == done.job_id), None)
+        if run is None or done.export is None:
+            return
+        self.exports[done.job_id] = (done.generation, done.export)
+        if self.ctx.leadership.is_leader and run.export is None:
+            run = msgspec.structs.replace(run, export=done.export, generation=done.generation)
+            await self._save_run(run)
+
+    # ---- tick -------------------------------------------------------------------------------------------
+    async def tick(self, now: float) -> None:
+        leading = self.ctx.leadership.is_leader
+        for key, monitor in list(self.monitors.items()):
+            if leading:
+                await self._store_learned(key, monitor, now)
+            result = monitor.evaluate(now)
+            if result is None:
+                continue
+            self.counters["evaluations"] += 1
+            if leading:
+                await self._evaluated(key, monitor, result, now)
+        if leading:
+            for run in list(self.runs.values()):
+                if run.state == "running":
+                    await self._follow(run, now)
+
+    async def _store_learned(self, key: Key, monitor: Monitor, now: float) -> None:
+        done = self._stored.setdefault(key, set())
+        for feature, ref in monitor.references.items():
+            if feature in done or feature in self.references.get(key, {}):
+                continue
+            rec = ReferenceRecord(
+                model=key[0],
+                version=key[1],
+                feature=feature,
+                numeric=ref if isinstance(ref, NumericReference) else None,
+                categorical=ref if isinstance(ref, CategoricalReference) else None,
+                source="learned",
+                created=now,
+            )
+            await self.ctx.store.put(STATE_DRIFT, reference_key(key[0], key[1], feature), rec)
+            self.references.setdefault(key, {})[feature] = rec
+            done.add(feature)
+            log.info("drift reference learned", model=key[0], version=key[1], feature=feature)
+
+    async def _evaluated(self, key: Key, monitor: Monitor, result: Evaluation, now: float) -> None:
+        model, version = key
+        old = self.statuses.get(key)
+        detections = list(old.detections) if old else []
+        detection_id = None
+        if result.detected:
+            detection_id = "drift-" + hashlib.sha256(f"{model}|{version}|{now:.3f}".encode()).hexdigest()[:20]
+            detections = [*detections, detection_id][-MAX_DETECTIONS:]
+        status = StatusRecord(
+            model=model,
+            version=version,
+            evaluated_at=now,
+            window_start=result.window_start if result.window_start is not None else now,
+            window_end=now,
+            share=result.share,
+            drifted=result.drifted,
+            consecutive=result.consecutive,
+            features=result.features,
+            missing=result.missing,
+            detections=detections,
+        )
+        await self.ctx.store.put(STATE_DRIFT, status_key(model, version), status)
+        self.statuses[key] = status
+        if detection_id is None:
+            return
+        self.counters["detections"] += 1
+        job = await self._maybe_retrain(model, version, detection_id, now)
+        rule = monitor.rule
+        await self.ctx.producer.send(
+            DriftDetected(
+                detection_id=detection_id,
+                model=model,
+                version=version,
+                window_start=status.window_start,
+                window_end=now,
+                windows=result.consecutive,
+                drifted_share=result.share,
+                share_threshold=rule.share_threshold,
+                features=[f for f in result.features if f.drifted] or result.features,
+                retraining_job=job,
+            )
+        )
+        log.warning(
+            "drift detected",
+            model=model,
+            version=version,
+            detection=detection_id,
+            share=round(result.share, 3),
+            features=[f.feature for f in result.features if f.drifted],
+            retraining_job=job,
+        )
+
+    # ---- retraining -------------------------------------------------------------------------------------
+    async def _maybe_retrain(self, model: str, version: str, detection_id: str, now: float) -> str | None:
+        """Submit the model's retraining job for this detection (written first), or say in the log why not."""
+        entry = self.registry.model(model)
+        template = entry.retrain if entry else None
+        last = self.runs.get(model)
+        why = None
+        if not self.cfg.retrain:
+            why = "retraining is off (drift.retrain = false)"
+        elif template is None:
+            why = f"model {model} has no retraining template (myoloctl registry model set {model} --retrain ...)"
+        elif last is not None and last.state == "running":
+            why = f"retraining job {last.job} still runs"
+        elif last is not None and now < last.submitted + template.cooldown_s:
+            why = f"in cooldown until {last.submitted + template.cooldown_s:.0f} (retrain.cooldown_s)"
+        if why is not None or template is None:
+            log.info("no retraining for this drift", model=model, detection=detection_id, reason=why)
+            return None
+        champion = self.registry.champion(model)
+        job = retrain.job_name(model, detection_id)
+        run = RetrainRun(
+            model=model,
+            job=job,
+            detection_id=detection_id,
+            version=version,
+            parent=champion.version if champion else None,
+            submitted=now,
+        )
+        await self._save_run(run)
+        try:
+            text = retrain.manifest(template, model, job, detection_id, champion if template.from_champion else None)
+            await self.jobs.apply(text, f"drift:{detection_id}")
+        except NotLeader:
+            raise
+        except (ManifestError, JobConflict, ValueError) as exc:
+            await self._save_run(msgspec.structs.replace(run, state="failed", reason=f"not submitted: {exc}"))
+            log.error("retraining job refused", model=model, job=job, error=str(exc))
+            return None
+        self.counters["retrainings"] += 1
+        log.info("retraining job submitted", model=model, job=job, detection=detection_id, parent=run.parent)
+        return job
+
+    async def _follow(self, run: RetrainRun, now: float) -> None:
+        """A running retraining: register its export once the job succeeded; record why when it did not."""
+        job = self.jobs.job(run.job)
+        if job is None:
+            await self._save_run(msgspec.structs.replace(run, state="failed", reason="the job was deleted"))
+            return
+        if job.phase == "Failed":
+            await self._save_run(msgspec.structs.replace(run, state="failed", reason=f"job failed: {job.reason}"))
+            return
+        if job.phase != "Succeeded":
+            return
+        heard = self.exports.get(run.job)
+        export, generation = run.export, run.generation
+        if export is None and heard is not None:
+            generation, export = heard
+        if export is None:
+            if now - job.updated > EXPORT_WAIT_S:
+                reason = "the job succeeded but no node reported its export (spec.trainer.exportPath)"
+                await self._save_run(msgspec.structs.replace(run, state="failed", reason=reason))
+            return
+        new = NewVersion.from_export(
+            export, job=run.job, generation=generation or 0, parent=run.parent, drift_event=run.detection_id
+        )
+        try:
+            version = await self.registry.register(run.model, new, f"drift:{run.detection_id}")
+        except RegistryError as exc:
+            await self._save_run(msgspec.structs.replace(run, state="failed", reason=f"not registered: {exc}"))
+            return
+        self.counters["registered"] += 1
+        await self._save_run(
+            msgspec.structs.replace(
+                run, state="registered", export=export, generation=generation, registered=version.version
+            )
+        )
+        log.info("retrained version registered", model=run.model, version=version.version, job=run.job)
+
+    async def _save_run(self, run: RetrainRun) -> None:
+        await self.ctx.store.put(STATE_DRIFT, retrain_key(run.model), run)
+        self.runs[run.model] = run
+
+    # ---- API, stats -------------------------------------------------------------------------------------
+    def api(self) -> RouteSet:
+        return RouteSet(routes.routes(self), self.openapi, health=lambda: {"drift_monitors": len(self.monitors)})
+
+    def stats(self) -> dict[str, int]:
+        return {**self.counters, "monitors": len(self.monitors)}
+
+    def status(self) -> dict[str, Any]:
+        return {"drift": [msgspec.to_builtins(s) for s in self.summary()]}

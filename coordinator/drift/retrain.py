@@ -1,0 +1,63 @@
+"""A retraining job from a model's template: the manifest the drift component submits when a model drifts.
+
+The template (kept by the registry) is an ElasticJob manifest without a name, an export path or initial
+weights; each run sets them: the job is named after the model and the run's number, exports to
+``<artifact_dir>/<job>/model.safetensors``, and starts from the champion's weights when the template says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from coordinator.jobs.manifest import load_yaml
+from coordinator.registry.records import RetrainTemplate, VersionRecord
+
+MAX_JOB_NAME = 63
+
+
+def job_name(model: str, detection_id: str) -> str:
+    """A DNS-label job name unique to the detection: ``<model>-retrain-<8 hex>``, the model part shortened."""
+    tag = hashlib.sha256(detection_id.encode()).hexdigest()[:8]
+    stem = re.sub(r"[^a-z0-9-]+", "-", model.lower()).strip("-") or "model"
+    stem = stem[: MAX_JOB_NAME - len(tag) - len("-retrain-")].rstrip("-") or "m"
+    return f"{stem}-retrain-{tag}"
+
+
+def export_path(template: RetrainTemplate, job: str) -> str:
+    return str(PurePosixPath(template.artifact_dir) / job / "model.safetensors")
+
+
+def local_path(artifact: str, version: int) -> str:
+    """A path the trainer can open: ``file://`` stripped; another scheme cannot be trained from."""
+    if artifact.startswith("file://"):
+        return artifact.removeprefix("file://")
+    if "://" in artifact:
+        raise ValueError(
+            f"retrain.from_champion: the champion (version {version}) is at {artifact}, which the trainer cannot "
+            "open; copy it to shared storage and register that path, or set --from-scratch"
+        )
+    return artifact
+
+
+def manifest(template: RetrainTemplate, model: str, job: str, detection_id: str, champion: VersionRecord | None) -> str:
+    """The template with this run's name, labels, export path and (from the champion) initial weights."""
+    doc: dict[str, Any] = load_yaml(template.manifest.encode())
+    meta = doc.setdefault("metadata", {}) or {}
+    doc["metadata"] = meta
+    meta["name"] = job
+    labels = dict(meta.get("labels") or {})
+    labels["retrain-of"] = re.sub(r"[^A-Za-z0-9_.-]+", "-", model)[:63]
+    labels["drift"] = hashlib.sha256(detection_id.encode()).hexdigest()[:16]
+    meta["labels"] = labels
+    spec = doc.setdefault("spec", {})
+    trainer = spec.setdefault("trainer", {}) or {}
+    spec["trainer"] = trainer
+    trainer["exportPath"] = export_path(template, job)
+    if template.from_champion and champion is not None:
+        trainer["initFrom"] = local_path(champion.artifact, champion.version)
+    return yaml.safe_dump(doc, sort_keys=False)

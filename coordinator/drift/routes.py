@@ -1,0 +1,94 @@
+"""Drift over HTTP: every watched version's latest statistics, one model's full view, its references and rule.
+
+A reference is sent one feature per request (``PUT .../references/{feature}``), so a request stays under the
+API's body limit whatever the number of features; ``myoloctl drift baseline set`` sends them in turn.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, TypeVar
+
+import msgspec
+from aiohttp import web
+
+from coordinator.api.auth import caller
+from coordinator.api.errors import ApiError
+from coordinator.drift.interface import DriftAPI
+from coordinator.drift.reference import CategoricalReference, NumericReference
+from coordinator.drift.rule import DriftRule
+from events.errors import validation_problem
+
+LIST_PATH = "/v1/drift"
+MODEL_PATH = "/v1/drift/{model}"
+REFERENCE_PATH = "/v1/drift/{model}/references/{feature}"
+RULE_PATH = "/v1/drift/{model}/rule"
+T = TypeVar("T")
+_REF_HINT = 'send {"version": "7" or null (the champion), "source": "file:ref.csv", "numeric": {...}} or "categorical"'
+
+
+class ReferenceBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Body of ``PUT /v1/drift/{model}/references/{feature}``: exactly one of ``numeric`` and ``categorical``."""
+
+    version: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    source: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] = "api"
+    numeric: NumericReference | None = None
+    categorical: CategoricalReference | None = None
+
+
+def _decode(raw: bytes, kind: type[T], hint: str) -> T:
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        field = validation_problem(exc).field.lstrip(".") or None
+        raise ApiError(400, f"invalid request body: {exc}", field=field, hint=hint) from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, f"request body is not JSON: {exc}", hint=hint) from None
+
+
+def _bad(exc: ValueError, default_field: str) -> ApiError:
+    text = str(exc)
+    field, _, _ = text.partition(":")
+    return ApiError(400, text, field=field if " " not in field else default_field)
+
+
+def routes(drift: DriftAPI) -> list[web.RouteDef]:
+    async def listing(request: web.Request) -> web.Response:
+        return web.json_response({"items": msgspec.to_builtins(drift.summary())})
+
+    async def one(request: web.Request) -> web.Response:
+        model = request.match_info["model"]
+        return web.json_response(msgspec.to_builtins(drift.view(model)))
+
+    async def reference(request: web.Request) -> web.Response:
+        model, feature = request.match_info["model"], request.match_info["feature"]
+        body = _decode(await request.read(), ReferenceBody, _REF_HINT)
+        given = [r for r in (body.numeric, body.categorical) if r is not None]
+        if len(given) != 1:
+            raise ApiError(400, "give exactly one of numeric and categorical", field="numeric", hint=_REF_HINT)
+        try:
+            rec = await drift.set_reference(model, body.version, feature, given[0], body.source, caller(request).by)
+        except ValueError as exc:
+            raise _bad(exc, "version") from None
+        return web.json_response(msgspec.to_builtins(rec))
+
+    async def put_rule(request: web.Request) -> web.Response:
+        model = request.match_info["model"]
+        rule = _decode(await request.read(), DriftRule, "send the whole rule: GET /v1/drift/{model} shows it")
+        try:
+            rec = await drift.set_rule(model, rule, caller(request).by)
+        except ValueError as exc:
+            raise _bad(exc, "model") from None
+        return web.json_response(msgspec.to_builtins(rec))
+
+    async def reset_rule(request: web.Request) -> web.Response:
+        model = request.match_info["model"]
+        await drift.set_rule(model, None, caller(request).by)
+        return web.json_response({"model": model, "rule_source": "default"})
+
+    return [
+        web.get(LIST_PATH, listing),
+        web.get(MODEL_PATH, one),
+        web.put(REFERENCE_PATH, reference),
+        web.put(RULE_PATH, put_rule),
+        web.delete(RULE_PATH, reset_rule),
+    ]
