@@ -1,8 +1,9 @@
 """A retraining job from a model's template: the manifest the drift component submits when a model drifts.
 
 The template (kept by the registry) is an ElasticJob manifest without a name, an export path or initial
-weights; each run sets them: the job is named after the model and the run's number, exports to
-``<artifact_dir>/<job>/model.safetensors``, and starts from the champion's weights when the template says so.
+weights; each run sets them: the job is named after the model and the detection, exports to
+``<artifact_dir>/<job>/model.safetensors``, checkpoints in ``<checkpointDir>/<job>`` (or beside its export), and
+starts from the champion's weights when the template says so.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def manifest(template: RetrainTemplate, model: str, job: str, detection_id: str,
     trainer = spec.setdefault("trainer", {}) or {}
     spec["trainer"] = trainer
     trainer["exportPath"] = export_path(template, job)
+    # each run checkpoints apart: a run sharing the last one's directory would resume from its end
+    base = spec.pop("checkpointDir", None) or trainer.pop("checkpointDir", None)
+    trainer.pop("checkpointDir", None)
+    spec["checkpointDir"] = (
+        str(PurePosixPath(base) / job) if base else str(PurePosixPath(template.artifact_dir) / job / "checkpoints")
+    )
     if template.from_champion and champion is not None:
         trainer["initFrom"] = local_path(champion.artifact, champion.version)
     return yaml.safe_dump(doc, sort_keys=False)

@@ -103,6 +103,7 @@ async def test_drift_retrains_from_the_champion_and_registers_the_new_version_wi
     assert trainer.export_path == str(tmp_path / "models" / run.job / "model.safetensors")
     assert trainer.eval_data_path == "/data/heldout.bin" and job.spec.labels["retrain-of"] == "credit-risk"
     assert yaml.safe_load(job.manifest)["metadata"]["name"] == run.job
+    assert trainer.checkpoint_dir == f"/srv/ckpt/retrain/{run.job}"  # each run apart: none resumes another's end
 
     # the job runs and completes; rank 0's node reports the export
     rec = await sim.run_generation(run.job)
