@@ -1,0 +1,154 @@
+"""`myoloctl drift ...` against a leading coordinator's real API on a real port (no broker: its writes are
+recorded): references from Parquet, CSV and JSON Lines files, the rule merged and refused by field, the status
+tables; and the reference files' hostile shapes refused with the reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from aiohttp.test_utils import TestServer
+from typer.testing import CliRunner, Result
+
+from coordinator.api.app import create_app
+from coordinator.cli.drift_files import DataFileError, read_columns
+from coordinator.cli.main import app
+from coordinator.drift.component import Drift
+from events.payloads import DriftSample, FeatureSummary
+from tests.api_auth import OPERATOR, VIEWER, security, token
+from tests.unit.coordinator.registry.support import Leading
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[Leading, str]]:
+    lead = await Leading(tmp_path).lead()
+    parts = [p for p in (c.api() for c in lead.coord.peers) if p is not None]
+    server = TestServer(create_app(lead.coord, parts, security()))
+    await server.start_server()
+    yield lead, str(server.make_url("")).rstrip("/")
+    await server.close()
+
+
+async def myoloctl(url: str, *args: str, who: str = OPERATOR) -> Result:
+    env = {"MYOLO_TOKEN": token(who), "MYOLO_API": "", "COLUMNS": "200"}
+    return await asyncio.to_thread(CliRunner().invoke, app, [*args, "--api", url], env=env)
+
+
+def table(rng: np.random.Generator, n: int = 500) -> dict[str, list]:
+    return {
+        "income": list(rng.normal(50.0, 10.0, n)),
+        "age": [int(a) for a in rng.integers(18, 90, n)],
+        "plan": list(rng.choice(["basic", "pro", "team"], n)),
+    }
+
+
+def write(path: Path, cols: dict[str, list]) -> Path:
+    n = len(next(iter(cols.values())))
+    if path.suffix == ".parquet":
+        pq.write_table(pa.table(cols), path)
+    elif path.suffix == ".csv":
+        lines = [",".join(cols)] + [",".join(str(cols[c][i]) for c in cols) for i in range(n)]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path.write_text("".join(json.dumps({c: cols[c][i] for c in cols}) + "\n" for i in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_each_format_reads_numeric_and_categorical_columns(tmp_path: Path, suffix: str) -> None:
+    cols = table(np.random.default_rng(1))
+    got = read_columns(write(tmp_path / f"ref{suffix}", cols))
+    assert sorted(got.numeric) == ["age", "income"] and sorted(got.categorical) == ["plan"]
+    assert np.allclose(got.numeric["income"], cols["income"]) and got.categorical["plan"] == cols["plan"]
+    assert got.rows == 500
+    only = read_columns(tmp_path / f"ref{suffix}", ["income"])
+    assert list(only.numeric) == ["income"] and not only.categorical
+
+
+def test_bad_reference_files_are_refused_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "ragged.csv").write_text("a,b\n1,2\n3\n")
+    (tmp_path / "nested.jsonl").write_text('{"a": {"b": 1}}\n')
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    (tmp_path / "empty.csv").write_text("a,b\n,\n")
+    (tmp_path / "data.xlsx").write_text("x")
+    cases = {
+        "ragged.csv": "line 3 has 1 cells, the header 2",
+        "nested.jsonl": "nested values are not features",
+        "broken.parquet": "not a readable Parquet file",
+        "empty.csv": "column 'a' has no values",
+        "data.xlsx": "give a .parquet, .csv or .jsonl",
+        "missing.csv": "cannot read it",
+    }
+    for name, reason in cases.items():
+        with pytest.raises(DataFileError, match=reason):
+            read_columns(tmp_path / name)
+    write(tmp_path / "ok.csv", table(np.random.default_rng(2)))
+    with pytest.raises(DataFileError, match=r"--features: \['nope'\] not in"):
+        read_columns(tmp_path / "ok.csv", ["nope"])
+
+
+async def test_baseline_set_from_parquet_sets_each_features_reference_for_the_champion(served, tmp_path) -> None:
+    lead, url = served
+    ref = write(tmp_path / "ref.parquet", table(np.random.default_rng(3)))
+    no_champion = await myoloctl(url, "drift", "baseline", "set", "credit-risk", "--from", str(ref))
+    assert no_champion.exit_code == 2 and "has no champion in the registry; give the version" in no_champion.output
+    done = await myoloctl(url, "drift", "baseline", "set", "credit-risk", "--from", str(ref), "--version", "3")
+    assert done.exit_code == 0, done.output
+    assert "references of 3 feature(s) recorded" in done.output
+    drift = lead.coord.get(Drift)
+    refs = drift.references[("credit-risk", "3")]
+    assert sorted(refs) == ["age", "income", "plan"]
+    assert refs["income"].numeric is not None and refs["income"].numeric.count == 500
+    assert refs["plan"].categorical is not None and refs["plan"].categorical.count == 500
+    assert {r.source for r in refs.values()} == {"file:ref.parquet"}
+    assert {r.by for r in refs.values()} == {f"operator:{OPERATOR}"}
+    refused = await myoloctl(url, "drift", "baseline", "set", "credit-risk", "--from", str(ref), who=VIEWER)
+    assert refused.exit_code != 0
+
+
+async def test_rule_set_changes_the_options_given_and_a_bad_value_names_its_field(served) -> None:
+    lead, url = served
+    done = await myoloctl(url, "drift", "rule", "set", "credit-risk", "--share", "0.3", "--window", "30m")
+    assert done.exit_code == 0, done.output
+    rule = lead.coord.get(Drift).rule("credit-risk")
+    assert (rule.share_threshold, rule.window_s, rule.consecutive) == (0.3, 1800.0, 2)  # the rest as it was
+    shown = await myoloctl(url, "drift", "rule", "show", "credit-risk", "-o", "json")
+    assert json.loads(shown.output)["rule_source"] == "model"
+    bad = await myoloctl(url, "drift", "rule", "set", "credit-risk", "--share", "1.5")
+    assert bad.exit_code == 2 and "share_threshold" in bad.output
+    nothing = await myoloctl(url, "drift", "rule", "set", "credit-risk")
+    assert nothing.exit_code == 2 and "give at least one option" in nothing.output
+    reset = await myoloctl(url, "drift", "rule", "reset", "credit-risk")
+    assert reset.exit_code == 0 and lead.coord.get(Drift).rules == {}
+
+
+async def test_status_shows_each_features_statistics_and_the_drift(served) -> None:
+    lead, url = served
+    drift = lead.coord.get(Drift)
+    rng = np.random.default_rng(4)
+    from coordinator.drift.reference import numeric_reference
+    from coordinator.drift.rule import DriftRule
+
+    await drift.set_rule("m", DriftRule(window_s=60, every_s=10, consecutive=1, min_count=50), "t")
+    for f in ("a", "b"):
+        await drift.set_reference("m", "1", f, numeric_reference(f, rng.normal(0, 1, 1000)), "file:x.csv", "t")
+    values = {"a": list(rng.normal(3.0, 1.0, 300)), "b": list(rng.normal(0.0, 1.0, 300))}
+    features = {f: FeatureSummary(values=v) for f, v in values.items()}
+    drift._observe(DriftSample(model="m", version="1", features=features))
+    await lead.clock.advance(11)
+    await drift.tick(lead.clock.now())
+    summary = await myoloctl(url, "drift", "status")
+    assert summary.exit_code == 0, summary.output
+    assert "DRIFT" in summary.output and "1/2" in summary.output
+    detail = await myoloctl(url, "drift", "status", "m")
+    lines = {line.split()[0]: line for line in detail.output.splitlines() if line.strip()[:1] in ("a", "b")}
+    assert "drifted" in lines["a"] and "ok" in lines["b"], detail.output
+    assert "references of version 1: a (file:x.csv, n=1000)" in detail.output
+    empty = await myoloctl(url, "drift", "status", "unknown-model", "-o", "json")
+    assert json.loads(empty.output)["versions"] == []
