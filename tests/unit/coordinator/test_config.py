@@ -81,3 +81,7 @@ def test_the_example_config_is_valid(key) -> None:
     cfg = load_coordinator_config(example, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
     assert cfg.api.port == 8480 and cfg.leader.session_timeout_ms == 6000
     assert cfg.fleet.lost_after_s == 10.0 and cfg.commands.retry_after_s == 5.0 and not cfg.cordons.act_on_warn
+    from coordinator.drift.rule import DriftRule
+
+    assert cfg.drift.rule == DriftRule()  # the file states the defaults as they are
+    assert cfg.drift.retrain and cfg.registry.max_models == 1000
