@@ -122,8 +122,7 @@ def ks_histogram(
     if n == 0:
         raise ValueError("counts: the histogram is empty; need at least one value")
     reference = np.sort(reference)
-    window_cdf = np.concatenate([np.cumsum(counts[:-1]) / n, [1.0]])[:-1]
-    window_cdf = np.concatenate([[0.0], window_cdf, [1.0]])
+    window_cdf = np.concatenate([[0.0], np.cumsum(counts[:-1]) / n, [1.0]])  # share < each edge; 1 at the last
     left = np.searchsorted(reference, edges[:-1], side="left") / len(reference)  # share < edge
     last = np.searchsorted(reference, edges[-1:], side="right") / len(reference)  # share <= the last edge
     d = float(np.max(np.abs(window_cdf - np.concatenate([left, last]))))
