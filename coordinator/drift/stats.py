@@ -6,6 +6,9 @@ the window's counts against the reference's proportions, and the Jensen–Shanno
 feature may come as a histogram; its KS and W1 are then computed from the bins (see each function).
 
 Everything here is pure: no clock, no state, no I/O, so each value can be checked against scipy by hand.
+scipy is imported where it is used, not with this module: ``scipy.stats`` costs ~70 MiB resident, which a
+coordinator that evaluates no drift should not pay (its ingest path is held to 160 MiB by
+tests/unit/coordinator/test_bounded_memory.py).
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
 import numpy as np
-import scipy.stats
-from scipy.spatial.distance import jensenshannon
 
 PSI_BINS = 10
 PSI_EPSILON = 1e-4  # the share given to an empty bin, so ln(c/r) stays finite
@@ -88,6 +89,8 @@ def _shares(counts: np.ndarray, name: str) -> np.ndarray:
 def ks_p_value(d: float, n: int, m: int) -> float:
     """Two-sided p-value of a two-sample KS statistic ``d`` for samples of ``n`` and ``m``: scipy's asymptotic
     one (the one-sample distribution ``kstwo`` at the effective n = n*m/(n+m), as ``ks_2samp`` does)."""
+    import scipy.stats
+
     en = round(n * m / (n + m))
     return float(np.clip(scipy.stats.kstwo.sf(d, max(en, 1)), 0.0, 1.0))
 
@@ -100,6 +103,8 @@ def ks(values: np.ndarray, reference: np.ndarray, reference_count: int | None = 
     so the statistic is kept and the p-value is the asymptotic one for the true count, not for the summary's
     length (which would understate the reference's precision and the test's power).
     """
+    import scipy.stats
+
     if reference_count is None or reference_count == len(reference):
         r = scipy.stats.ks_2samp(values, reference)
         return Test(float(r.statistic), float(r.pvalue))
@@ -136,11 +141,15 @@ def wasserstein(values: np.ndarray, reference: np.ndarray, scale: float) -> floa
     """Wasserstein-1 distance (``scipy.stats.wasserstein_distance``) over ``scale``, the reference's standard
     deviation, so one threshold fits every feature. A constant reference (scale 0) has no spread to scale
     by: its distance is left in the feature's own units."""
+    import scipy.stats
+
     return float(scipy.stats.wasserstein_distance(values, reference)) / _scale(scale)
 
 
 def wasserstein_histogram(edges: np.ndarray, counts: np.ndarray, reference: np.ndarray, scale: float) -> float:
     """Wasserstein-1 of a histogram, its counts placed at the bin midpoints (weights), over ``scale``."""
+    import scipy.stats
+
     mids = (edges[:-1] + edges[1:]) / 2
     weights = np.asarray(counts, dtype=float)
     if not weights.sum() > 0:
@@ -180,6 +189,8 @@ def chi_square(observed: np.ndarray, reference: np.ndarray, epsilon: float = CHI
     renormalised to the window's total. So a handful of unseen values adds little, while hundreds of them
     (a new category taking over) give a huge statistic: that is drift, and it should.
     """
+    import scipy.stats
+
     n = float(np.sum(observed))
     if not n > 0:
         raise ValueError("observed: the window has no values; need at least one")
@@ -195,6 +206,8 @@ def chi_square(observed: np.ndarray, reference: np.ndarray, epsilon: float = CHI
 def js_distance(observed: np.ndarray, reference: np.ndarray) -> float:
     """Jensen–Shannon distance, base 2 (0 identical .. 1 disjoint), between the two distributions over the
     same cells (``scipy.spatial.distance.jensenshannon``; counts are normalised)."""
+    from scipy.spatial.distance import jensenshannon
+
     p, q = _shares(observed, "window"), _shares(reference, "reference")
     return float(np.clip(jensenshannon(p, q, base=2), 0.0, 1.0))
 
@@ -209,6 +222,8 @@ def adjust(p_values: np.ndarray, method: Correction) -> np.ndarray:
     Benjamini–Hochberg (``scipy.stats.false_discovery_control``; the expected share of false alarms among
     the features flagged stays under alpha); ``none``: as they are.
     """
+    import scipy.stats
+
     p = np.asarray(p_values, dtype=float)
     if p.size == 0 or method == "none":
         return p

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.stats
 
 from coordinator.drift import stats
+
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -183,3 +189,13 @@ def test_corrections_by_hand() -> None:
     assert stats.adjust(np.array([]), "bonferroni").size == 0
     with pytest.raises(ValueError, match="correction: 'holm'"):
         stats.adjust(p, "holm")  # type: ignore[arg-type]
+
+
+def test_importing_the_drift_core_leaves_scipy_unloaded_until_a_statistic_is_computed() -> None:
+    """scipy.stats is ~70 MiB resident: a coordinator that evaluates no drift must not pay for it."""
+    code = (
+        "import sys; import coordinator.drift.monitor, coordinator.drift.rule; "
+        "print('scipy.stats' in sys.modules, 'scipy.spatial' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"]
