@@ -12,6 +12,7 @@ import msgspec
 
 from events.errors import InvalidEvent, validation_problem
 from events.payloads.common import Host, Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.external import Sha256
 from events.payloads.trainer_job import TrainerJob
 
 CommandAction = Literal[
@@ -23,6 +24,8 @@ CommandAction = Literal[
     "checkpoint",
     "drain",
     "upgrade",
+    "rollback",
+    "hash_files",
 ]
 
 
@@ -134,6 +137,43 @@ class StopWorkersArgs(ActionArgs, kw_only=True):
     checkpoint: bool = True
 
 
+Component = Literal["agent", "trainer"]
+Version = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")]
+
+
+class UpgradeArgs(ActionArgs, kw_only=True):
+    """Install ``version`` of ``component`` beside the current one (``<releases>/<component>/<version>``) from
+    ``artifact`` (a wheel: a path, ``file://`` or ``https://`` URL) after checking its SHA-256, switch the
+    ``current`` link atomically, keep the previous version for rollback, and restart into it (``restart``)."""
+
+    component: Component
+    version: Version
+    artifact: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    sha256: Sha256
+    rollout: Annotated[str, msgspec.Meta(max_length=128)] | None = None  # the rollout it belongs to, for logs
+    restart: bool = True
+
+
+class RollbackArgs(ActionArgs, kw_only=True):
+    """Switch ``component``'s ``current`` link back to ``version`` (installed already: the one before an
+    upgrade) and restart into it."""
+
+    component: Component
+    version: Version
+    rollout: Annotated[str, msgspec.Meta(max_length=128)] | None = None
+    restart: bool = True
+
+
+class HashFilesArgs(ActionArgs, kw_only=True):
+    """SHA-256 of files on the node (pre-flight: a job's data against what it recorded); ``max_bytes`` bounds
+    what one command may read."""
+
+    paths: Annotated[
+        list[Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]], msgspec.Meta(min_length=1, max_length=64)
+    ]
+    max_bytes: Annotated[int, msgspec.Meta(ge=1, le=1 << 44)] = 1 << 40
+
+
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
     "set_interval": SetIntervalArgs,
     "report_sample": ReportSampleArgs,
@@ -141,6 +181,9 @@ ACTION_ARGS: dict[str, type[ActionArgs]] = {
     "drain": DrainArgs,
     "start_workers": StartWorkersArgs,
     "stop_workers": StopWorkersArgs,
+    "upgrade": UpgradeArgs,
+    "rollback": RollbackArgs,
+    "hash_files": HashFilesArgs,
 }
 
 
