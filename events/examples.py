@@ -13,6 +13,7 @@ from events.payloads import (
     EvalResult,
     FeatureDrift,
     FeatureSummary,
+    GateResult,
     GpuProcess,
     GpuReading,
     HostReading,
@@ -27,6 +28,7 @@ from events.payloads import (
     NvLink,
     Payload,
     ReleasePublished,
+    RolloutPhaseChanged,
     TrainingCompleted,
     TrainingFault,
     TrainingProgress,
@@ -226,6 +228,16 @@ def example_payloads(node_id: str = "gpu-node-001") -> dict[str, Payload]:
             parent=7,
             drift_event="drift-credit-risk-7-0001",
             metrics={"heldout/loss": 2.31, "heldout/perplexity": 10.07},
+        ),
+        RolloutPhaseChanged(
+            rollout="agent-4.1.0",
+            component="agent",
+            version="4.1.0",
+            phase="RolledBack",
+            wave=1,
+            waves=4,
+            reason="gate leak failed on wave 1",
+            gates=[GateResult(gate="leak", passed=False, detail="node-3 gpu 0 +0.42 %/h", figures={"node-3": 0.42})],
         ),
         ModelAliasSet(
             model="credit-risk", alias="champion", version=8, previous=7, by="operator:alice", reason="beats v7"

@@ -48,6 +48,7 @@ TRAINING_PROGRESS = "myolo.training.progress"
 DRIFT_SAMPLES = "myolo.drift.samples"
 RELEASES = "myolo.releases"
 MODELS = "myolo.models"
+ROLLOUTS = "myolo.rollouts"
 COMMANDS = "myolo.commands"
 COMMAND_ACKS = "myolo.command.acks"
 DEAD_LETTER = "myolo.deadletter"
@@ -118,6 +119,14 @@ CATALOGUE: tuple[Topic, ...] = (
         (types.DRIFT_DETECTED_V1, types.MODEL_REGISTERED_V1, types.MODEL_ALIAS_V1),
         365 * DAY_MS,
         description="the coordinator's model life cycle: drift detected, versions registered, aliases moved",
+    ),
+    Topic(
+        ROLLOUTS,
+        1,
+        "rollout",
+        (types.ROLLOUT_PHASE_V1,),
+        365 * DAY_MS,
+        description="rolling upgrades' phase changes: waves started, gates passed or failed, rollbacks",
     ),
     Topic(
         COMMANDS,

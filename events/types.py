@@ -26,6 +26,7 @@ from events.payloads import (
     NodeSample,
     Payload,
     ReleasePublished,
+    RolloutPhaseChanged,
     TrainingCompleted,
     TrainingFault,
     TrainingProgress,
@@ -48,6 +49,7 @@ AUDIT_V1 = "ai.myolo.audit.v1"
 DRIFT_DETECTED_V1 = "ai.myolo.drift.detected.v1"
 MODEL_REGISTERED_V1 = "ai.myolo.model.registered.v1"
 MODEL_ALIAS_V1 = "ai.myolo.model.alias.v1"
+ROLLOUT_PHASE_V1 = "ai.myolo.rollout.phase.v1"
 
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
     NODE_SAMPLE_V1: NodeSample,
@@ -66,6 +68,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
     DRIFT_DETECTED_V1: DriftDetected,
     MODEL_REGISTERED_V1: ModelRegistered,
     MODEL_ALIAS_V1: ModelAliasSet,
+    ROLLOUT_PHASE_V1: RolloutPhaseChanged,
 }
 TYPE_NAMES: dict[type[Payload], str] = {cls: name for name, cls in PAYLOAD_TYPES.items()}
 _VERSIONED = re.compile(r"^(?P<base>.+)\.v(?P<major>\d+)$")
@@ -89,6 +92,7 @@ KEY_FIELDS: dict[type[Payload], str] = {
     DriftDetected: "model",
     ModelRegistered: "model",
     ModelAliasSet: "model",
+    RolloutPhaseChanged: "rollout",
 }
 
 

@@ -11,7 +11,7 @@ commands for a production cluster (``kafka_acls_commands``). Roles:
   that cause action are signed by the node (issue 14, events/signing.py). Per-node principals give each node
   its own credentials to revoke and its own name in the broker's audit log, and pin each node's group.
 - ``coordinator``: one principal per instance. Reads every ``myolo.*`` topic; writes commands, dead letters,
-  the API's audit records, the model life cycle (``myolo.models``) and every ``myolo.state.*`` topic; its own ingest group and the shared leader group; may create ``myolo.*``
+  the API's audit records, the model life cycle (``myolo.models``), rollouts' phases (``myolo.rollouts``) and every ``myolo.state.*`` topic; its own ingest group and the shared leader group; may create ``myolo.*``
   topics (``myolo-coordinator run`` creates the catalogue on a fresh cluster).
 - ``producer``: services outside the fleet (serving, release pipelines). Writes only drift samples and
   releases; reads nothing.
@@ -39,7 +39,7 @@ STATE_PREFIX = "myolo.state."
 OPS_GROUP_PREFIX = "myolo-ops-"
 LEADER_GROUP = "myolo-coordinator-leader"  # coordinator.config LeaderConfig.group_id's default
 AGENT_WRITES = (t.NODE_SAMPLES, t.NODE_FAULTS, t.NODE_REPORTS, t.TRAINING_PROGRESS, t.COMMAND_ACKS, t.DEAD_LETTER)
-COORDINATOR_WRITES = (t.COMMANDS, t.DEAD_LETTER, t.AUDIT, t.MODELS)  # and every myolo.state.* topic
+COORDINATOR_WRITES = (t.COMMANDS, t.DEAD_LETTER, t.AUDIT, t.MODELS, t.ROLLOUTS)  # and every myolo.state.* topic
 PRODUCER_WRITES = (t.DRIFT_SAMPLES, t.RELEASES)
 
 

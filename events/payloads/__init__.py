@@ -8,9 +8,11 @@ from events.payloads.models import (
     DriftDetected,
     EvalResult,
     FeatureDrift,
+    GateResult,
     ModelAliasSet,
     ModelExport,
     ModelRegistered,
+    RolloutPhaseChanged,
 )
 from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
 from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
@@ -36,6 +38,7 @@ __all__ = [
     "EvalResult",
     "FeatureDrift",
     "FeatureSummary",
+    "GateResult",
     "GpuProcess",
     "GpuReading",
     "HostReading",
@@ -50,6 +53,7 @@ __all__ = [
     "NvLink",
     "Payload",
     "ReleasePublished",
+    "RolloutPhaseChanged",
     "StartWorkersArgs",
     "StopWorkersArgs",
     "TrainerJob",

@@ -104,3 +104,26 @@ class ModelAliasSet(Payload, kw_only=True):
     previous: NonNegInt | None = None
     by: Id
     reason: Text = ""
+
+
+class GateResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One health gate of a rollout wave: its figures and whether it passed (``None``: no data to judge)."""
+
+    gate: Annotated[str, msgspec.Meta(max_length=32)]  # health, faults, leak, throughput, upgrade
+    passed: bool | None
+    detail: Text = ""
+    figures: Annotated[dict[Id, float], msgspec.Meta(max_length=MAX_METRICS)] = {}
+
+
+class RolloutPhaseChanged(Payload, kw_only=True):
+    """``ai.myolo.rollout.phase.v1``: a rolling upgrade changed phase or wave (written to its state first)."""
+
+    rollout: Id
+    component: Id
+    version: Id
+    phase: Annotated[str, msgspec.Meta(max_length=32)]
+    wave: NonNegInt | None = None
+    waves: NonNegInt = 0
+    reason: Text = ""
+    by: Id = "auto"
+    gates: Annotated[list[GateResult], msgspec.Meta(max_length=16)] = []
