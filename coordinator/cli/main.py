@@ -6,7 +6,21 @@ from typing import Annotated
 
 import typer
 
-from coordinator.cli import auth, cordon, drift, describe, events_cmd, get, jobs, keys, local, node, registry, token
+from coordinator.cli import (
+    auth,
+    cordon,
+    describe,
+    drift,
+    events_cmd,
+    get,
+    jobs,
+    keys,
+    local,
+    node,
+    plan,
+    registry,
+    token,
+)
 
 app = typer.Typer(
     name="myoloctl",
@@ -48,6 +62,7 @@ app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
 app.add_typer(registry.app, name="registry")
 app.add_typer(drift.app, name="drift")
+app.add_typer(plan.app, name="plan")
 
 
 if __name__ == "__main__":
