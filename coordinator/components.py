@@ -14,5 +14,6 @@ from coordinator.fleet.component import Fleet
 from coordinator.jobs.component import Jobs
 from coordinator.nodes.component import Nodes
 from coordinator.registry.component import Registry
+from coordinator.rollouts.component import Rollouts
 
-COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift)
+COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift, Rollouts)

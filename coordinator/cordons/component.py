@@ -71,6 +71,19 @@ class Cordons(Component):
             raise ValueError(f"by: an automatic cordon's author starts with 'auto:', got {by!r}")
         return self.writer.request(node_id, reason, by)
 
+    async def uncordon_automatically(self, node_id: str, reason: str, by: str) -> bool:
+        """AutoCordons: the component that cordoned the node (a rollout's wave) lets it take work again."""
+        if not by.startswith("auto:"):
+            raise ValueError(f"by: an automatic uncordon's author starts with 'auto:', got {by!r}")
+        self._check(node_id)
+        node = self.fleet.node(node_id)
+        if node is None or node.cordon is None or not node.cordoned or node.cordon.by != by:
+            return False
+        rec = await self.writer.write(node_id, False, reason, by)
+        if self.cfg.drain_after_auto_cordon:
+            await self._after(rec)
+        return True
+
     def _check(self, node_id: str) -> None:
         self.ctx.leadership.require()
         if self.fleet.node(node_id) is None:

@@ -1,0 +1,33 @@
+"""What the HTTP routes (and operators' tools) may ask of the rollouts component."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from coordinator.rollouts.config import Plan
+from coordinator.rollouts.records import RolloutRecord
+
+
+class RolloutError(ValueError):
+    """A request the rollouts refuse: ``field`` and the reason (409 when it conflicts with the rollout's state)."""
+
+    def __init__(self, field: str, reason: str, status: int = 400) -> None:
+        self.field, self.reason, self.status = field, reason, status
+        super().__init__(f"{field}: {reason}")
+
+
+@runtime_checkable
+class RolloutsAPI(Protocol):
+    def rollouts(self) -> list[RolloutRecord]:
+        """Every rollout, newest first."""
+
+    def rollout(self, name: str) -> RolloutRecord | None: ...
+
+    async def start(
+        self, component: str, version: str, artifact: str, sha256: str, by: str, plan: Plan | None = None
+    ) -> RolloutRecord:
+        """Plan the waves over the fleet's Ready nodes and start; ``RolloutError`` when another rollout is
+        active, no node can take it, or an argument is wrong; ``NotLeader`` on a standby."""
+
+    async def act(self, name: str, action: str, by: str) -> RolloutRecord:
+        """``pause``, ``resume``, ``abort`` (stop and roll back) or ``undo`` (roll every upgraded node back)."""

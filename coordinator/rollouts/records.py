@@ -1,0 +1,72 @@
+"""What the rollouts component writes to ``myolo.state.rollouts`` (keyed by rollout name): one record per
+rollout, with its plan, its waves (nodes, step, the commands sent, each node's version before) and its
+history. It is written before every action, so a new leader resumes the rollout where it was."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from coordinator.rollouts.config import Plan
+from events.payloads.models import GateResult
+
+Phase = Literal["Progressing", "Paused", "RollingBack", "Succeeded", "RolledBack", "Aborted"]
+TERMINAL: frozenset[str] = frozenset({"Succeeded", "RolledBack", "Aborted"})
+# a wave's own progress: cordon and drain, upgrade, wait for the new version healthy, bake, judged
+Step = Literal["pending", "draining", "upgrading", "baking", "passed", "failed"]
+MAX_HISTORY = 200
+ROLLOUT_BY = "auto:rollout"  # the author of the cordons a rollout sets (and only it lifts)
+
+
+class Wave(msgspec.Struct, kw_only=True, omit_defaults=True):
+    index: int
+    percent: float
+    nodes: list[str]
+    step: Step = "pending"
+    started: float | None = None
+    step_since: float | None = None
+    upgraded_at: float | None = None  # every node back on the new version, healthy (the bake starts)
+    bake_until: float | None = None
+    previous: dict[str, str] = {}  # node -> the version it ran before (what a rollback returns to)
+    commands: dict[str, str] = {}  # node -> the upgrade command id
+    rollbacks: dict[str, str] = {}  # node -> the rollback command id
+    baseline: dict[str, float] = {}  # job -> per-replica tokens/s before the wave
+    gates: list[GateResult] = []
+
+
+class Change(msgspec.Struct, kw_only=True, omit_defaults=True):
+    time: float
+    phase: str
+    wave: int | None = None
+    reason: str = ""
+    by: str = "auto"
+
+
+class RolloutRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    component: str  # agent | trainer
+    version: str
+    artifact: str
+    sha256: str
+    created: float
+    updated: float
+    by: str
+    source: str = "operator"  # operator | release
+    plan: Plan = msgspec.field(default_factory=Plan)
+    phase: Phase = "Progressing"
+    reason: str = ""
+    wave: int = 0  # the wave in progress (or the last one)
+    waves: list[Wave] = []
+    skipped: dict[str, str] = {}  # node -> why it is not in the plan (cordoned, not Ready)
+    failed_gate: GateResult | None = None
+    ending: Phase = "RolledBack"  # where RollingBack ends: RolledBack (a gate, undo) or Aborted (abort)
+    history: list[Change] = []
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL
+
+    def upgraded_nodes(self) -> list[str]:
+        """Nodes an upgrade command was sent to (whatever became of it): what a rollback must cover."""
+        return [n for w in self.waves for n in w.commands]

@@ -1,0 +1,84 @@
+"""Rollouts over HTTP: list, read, start (admin: it installs software on every node), and the operator's
+pause / resume / abort / undo. Writes are the leader's: a standby answers 307 to it (the API's middleware)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from aiohttp import web
+
+from coordinator.api.auth import caller
+from coordinator.api.errors import ApiError
+from coordinator.rollouts.config import Plan
+from coordinator.rollouts.interface import RolloutError, RolloutsAPI
+from events.errors import validation_problem
+from events.payloads.commands import Component, Sha256, Version
+
+LIST_PATH = "/v1/rollouts"
+ONE_PATH = "/v1/rollouts/{name}"
+ACTION_PATH = "/v1/rollouts/{name}/{action}"
+ADMIN_ROUTES = (("POST", LIST_PATH),)
+ACTIONS = ("pause", "resume", "abort", "undo")
+_HINT = 'send {"component": "agent", "version": "4.1.0", "artifact": "/srv/releases/x.whl", "sha256": "<64 hex>"}'
+
+
+class StartRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    component: Component
+    version: Version
+    artifact: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    sha256: Sha256
+    plan: Plan | None = None
+
+
+def _parse(raw: bytes) -> StartRequest:
+    try:
+        return msgspec.json.decode(raw, type=StartRequest)
+    except msgspec.ValidationError as exc:
+        field = validation_problem(exc).field.lstrip(".") or None
+        raise ApiError(400, f"invalid request body: {exc}", field=field, hint=_HINT) from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, f"request body is not JSON: {exc}", hint=_HINT) from None
+
+
+def _refused(exc: RolloutError) -> ApiError:
+    return ApiError(exc.status, str(exc), field=exc.field)
+
+
+def routes(api: RolloutsAPI) -> list[web.RouteDef]:
+    async def listing(request: web.Request) -> web.Response:
+        return web.json_response({"items": msgspec.to_builtins(api.rollouts())})
+
+    async def one(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        rec = api.rollout(name)
+        if rec is None:
+            raise ApiError(404, f"no rollout named {name!r}", field="name", hint="GET /v1/rollouts lists them")
+        return web.json_response(msgspec.to_builtins(rec))
+
+    async def start(request: web.Request) -> web.Response:
+        body = _parse(await request.read())
+        try:
+            rec = await api.start(
+                body.component, body.version, body.artifact, body.sha256, caller(request).by, body.plan
+            )
+        except RolloutError as exc:
+            raise _refused(exc) from None
+        return web.json_response(msgspec.to_builtins(rec), status=201)
+
+    async def act(request: web.Request) -> web.Response:
+        name, action = request.match_info["name"], request.match_info["action"]
+        if action not in ACTIONS:
+            raise ApiError(404, f"no action {action!r}; one of {', '.join(ACTIONS)}", field="action")
+        try:
+            rec = await api.act(name, action, caller(request).by)
+        except RolloutError as exc:
+            raise _refused(exc) from None
+        return web.json_response(msgspec.to_builtins(rec))
+
+    return [
+        web.get(LIST_PATH, listing),
+        web.post(LIST_PATH, start),
+        web.get(ONE_PATH, one),
+        web.post(ACTION_PATH, act),
+    ]

@@ -1,0 +1,223 @@
+"""The rollouts component on a real (offline) coordinator with the real fleet, cordons, commands and jobs
+components: simulated time, Kafka's writes recorded, the agents played by the test (they install what they
+are told and report the version they run). A good release rolls through every wave while a job trains; a bad
+one (failing its health, or leaking) stops after the first wave and is rolled back, and no node outside the
+first wave is ever sent it; pause, resume, abort and undo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from coordinator.rollouts.component import Rollouts
+from coordinator.rollouts.config import Plan
+from coordinator.rollouts.interface import RolloutError
+from coordinator.rollouts.records import RolloutRecord
+from events.payloads import Command, GpuReading, LeakReport, NodeSample
+from events.payloads.models import RolloutPhaseChanged
+from events.topics import STATE_ROLLOUTS
+from tests.unit.coordinator.jobs.sim import JobSim, manifest
+
+NODES = ("n1", "n2", "n3", "n4", "n5")
+OLD, NEW = "4.0.0", "4.1.0"
+SHA = "ab" * 32
+PLAN = Plan(waves=[20, 60, 100], bake_s=60, baseline_s=30, drain_timeout_s=30, upgrade_timeout_s=30)
+
+
+class FleetSim(JobSim):
+    """Agents that run a version, install what an upgrade or rollback names, and may be made sick by it."""
+
+    def __init__(self, tmp_path, **env: str) -> None:
+        super().__init__(tmp_path, nodes=NODES, **env)
+        self.version = dict.fromkeys(NODES, OLD)
+        self.health: dict[str, str] = {}
+        self.bad_versions: set[str] = set()  # a node running one of these reports FAIL health
+
+    async def sample(self, node: str) -> None:
+        self.seq[node] = self.seq.get(node, 0) + 1
+        health = "fail" if self.version[node] in self.bad_versions else "ok"
+        gpus = [GpuReading(index=0, uuid=f"{node}-0", name="sim", util_gpu=50.0)]
+        s = NodeSample(
+            node_id=node, backend="sim", gpus=gpus, seq=self.seq[node], agent_version=self.version[node], health=health
+        )
+        if health == "fail":
+            s = msgspec.structs.replace(s, health_reasons=["health check failed after the upgrade"])
+        await self.deliver(s, f"/x/{node}")
+
+    async def agents(self) -> None:
+        """Each agent does what it was told: install/switch (ack done with the previous version), workers."""
+        for c in self.unanswered("upgrade") + self.unanswered("rollback"):
+            before = self.version[c.node_id]
+            self.version[c.node_id] = c.args["version"]
+            await self.ack_result(
+                c, {"component": c.args["component"], "version": c.args["version"], "previous": before}
+            )
+        await self.ack_all("stop_workers")
+        await self.ack_all("start_workers")
+        await self.ack_all("drain")
+
+    def unanswered(self, action: str) -> list[Command]:
+        out = []
+        for c in self.sent(action):
+            intent = self.commands.intent(c.command_id)
+            if intent is not None and not intent.terminal and c.node_id not in self.dead:
+                out.append(c)
+        return out
+
+    async def ack_result(self, command: Command, result: dict[str, Any]) -> None:
+        from events.payloads import CommandAck
+
+        ack = CommandAck(
+            command_id=command.command_id, node_id=command.node_id, epoch=command.epoch, status="done", result=result
+        )
+        await self.deliver(ack, f"/x/{command.node_id}")
+
+    async def run(self, seconds: int, job: str | None = None, rate: float = 1000.0) -> None:
+        for t in range(seconds):
+            await self.agents()
+            if job is not None and self.jobs.job(job) and (gen := self.job(job).generation) and gen.stage == "running":
+                await self.progress(job, gen.number, 1 + t, gen.replicas, tokens_per_s=rate)
+            await self.second()
+
+    @property
+    def rollouts(self) -> Rollouts:
+        return self.coord.get(Rollouts)
+
+    def events(self) -> list[RolloutPhaseChanged]:
+        return [d for k, d in self.writes if k == "send" and isinstance(d, RolloutPhaseChanged)]
+
+    def upgraded(self) -> set[str]:
+        return {c.node_id for c in self.sent("upgrade")}
+
+
+@pytest.fixture
+async def sim(tmp_path):
+    s = FleetSim(tmp_path, MYOLO_JOBS_GROW_COOLDOWN_S="5")
+    await s.start()
+    await s.second(2)
+    yield s
+    await s.close()
+
+
+async def start(sim: FleetSim, plan: Plan = PLAN) -> RolloutRecord:
+    return await sim.rollouts.start("agent", NEW, "/srv/releases/myolotrain-4.1.0-py3-none-any.whl", SHA, "op", plan)
+
+
+async def test_a_good_release_rolls_through_every_wave_while_a_job_trains(sim: FleetSim) -> None:
+    await sim.jobs.apply(manifest(name="train", lo=1, hi=2), "alice")
+    await sim.run(5, "train")
+    busy = set(sim.job("train").generation.node_ids)
+    rec = await start(sim)
+    assert [len(w.nodes) for w in rec.waves] == [1, 2, 2]  # 20 % of 5, then 60 %, then the rest
+    assert not busy & set(rec.waves[0].nodes)  # nodes without running jobs go first
+    assert busy <= set(rec.waves[-1].nodes) | set(rec.waves[1].nodes)
+    for _ in range(20):
+        await sim.run(30, "train")
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.phase == "Succeeded", (rec.reason, rec.waves)
+    assert sim.version == dict.fromkeys(NODES, NEW)
+    assert all(w.step == "passed" for w in rec.waves)
+    for wave in rec.waves:
+        assert [g.gate for g in wave.gates] == ["health", "faults", "leak", "throughput"]
+        assert wave.previous == dict.fromkeys(wave.nodes, OLD)
+    # the job's throughput held (the agents report the same rate): the gate judged it where the job ran
+    judged = [g for w in rec.waves for g in w.gates if g.gate == "throughput" and g.passed is not None]
+    assert judged and all(g.passed and abs(g.figures["train"]) < 1e-9 for g in judged)
+    assert not any(n.cordoned for n in sim.fleet.nodes())  # every rollout cordon lifted
+    assert sim.job("train").phase == "Running"
+    phases = [e.phase for e in sim.events()]
+    assert phases[0] == "Progressing" and phases[-1] == "Succeeded"
+    # every step was written to the state before its event
+    assert [r.phase for t, r in sim.writes if t == STATE_ROLLOUTS][-1] == "Succeeded"
+
+
+async def test_a_release_failing_its_health_check_stops_after_the_first_wave_and_rolls_back(sim: FleetSim) -> None:
+    sim.bad_versions = {NEW}
+    rec = await start(sim)
+    first = set(rec.waves[0].nodes)
+    for _ in range(10):
+        await sim.run(10)
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.phase == "RolledBack" and rec.failed_gate is not None
+    assert rec.failed_gate.gate == "health" and "fail" in rec.failed_gate.detail.lower()
+    assert sim.upgraded() == first  # no node outside the first wave was ever sent it
+    assert {c.node_id for c in sim.sent("rollback")} == first
+    assert sim.version == dict.fromkeys(NODES, OLD)
+    assert [w.step for w in rec.waves] == ["failed", "pending", "pending"]
+
+
+async def test_a_leaking_release_fails_the_leak_gate_with_its_figures(sim: FleetSim) -> None:
+    rec = await start(sim)
+    (node,) = rec.waves[0].nodes
+    for _ in range(30):
+        await sim.run(5)
+        wave = sim.rollouts.rollout(rec.name).waves[0]
+        if wave.step == "baking":
+            break
+    leak = LeakReport(
+        node_id=node, subject="gpu", gpu_index=0, slope_pct_per_h=0.42, lower_pct_per_h=0.3, upper_pct_per_h=0.5,
+        window_s=1800, samples=1800, alert=True,
+    )  # fmt: skip
+    await sim.deliver(leak, f"/x/{node}")
+    await sim.run(PLAN_BAKE + 5)
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.phase == "RolledBack", rec.reason
+    assert rec.failed_gate.gate == "leak" and rec.failed_gate.figures[f"{node} gpu 0"] == 0.42
+    assert "+0.420 %/h" in rec.failed_gate.detail
+    assert sim.upgraded() == {node} and sim.version[node] == OLD
+
+
+PLAN_BAKE = int(PLAN.bake_s)
+
+
+async def test_pause_resume_abort_and_one_rollout_at_a_time(sim: FleetSim) -> None:
+    rec = await start(sim)
+    with pytest.raises(RolloutError, match="one rollout at a time"):
+        await start(sim)
+    await sim.rollouts.act(rec.name, "pause", "op")
+    await sim.run(60)
+    assert sim.rollouts.rollout(rec.name).phase == "Paused"
+    assert sim.upgraded() == set()  # nothing moves while paused
+    await sim.rollouts.act(rec.name, "resume", "op")
+    with pytest.raises(RolloutError, match=r"cannot resume rollout .* it is Progressing"):
+        await sim.rollouts.act(rec.name, "resume", "op")
+    for _ in range(30):
+        await sim.run(5)
+        if sim.rollouts.rollout(rec.name).waves[0].step == "baking":
+            break
+    first = set(rec.waves[0].nodes)
+    assert sim.upgraded() == first
+    rec = await sim.rollouts.act(rec.name, "abort", "op")
+    await sim.run(10)
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.phase == "Aborted" and sim.version == dict.fromkeys(NODES, OLD)
+    assert not any(n.cordoned for n in sim.fleet.nodes())
+    with pytest.raises(RolloutError, match="cannot pause"):
+        await sim.rollouts.act(rec.name, "pause", "op")
+
+
+async def test_undo_after_success_and_a_new_leader_resumes_from_the_state(sim: FleetSim, tmp_path) -> None:
+    rec = await start(sim, Plan(waves=[50, 100], bake_s=10, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=30))
+    for _ in range(10):
+        await sim.run(10)
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    assert sim.rollouts.rollout(rec.name).phase == "Succeeded"
+    await sim.rollouts.act(rec.name, "undo", "op")
+    await sim.run(10)
+    assert sim.rollouts.rollout(rec.name).phase == "RolledBack" and sim.version == dict.fromkeys(NODES, OLD)
+    # a standby follows the state: it knows the rollout as recorded
+    from tests.unit.coordinator.offline import offline_coordinator
+
+    (tmp_path / "b").mkdir()
+    other = offline_coordinator(tmp_path / "b")
+    for topic, record in sim.writes:
+        if topic == STATE_ROLLOUTS:
+            other.apply_state(STATE_ROLLOUTS, record.name, record, "rollout")
+    assert other.get(Rollouts).rollout(rec.name).phase == "RolledBack"
