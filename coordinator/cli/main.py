@@ -19,13 +19,15 @@ from coordinator.cli import (
     node,
     plan,
     registry,
+    rollout,
     token,
 )
 
 app = typer.Typer(
     name="myoloctl",
     help="Operate a Myolotrain v4 cluster: run the local stack, inspect the fleet and its events, run elastic "
-    "training jobs (apply -f job.yaml, get jobs, describe job, scale, logs, delete).",
+    "training jobs (apply -f job.yaml, get jobs, describe job, scale, logs, delete), watch production drift "
+    "(drift status), keep model versions (registry) and upgrade the fleet in waves (rollout).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -62,6 +64,7 @@ app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
 app.add_typer(registry.app, name="registry")
 app.add_typer(drift.app, name="drift")
+app.add_typer(rollout.app, name="rollout")
 app.add_typer(plan.app, name="plan")
 
 

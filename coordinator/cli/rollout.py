@@ -1,0 +1,220 @@
+"""``myoloctl rollout ...``: rolling upgrades of the agent or the trainer, wave by wave, with their gates.
+
+``start`` checks what it can here (the artifact's SHA-256 from the local file when ``--sha256`` is not
+given, the plan's waves and durations) and exits 2 naming the option; ``status -w`` follows a rollout until
+it ends; ``pause``, ``resume``, ``abort`` (stop and roll back) and ``undo`` (roll back after success) act on one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from coordinator.cli import render
+from coordinator.cli.client import ApiOption
+from coordinator.cli.get import Output, OutputOption
+from coordinator.cli.registry import ask, fail, new_console, print_body
+from coordinator.jobs import units
+from coordinator.rollouts.config import Plan
+from coordinator.rollouts.records import RolloutRecord, Wave
+
+app = typer.Typer(
+    help="Rolling upgrades of the agent or the trainer across the fleet: waves of nodes (5 -> 20 -> 50 -> "
+    "100 %), each cordoned, drained, upgraded blue-green, health-checked, baked and gated (no FAIL fault, "
+    "leak < 0.1 %/h, job throughput within +-3 %), rolled back automatically when a gate fails.",
+    no_args_is_help=True,
+)
+NameArg = Annotated[str, typer.Argument(help="Rollout name, as `myoloctl rollout history` lists it.")]
+PHASE_STYLE = {
+    "Progressing": "cyan",
+    "Paused": "yellow",
+    "RollingBack": "bold red",
+    "Succeeded": "green",
+    "RolledBack": "red",
+    "Aborted": "red",
+}
+STEP_STYLE = {"passed": "green", "failed": "bold red", "baking": "cyan", "upgrading": "cyan", "draining": "cyan"}
+
+
+def _records(items: list[Any]) -> list[RolloutRecord]:
+    try:
+        return msgspec.convert(items, list[RolloutRecord])
+    except msgspec.ValidationError as exc:
+        fail(f"cannot read the coordinator's answer: {exc} (is myoloctl older than the API?)", code=1)
+
+
+def _sha256(artifact: str) -> str:
+    path = Path(artifact.removeprefix("file://"))
+    if "://" in artifact and not artifact.startswith("file://"):
+        fail("--sha256: give the artifact's SHA-256 (it is a URL: it cannot be hashed here)")
+    try:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        fail(f"--artifact {artifact}: cannot read it to hash it: {exc.strerror or exc} (or give --sha256)")
+    return digest.hexdigest()
+
+
+@app.command("start")
+def start(
+    component: Annotated[str, typer.Option("--component", help="What to upgrade: agent or trainer.")],
+    version: Annotated[str, typer.Option("--version", help="The release's version (what the agents report).")],
+    artifact: Annotated[str, typer.Option("--artifact", help="The wheel: a path on the nodes, file:// or https://.")],
+    sha256: Annotated[
+        str | None, typer.Option("--sha256", help="Its SHA-256 (default: computed from the local file).")
+    ] = None,
+    waves: Annotated[
+        str | None, typer.Option("--waves", help="Cumulative shares of the nodes, e.g. 5,20,50,100.")
+    ] = None,
+    bake: Annotated[str | None, typer.Option("--bake", help="Bake time per wave, e.g. 7d, 1h, 90s.")] = None,
+    api: ApiOption = None,
+) -> None:
+    """Start a rollout (admin): the waves are planned over the Ready, uncordoned nodes, idle ones first."""
+    plan: dict[str, Any] | None = None
+    try:
+        if waves or bake:
+            plan = {}
+            if waves:
+                plan["waves"] = [float(w.strip().rstrip("%")) for w in waves.split(",") if w.strip()]
+            if bake:
+                plan["bake_s"] = units.duration_s(bake)
+            plan = msgspec.to_builtins(msgspec.convert(plan, Plan))
+    except (ValueError, msgspec.ValidationError) as exc:
+        fail(f"--waves/--bake: {exc}")
+    body = {"component": component, "version": version, "artifact": artifact, "sha256": sha256 or _sha256(artifact)}
+    if plan is not None:
+        body["plan"] = plan
+    client, answer = ask(api, lambda c: c.post("/v1/rollouts", body))
+    rec = _records([answer])[0]
+    sizes = "/".join(str(len(w.nodes)) for w in rec.waves)
+    new_console().print(f"rollout {rec.name} started: {len(rec.waves)} waves of {sizes} node(s) via {client.last_url}")
+
+
+def _wave_rows(rec: RolloutRecord) -> list[list[render.Cell]]:
+    rows: list[list[render.Cell]] = []
+    for w in rec.waves:
+        gates = ", ".join(f"{g.gate} {'ok' if g.passed else 'n/a' if g.passed is None else 'FAILED'}" for g in w.gates)
+        rows.append(
+            [
+                f"{w.index + 1}",
+                f"{w.percent:g}%",
+                ",".join(w.nodes),
+                render.styled(w.step, STEP_STYLE.get(w.step, "")),
+                _bake(w),
+                gates or "-",
+            ]
+        )
+    return rows
+
+
+def _bake(w: Wave) -> str:
+    if w.step != "baking" or w.bake_until is None:
+        return "-"
+    return f"{render.age(max(0.0, w.bake_until - time.time()))} left"
+
+
+def print_rollout(console: Console, rec: RolloutRecord) -> None:
+    console.print(
+        Text.assemble(
+            f"rollout {rec.name}: {rec.component} {rec.version}  ",
+            (rec.phase, PHASE_STYLE.get(rec.phase, "")),
+            f"  wave {rec.wave + 1}/{len(rec.waves)}: {rec.reason}",
+        )
+    )
+    render.table(console, ("WAVE", "SHARE", "NODES", "STEP", "BAKE", "GATES"), _wave_rows(rec), indent=2)
+    if rec.failed_gate is not None:
+        g = rec.failed_gate
+        figures = ", ".join(f"{k} {v:g}" for k, v in g.figures.items())
+        console.print(f"  failed gate {g.gate}: {g.detail}" + (f" ({figures})" if figures else ""), highlight=False)
+    if rec.skipped:
+        console.print(f"  not in the plan: {', '.join(f'{n} ({why})' for n, why in rec.skipped.items())}")
+
+
+@app.command("status")
+def status(
+    name: Annotated[str | None, typer.Argument(help="A rollout (default: the newest).")] = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until the rollout ends.")] = False,
+    interval: Annotated[float, typer.Option("--interval", min=0.2, help="Seconds between refreshes.")] = 2.0,
+    output: OutputOption = Output.table,
+    api: ApiOption = None,
+) -> None:
+    """A rollout's phase, its waves (nodes, step, bake time left, gates) and a failed gate's figures."""
+    while True:
+        if name is None:
+            _, body = ask(api, lambda c: c.get("/v1/rollouts"))
+            items = body.get("items", [])
+            if not items:
+                new_console().print("no rollout yet (myoloctl rollout start --help)")
+                return
+            answer = items[0]
+        else:
+            _, answer = ask(api, lambda c: c.get(f"/v1/rollouts/{quote(name, safe='')}"))
+        rec = _records([answer])[0]
+        print_body(answer, output, lambda console, r=rec: print_rollout(console, r))
+        if not watch or rec.terminal:
+            return
+        time.sleep(interval)
+
+
+@app.command("history")
+def history(output: OutputOption = Output.table, api: ApiOption = None) -> None:
+    """Every rollout, newest first: what ran where, and how it ended."""
+    _, body = ask(api, lambda c: c.get("/v1/rollouts"))
+    recs = _records(body.get("items", []))
+
+    def show(console: Console) -> None:
+        rows: list[list[render.Cell]] = [
+            [
+                r.name,
+                r.component,
+                r.version,
+                render.styled(r.phase, PHASE_STYLE.get(r.phase, "")),
+                f"{sum(len(w.commands) for w in r.waves)}/{sum(len(w.nodes) for w in r.waves)}",
+                r.by,
+                r.reason,
+            ]
+            for r in recs
+        ]
+        render.table(console, ("NAME", "COMPONENT", "VERSION", "PHASE", "UPGRADED", "BY", "LAST"), rows)
+
+    print_body(body, output, show)
+
+
+def _act(action: str, name: str, api: str | None) -> None:
+    client, answer = ask(api, lambda c: c.post(f"/v1/rollouts/{quote(name, safe='')}/{action}", {}))
+    rec = _records([answer])[0]
+    new_console().print(f"rollout {rec.name}: {rec.phase} ({rec.reason}) via {client.last_url}", highlight=False)
+
+
+@app.command("pause")
+def pause(name: NameArg, api: ApiOption = None) -> None:
+    """Freeze the rollout where it is (no new step until resume)."""
+    _act("pause", name, api)
+
+
+@app.command("resume")
+def resume(name: NameArg, api: ApiOption = None) -> None:
+    """Go on from where it was paused."""
+    _act("resume", name, api)
+
+
+@app.command("abort")
+def abort(name: NameArg, api: ApiOption = None) -> None:
+    """Stop and roll every upgraded node back to the version it ran before (phase Aborted)."""
+    _act("abort", name, api)
+
+
+@app.command("undo")
+def undo(name: NameArg, api: ApiOption = None) -> None:
+    """Roll every upgraded node back, also after the rollout succeeded (phase RolledBack)."""
+    _act("undo", name, api)

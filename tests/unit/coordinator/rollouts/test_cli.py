@@ -1,0 +1,76 @@
+"""`myoloctl rollout ...` against a leading coordinator's real API on a real port (no broker: its writes are
+recorded): start (admin; the artifact's SHA-256 computed here), status, history, pause, resume, abort."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestServer
+from typer.testing import CliRunner, Result
+
+from coordinator.api.app import create_app
+from coordinator.cli.main import app
+from coordinator.rollouts.component import Rollouts
+from events.bus import RecordInfo
+from events.envelope import new_event
+from events.payloads import GpuReading, NodeSample
+from tests.api_auth import ADMIN, OPERATOR, security, token
+from tests.unit.coordinator.registry.support import Leading
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[Leading, str]]:
+    lead = await Leading(tmp_path).lead()
+    for i in range(1, 5):
+        gpus = [GpuReading(index=0, uuid=f"n{i}-0", name="sim")]
+        sample = NodeSample(node_id=f"n{i}", backend="sim", gpus=gpus, seq=1, agent_version="4.0.0")
+        await lead.coord.router(new_event(sample, f"/x/n{i}", clock=lead.clock), RecordInfo("t", 0, 0))
+    parts = [p for p in (c.api() for c in lead.coord.peers) if p is not None]
+    server = TestServer(create_app(lead.coord, parts, security()))
+    await server.start_server()
+    yield lead, str(server.make_url("")).rstrip("/")
+    await server.close()
+
+
+async def myoloctl(url: str, *args: str, who: str = OPERATOR) -> Result:
+    env = {"MYOLO_TOKEN": token(who), "MYOLO_API": "", "COLUMNS": "200"}
+    return await asyncio.to_thread(CliRunner().invoke, app, [*args, "--api", url], env=env)
+
+
+async def test_start_status_pause_resume_abort_and_history(served, tmp_path: Path) -> None:
+    lead, url = served
+    wheel = tmp_path / "myolotrain-4.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK wheel bytes")
+    args = ("rollout", "start", "--component", "agent", "--version", "4.1.0", "--artifact", str(wheel))
+    refused = await myoloctl(url, *args)  # an operator may not install software on every node
+    assert refused.exit_code != 0 and "admin" in refused.output
+    bad = await myoloctl(url, *args, "--waves", "50,20", who=ADMIN)
+    assert bad.exit_code == 2 and "waves" in bad.output
+    done = await myoloctl(url, *args, "--waves", "25,100", "--bake", "1h", who=ADMIN)
+    assert done.exit_code == 0, done.output
+    assert "rollout agent-4.1.0 started: 2 waves of 1/3 node(s)" in done.output
+    rec = lead.coord.get(Rollouts).rollout("agent-4.1.0")
+    assert rec.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest() and rec.plan.bake_s == 3600
+    assert rec.by == f"operator:{ADMIN}"
+
+    status = await myoloctl(url, "rollout", "status")
+    assert status.exit_code == 0 and "agent-4.1.0: agent 4.1.0  Progressing" in status.output, status.output
+    assert "n1" in status.output and "pending" in status.output
+    paused = await myoloctl(url, "rollout", "pause", "agent-4.1.0")
+    assert paused.exit_code == 0 and "Paused" in paused.output
+    again = await myoloctl(url, "rollout", "pause", "agent-4.1.0")
+    assert again.exit_code == 2 and "cannot pause rollout agent-4.1.0: it is Paused" in again.output
+    assert (await myoloctl(url, "rollout", "resume", "agent-4.1.0")).exit_code == 0
+    aborted = await myoloctl(url, "rollout", "abort", "agent-4.1.0")
+    assert aborted.exit_code == 0 and "Aborted" in aborted.output  # nothing was upgraded: nothing to undo
+    listing = await myoloctl(url, "rollout", "history")
+    assert listing.exit_code == 0 and "agent-4.1.0" in listing.output and "Aborted" in listing.output
+    as_json = json.loads((await myoloctl(url, "rollout", "history", "-o", "json")).output)
+    assert [r["phase"] for r in as_json["items"]] == ["Aborted"]
+    unknown = await myoloctl(url, "rollout", "undo", "nope")
+    assert unknown.exit_code == 2 and "no rollout named 'nope'" in unknown.output
