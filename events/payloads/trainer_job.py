@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from events.payloads.external import Sha256
+
 Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
 Degree = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 Steps = Annotated[int, msgspec.Meta(ge=0, le=1 << 40)]
@@ -49,6 +51,9 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     device: Literal["auto", "cpu", "cuda"] = "auto"
     data_path: PathStr | None = None
     data_dtype: Literal["uint16", "uint32"] = "uint16"
+    # what data_path's bytes hash to (lowercase hex): rank 0 refuses to start on other bytes, and
+    # `myoloctl preflight` checks the file on each node of the job against it
+    data_sha256: Sha256 | None = None
     checkpoint_dir: PathStr | None = None
     checkpoint_every: Steps = 0
     snapshot_every: Steps = 0

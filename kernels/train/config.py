@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from typing import Any
 
 from kernels.model.config import PRESETS, ModelConfig, preset
 from kernels.parallel.layout import SCHEDULES, Layout
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class JobConfigError(ValueError):
@@ -77,6 +80,7 @@ class JobConfig:
     device: str = "auto"  # auto | cpu | cuda
     data_path: str | None = None
     data_dtype: str = "uint16"
+    data_sha256: str | None = None  # SHA-256 (lowercase hex) data_path must have: rank 0 checks it at start
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     snapshot_every: int = 0
@@ -223,8 +227,26 @@ class JobConfig:
             raise JobConfigError("--resume needs --checkpoint-dir", "checkpoint_dir")
         if self.device not in ("auto", "cpu", "cuda"):
             raise JobConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}", "device")
+        self._validate_data_sha256()
         self._validate_export()
         return self
+
+    def _validate_data_sha256(self) -> None:
+        """A digest must be one (64 lowercase hex digits) and have a file to be the digest of; whether the
+        file matches is checked on rank 0 at start (``kernels.train.data_check``), where the path resolves."""
+        if self.data_sha256 is None:
+            return
+        if not (isinstance(self.data_sha256, str) and _SHA256.fullmatch(self.data_sha256)):
+            raise JobConfigError(
+                f"data_sha256 must be a SHA-256 in lowercase hex (64 digits, as sha256sum prints it), got "
+                f"{self.data_sha256!r}",
+                "data_sha256",
+            )
+        if self.data_path is None:
+            raise JobConfigError(
+                "data_sha256 needs --data: it is the digest of the token file, and synthetic data has none",
+                "data_sha256",
+            )
 
     def _validate_export(self) -> None:
         """The export options' rules. Whether the files exist is checked by the workers, where the paths are
