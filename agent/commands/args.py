@@ -11,6 +11,7 @@ turns the checked Struct into the keyword arguments of the daemon's action calla
 - ``drain`` -> ``drain(draining=bool, reason=str | None)``
 - ``start_workers`` -> ``start_workers(args=StartWorkersArgs)``
 - ``stop_workers`` -> ``stop_workers(job_id=str, generation=int, checkpoint=bool)``
+- ``hash_files`` -> ``hash_files(paths=list[str], max_bytes=int)``
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from events.errors import InvalidEvent
 from events.payloads import Command
 from events.payloads.commands import (
     DrainArgs,
+    HashFilesArgs,
     NcclProbeArgs,
     SetIntervalArgs,
     StartWorkersArgs,
@@ -82,6 +84,11 @@ def stop_workers_args(cmd: Command) -> dict[str, Any]:
     return {"job_id": args.job_id, "generation": args.generation, "checkpoint": args.checkpoint}
 
 
+def hash_files_args(cmd: Command) -> dict[str, Any]:
+    args: HashFilesArgs = _checked(cmd)
+    return {"paths": list(args.paths), "max_bytes": args.max_bytes}
+
+
 PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "set_interval": set_interval_args,
     "report_sample": report_sample_args,
@@ -89,4 +96,5 @@ PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "drain": drain_args,
     "start_workers": start_workers_args,
     "stop_workers": stop_workers_args,
+    "hash_files": hash_files_args,
 }

@@ -11,6 +11,7 @@ this module says *what* each action does to the live agent:
   stops the local workers as ``stop_workers`` does (checkpoint first). Not persisted: a restarted agent
   starts undrained and the coordinator re-sends it for a cordoned node.
 - ``start_workers`` / ``stop_workers``: the training supervisor (``agent.daemon.trainer``).
+- ``hash_files``: SHA-256 of files on the node (``agent.commands.hash_files``), read in a thread.
 
 The consumer runs as one task; when Kafka is away it retries with back-off (the agent keeps sampling and
 spooling meanwhile). Acks go through the spool (``SpooledAcks``), so they survive an outage too.
@@ -35,6 +36,7 @@ from agent.commands import (
     load_verifier,
     nccl_probe_action,
 )
+from agent.commands.hash_files import hash_files_action
 from agent.daemon.idle_probe import probe_python
 from agent.daemon.loops import request_sample
 from agent.daemon.runtime import Runtime, event_source
@@ -85,6 +87,7 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
         return {"draining": rt.draining, "stopped": stopped}
 
     actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
+    actions["hash_files"] = hash_files_action()
     if rt.trainer is not None:
         actions.update(trainer_actions(rt.trainer))
     return actions

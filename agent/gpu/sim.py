@@ -39,6 +39,10 @@ log = structlog.get_logger("myolo.agent.gpu")
 WORKER_LOAD = 0.95  # a simulated GPU running a real worker looks this busy
 WORKER_MEM_FRACTION = 0.6
 WORKER_NAME = "myolo-train"
+# what a simulated node's driver says: a real release's numbers (so version checks such as the pre-upgrade
+# driver >= 515.65.01 judge it like a node), labelled as simulated
+SIM_DRIVER_VERSION = "550.54.15 (sim)"
+SIM_CUDA_VERSION = "12.4 (sim)"
 
 
 @dataclass
@@ -105,10 +109,10 @@ class SimBackend:
         return self.count
 
     def driver_version(self) -> str | None:
-        return "sim"
+        return SIM_DRIVER_VERSION
 
     def cuda_version(self) -> str | None:
-        return None
+        return SIM_CUDA_VERSION
 
     # -- readings --------------------------------------------------------------------------------------
     def advance(self) -> None:
