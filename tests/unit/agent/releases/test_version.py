@@ -1,0 +1,59 @@
+"""``agent.__version__`` is the version of the code imported: a release's wheel metadata, else the source's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import agent
+from tests.unit.agent.releases.wheels import build_wheel
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def imported_version(path: Path) -> tuple[str, str]:
+    """``agent.__version__`` and ``agent.__file__`` in a fresh interpreter with ``path`` first on its path."""
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", "import agent; print(agent.__version__); print(agent.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert proc.returncode == 0, proc.stderr
+    version, file = proc.stdout.split()
+    return version, file
+
+
+def test_the_source_trees_version_is_pyprojects() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["version"] == agent.SOURCE_VERSION
+    assert imported_version(ROOT) == (project["version"], str(ROOT / "agent" / "__init__.py"))
+
+
+def test_an_installed_wheel_reports_its_own_version_not_the_sources(tmp_path) -> None:
+    init = (ROOT / "agent" / "__init__.py").read_text()  # the real module, with the source's version in it
+    wheel = build_wheel(tmp_path / "dist", "9.9.1.dev0", name="myolotrain", files={"agent/__init__.py": init})
+    target = tmp_path / "release"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert imported_version(target) == ("9.9.1.dev0", str(target / "agent" / "__init__.py"))
