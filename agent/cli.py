@@ -57,7 +57,8 @@ def run(
     """Run the agent daemon: sample every GPU each interval, publish samples, faults, NCCL and leak reports to
     Kafka (spooling to disk while Kafka is away), serve /healthz, and speak systemd's notify protocol.
 
-    SIGTERM flushes and exits; SIGHUP reloads the config file."""
+    SIGTERM flushes and exits; SIGHUP reloads the config file. After an upgrade or rollback of itself it stops
+    the same way, then re-executes itself or exits 75 for systemd to restart it ([releases] restart)."""
     from agent.commands import LedgerError
     from agent.daemon.assemble import build_runtime
     from agent.daemon.main import serve
@@ -81,7 +82,10 @@ def run(
     except OSError as exc:
         typer.echo(f"error: cannot open the spool in {cfg.spool.dir}: {exc}", err=True)
         raise typer.Exit(2) from None
-    raise typer.Exit(asyncio.run(serve(rt)))
+    code = asyncio.run(serve(rt))
+    if code == 0 and rt.restart is not None:  # an upgrade or rollback of the agent, stopped cleanly for it
+        code = rt.restart.run()  # exec: does not return; under systemd: exit 75, and the unit starts it again
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -23,6 +23,7 @@ from agent.commands.config import CommandsConfig
 from agent.identity.key import DEFAULT_NAME as NODE_KEY_NAME
 from agent.identity.key import IdentityConfig
 from agent.leak.config import LeakConfig
+from agent.releases.config import ReleasesConfig
 from agent.trainer.config import TrainerConfig
 from events.config import load_config
 from events.errors import ConfigError
@@ -118,6 +119,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     identity: IdentityConfig = msgspec.field(default_factory=IdentityConfig)
     probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
     trainer: TrainerConfig = msgspec.field(default_factory=TrainerConfig)
+    releases: ReleasesConfig = msgspec.field(default_factory=ReleasesConfig)
 
 
 def load_agent_config(
@@ -168,6 +170,9 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
     workers_dir = Path(cfg.trainer.workers_dir).expanduser() if cfg.trainer.workers_dir else data_dir / "workers"
     trainer = msgspec.structs.replace(cfg.trainer, workers_dir=str(workers_dir))
     node_key = Path(cfg.identity.key_file).expanduser() if cfg.identity.key_file else data_dir / NODE_KEY_NAME
+    releases_dir = Path(cfg.releases.dir).expanduser()
+    if not releases_dir.is_absolute():  # it is on the restarted agent's PYTHONPATH, whatever its cwd
+        raise ConfigError("releases.dir", f"{cfg.releases.dir!r} is a relative path; give an absolute one")
     return msgspec.structs.replace(
         cfg,
         node_id=node_id,
@@ -177,6 +182,7 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
         spool=spool,
         trainer=trainer,
         identity=IdentityConfig(key_file=str(node_key)),
+        releases=msgspec.structs.replace(cfg.releases, dir=str(releases_dir)),
     )
 
 

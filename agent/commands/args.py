@@ -11,6 +11,8 @@ turns the checked Struct into the keyword arguments of the daemon's action calla
 - ``drain`` -> ``drain(draining=bool, reason=str | None)``
 - ``start_workers`` -> ``start_workers(args=StartWorkersArgs)``
 - ``stop_workers`` -> ``stop_workers(job_id=str, generation=int, checkpoint=bool)``
+- ``upgrade`` -> ``upgrade(args=UpgradeArgs)``
+- ``rollback`` -> ``rollback(args=RollbackArgs)``
 - ``hash_files`` -> ``hash_files(paths=list[str], max_bytes=int)``
 """
 
@@ -26,9 +28,11 @@ from events.payloads.commands import (
     DrainArgs,
     HashFilesArgs,
     NcclProbeArgs,
+    RollbackArgs,
     SetIntervalArgs,
     StartWorkersArgs,
     StopWorkersArgs,
+    UpgradeArgs,
     action_args,
 )
 
@@ -89,6 +93,16 @@ def hash_files_args(cmd: Command) -> dict[str, Any]:
     return {"paths": list(args.paths), "max_bytes": args.max_bytes}
 
 
+def upgrade_args(cmd: Command) -> dict[str, Any]:
+    args: UpgradeArgs = _checked(cmd)
+    return {"args": args}
+
+
+def rollback_args(cmd: Command) -> dict[str, Any]:
+    args: RollbackArgs = _checked(cmd)
+    return {"args": args}
+
+
 PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "set_interval": set_interval_args,
     "report_sample": report_sample_args,
@@ -96,5 +110,7 @@ PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "drain": drain_args,
     "start_workers": start_workers_args,
     "stop_workers": stop_workers_args,
+    "upgrade": upgrade_args,
+    "rollback": rollback_args,
     "hash_files": hash_files_args,
 }

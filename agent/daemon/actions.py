@@ -11,6 +11,8 @@ this module says *what* each action does to the live agent:
   stops the local workers as ``stop_workers`` does (checkpoint first). Not persisted: a restarted agent
   starts undrained and the coordinator re-sends it for a cordoned node.
 - ``start_workers`` / ``stop_workers``: the training supervisor (``agent.daemon.trainer``).
+- ``upgrade`` / ``rollback``: blue-green releases of the agent or the trainer (``agent.daemon.releases``); the
+  agent restarts into the new version after the ack.
 - ``hash_files``: SHA-256 of files on the node (``agent.commands.hash_files``), read in a thread.
 
 The consumer runs as one task; when Kafka is away it retries with back-off (the agent keeps sampling and
@@ -39,6 +41,7 @@ from agent.commands import (
 from agent.commands.hash_files import hash_files_action
 from agent.daemon.idle_probe import probe_python
 from agent.daemon.loops import request_sample
+from agent.daemon.releases import NodeReleases
 from agent.daemon.runtime import Runtime, event_source
 from agent.daemon.trainer import trainer_actions, trainer_admissions
 from events.bus import EventConsumer, EventProducer
@@ -59,7 +62,7 @@ class CommandSource(Protocol):
 SourceFactory = Callable[[Runtime, CommandExecutor], CommandSource]
 
 
-def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
+def daemon_actions(rt: Runtime, releases: NodeReleases | None = None) -> dict[str, ActionFn]:
     """The action table for :class:`CommandExecutor`, bound to this runtime."""
 
     async def set_interval(interval_s: float) -> dict[str, Any]:
@@ -88,6 +91,7 @@ def daemon_actions(rt: Runtime) -> dict[str, ActionFn]:
 
     actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
     actions["hash_files"] = hash_files_action()
+    actions.update((releases or NodeReleases(rt)).actions())
     if rt.trainer is not None:
         actions.update(trainer_actions(rt.trainer))
     return actions
@@ -103,16 +107,20 @@ def set_draining(rt: Runtime, draining: bool, reason: str | None = None) -> None
 def build_executor(rt: Runtime) -> CommandExecutor:
     """Read the trusted keys and open the ledger (``ConfigError``/``OSError`` here fail the start)."""
     cfg = rt.cfg.commands
+    releases = NodeReleases(rt)
+    admissions = releases.admissions()
+    if rt.trainer is not None:
+        admissions.update(trainer_admissions(rt, rt.trainer))
     return CommandExecutor(
         rt.cfg.node_id,
         commands_state_dir(cfg, rt.cfg.data_dir),
         load_verifier(cfg),
         SpooledAcks(rt.publisher),
-        daemon_actions(rt),
+        daemon_actions(rt, releases),
         rt.clock,
         max_ids=cfg.max_remembered,
         max_age_s=cfg.max_age_s or None,
-        admissions=trainer_admissions(rt, rt.trainer) if rt.trainer is not None else None,
+        admissions=admissions,
     )
 
 

@@ -18,6 +18,7 @@ from agent.gpu import GpuBackend
 from agent.health import HealthState
 from agent.notify import Notifier
 from agent.publish import Publisher
+from agent.releases.restart import RestartPlan
 from events.clock import Clock
 from events.payloads import NodeSample
 
@@ -58,6 +59,7 @@ class Runtime:
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)  # SIGTERM, SIGINT, or a test
     reload_requested: asyncio.Event = field(default_factory=asyncio.Event)  # SIGHUP
     health_url: str | None = None  # the health endpoint once it listens (``health.port = 0``: the port it got)
+    restart: RestartPlan | None = None  # owed once stopped: an upgrade or rollback of the agent (``releases``)
 
     @property
     def version(self) -> str:

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import msgspec
 
 from agent.daemon.runtime import Runtime
 from agent.healthz.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
+from agent.releases.store import current_releases
 
 
 def current_report(rt: Runtime) -> HealthReport:
@@ -49,6 +51,7 @@ def check_commands(rt: Runtime) -> Check:
         "done": ex.stats.done,
         "failed": ex.stats.failed,
         "rejected": ex.stats.rejected,
+        "releases": current_releases(Path(rt.cfg.releases.dir)),  # None: the component's base install
     }
     if rt.draining:
         why = f" ({rt.drain_reason})" if rt.drain_reason else ""

@@ -8,6 +8,7 @@ checks and the trainer's own check of the job, so a bad one is rejected with not
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from agent.commands.args import ArgsError
 from agent.commands.executor import AdmitFn
 from agent.daemon.runtime import Runtime
 from agent.gpu.sim import SimBackend
+from agent.releases.env import trainer_env
 from agent.trainer.check import check_job
 from agent.trainer.gpu_use import write_gpu_use
 from events.payloads import StartWorkersArgs
@@ -32,6 +34,12 @@ log = structlog.get_logger("myolo.agent.daemon")
 def trainer_python(rt: Runtime) -> tuple[str, ...]:
     """The interpreter that has torch and the trainer: ``trainer.python``, else the agent's own."""
     return tuple(rt.cfg.trainer.python) or (sys.executable,)
+
+
+def worker_env(rt: Runtime) -> dict[str, str]:
+    """The workers' (and the job check's) environment: the agent's, the trainer's current release first on
+    PYTHONPATH (``[releases]``; a link, so it follows later upgrades of the trainer)."""
+    return trainer_env(os.environ, rt.cfg.releases.dir)
 
 
 def build_supervisor(rt: Runtime) -> Supervisor:
@@ -55,6 +63,7 @@ def build_supervisor(rt: Runtime) -> Supervisor:
         real_gpus=backend.name == "nvml",
         python=trainer_python(rt),
         on_gpu_use=gpu_use,
+        base_env=worker_env(rt),
         socket_dir=Path(rt.cfg.control_socket).parent,
         accepting=lambda: not rt.draining,  # a draining node keeps no warm standby
     )
@@ -80,7 +89,7 @@ def trainer_admissions(rt: Runtime, sup: Supervisor) -> dict[str, AdmitFn]:
             why = f" ({rt.drain_reason})" if rt.drain_reason else ""
             raise ArgsError(f"this node is draining{why}: no new workers start here", "action")
         sup.admit(args)
-        await check_job(sup.python, args.job, args.world_size, rt.cfg.trainer.check_timeout_s)
+        await check_job(sup.python, args.job, args.world_size, rt.cfg.trainer.check_timeout_s, env=worker_env(rt))
 
     return {"start_workers": admit_start}
 

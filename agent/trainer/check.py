@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -18,9 +18,12 @@ from events.payloads import TrainerJob
 from events.payloads.trainer_job import JobVerdict
 
 
-async def check_job(python: Sequence[str], job: TrainerJob, world_size: int, timeout_s: float) -> None:
+async def check_job(
+    python: Sequence[str], job: TrainerJob, world_size: int, timeout_s: float, env: Mapping[str, str] | None = None
+) -> None:
     """Raise :class:`ArgsError` naming the field when the trainer refuses ``job`` at ``world_size``, or when
-    the trainer cannot be asked (the interpreter is missing or the check does not answer)."""
+    the trainer cannot be asked (the interpreter is missing or the check does not answer). ``env``: the
+    workers' (the trainer's release on PYTHONPATH); default the agent's."""
     request = msgspec.json.encode({"job": job, "world_size": world_size})
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -30,6 +33,7 @@ async def check_job(python: Sequence[str], job: TrainerJob, world_size: int, tim
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            env=dict(env) if env is not None else None,
         )
     except OSError as exc:
         raise ArgsError(

@@ -84,4 +84,6 @@ def agent_config(
         "health": {"host": "127.0.0.1", "port": health_port},
         "leak": {"report_interval_s": 10.0},  # a leak trend within seconds, for the demo
         "kafka": {"bootstrap": bootstrap, "client_id": node_id},
+        # upgrades install under the agent's own directory, and it re-executes itself (no systemd to restart it)
+        "releases": {"dir": str(workdir / "releases"), "restart": "exec"},
     }
