@@ -8,6 +8,7 @@ import typer
 
 from coordinator.cli import (
     auth,
+    backup,
     cordon,
     describe,
     drift,
@@ -64,6 +65,8 @@ app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
 app.add_typer(registry.app, name="registry")
 app.add_typer(drift.app, name="drift")
+app.command()(backup.backup)
+app.command()(backup.restore)
 app.add_typer(rollout.app, name="rollout")
 app.add_typer(plan.app, name="plan")
 
