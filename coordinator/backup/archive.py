@@ -24,6 +24,8 @@ from typing import IO
 import msgspec
 
 from coordinator.backup.schema import (
+    CHECKPOINTS_DIR,
+    CONFIGS_DIR,
     MANIFEST,
     BadArchive,
     Manifest,
@@ -33,6 +35,7 @@ from coordinator.backup.schema import (
     decode_manifest,
     decode_records,
     encode_manifest,
+    topic_member,
 )
 from events.files import fsync_dir
 
@@ -205,7 +208,7 @@ def _read_members(stream: _Bounded, limits: Limits) -> tuple[Manifest, dict[str,
             if manifest is not None and name not in listed:
                 raise BadArchive(f"member {name!r} is not listed in {MANIFEST}")
             bound = limits.max_manifest_bytes if name == MANIFEST else limits.max_member_bytes
-            if info.size > bound:
+            if info.size < 0 or info.size > bound:
                 raise BadArchive(f"member {name!r} is {info.size} bytes, more than the limit of {bound}")
             total += info.size
             if total > limits.max_total_bytes:
@@ -285,6 +288,10 @@ def _check_contents(archive: Archive) -> None:
     for topic in m.topics:
         if topic.name in archive.records:
             raise BadArchive(f"{MANIFEST} lists topic {topic.name!r} twice")
+        if topic.member != topic_member(topic.name):
+            raise BadArchive(
+                f"topic {topic.name!r}: its records are in {topic_member(topic.name)!r}, not {topic.member!r}"
+            )
         if topic.member not in archive.members:
             raise BadArchive(f"topic {topic.name!r}: member {topic.member!r} is not in the archive")
         records = decode_records(topic.member, archive.members[topic.member])
@@ -292,8 +299,11 @@ def _check_contents(archive: Archive) -> None:
         archive.records[topic.name] = records
         owned.add(topic.member)
     for cfg in m.configs:
+        _under(CONFIGS_DIR, cfg.member)
         owned.add(cfg.member)
     for ckpt in m.checkpoints:
+        for name in ckpt.members:
+            _under(CHECKPOINTS_DIR, name)
         owned.update(ckpt.members)
     for name in owned:
         if name not in archive.members:
@@ -301,6 +311,11 @@ def _check_contents(archive: Archive) -> None:
     stray = sorted(set(archive.members) - owned)
     if stray:
         raise BadArchive(f"member {stray[0]!r} belongs to no topic, config or checkpoint of {MANIFEST}")
+
+
+def _under(folder: str, name: str) -> None:
+    if not name.startswith(folder + "/"):
+        raise BadArchive(f"{MANIFEST}: member {name!r} should be under {folder}/")
 
 
 def _check_records(

@@ -29,9 +29,12 @@ from coordinator.backup.files import RefusedFile, default_configs
 from coordinator.backup.make import DEFAULT_TOPICS as DEFAULT_STATE_TOPICS
 from coordinator.backup.make import BackupError, BackupRequest, default_output, make_backup, resolve_topics
 from coordinator.backup.schema import BadArchive
+from coordinator.backup.seals import check_seals
 from coordinator.cli import common, render
+from coordinator.state.seal import StateKeys
 from events.broker import state
 from events.errors import ConfigError
+from events.keys import load_signer
 from events.settings import KafkaSettings
 
 DEFAULT_SHORT = ", ".join(t.removeprefix("myolo.state.") for t in DEFAULT_STATE_TOPICS)
@@ -183,6 +186,15 @@ def restore(
     max_members: Annotated[
         int, typer.Option("--max-members", min=1, help="Refuse an archive with more members than this.")
     ] = Limits.max_members,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--key-file",
+            help="The coordinators' signing key ([signing] key_file): check every record's seal with it first, as "
+            "the restored coordinators will (a record sealed with another key would be skipped as forged).",
+            show_default=False,
+        ),
+    ] = None,
     kafka_config: KafkaConfig = None,
     bootstrap: common.Bootstrap = None,
 ) -> None:
@@ -200,6 +212,8 @@ def restore(
         _fail(f"refused {str(file)!r}: {exc}", 2)
     out = Console(highlight=False, soft_wrap=True)
     _describe(out, archive)
+    if key_file is not None:
+        _check_seals(out, archive, key_file)
     members = rs.files_to_restore(archive)
     if restore_configs is not None:
         try:
@@ -229,6 +243,21 @@ def restore(
         _fail(f"--restore-configs: {_reason(exc)} (the topics were restored)")
     for path in written:
         out.print(f"wrote {escape(str(path))}")
+
+
+def _check_seals(out: Console, archive: Archive, key_file: Path) -> None:
+    try:
+        signer = load_signer(key_file, "--key-file")
+    except ConfigError as exc:
+        _fail(f"{exc.key}: {exc.reason}", 2)
+    report = check_seals(archive, StateKeys.derive(signer))
+    if report.failed:
+        _fail(
+            f"refused: {report.failed} of {report.checked} records are not sealed with the key of {str(key_file)!r} "
+            f"(a coordinator holding it would skip them as forged); first: {'; '.join(report.first)}",
+            2,
+        )
+    out.print(f"seals: all {report.checked} records verify with key {signer.key_id}")
 
 
 async def _restore(

@@ -307,3 +307,11 @@ def test_records_that_disagree_with_the_manifest_are_refused() -> None:
     assert "not increasing" in with_records([RECORDS[1], RECORDS[0], RECORDS[2]])
     members = {**contents(), MEMBER: b'{"partition": "x"}\n'}
     assert f"{MEMBER} line 1: not a record" in refused(archive_of(members))
+
+
+def test_entries_must_name_their_own_members() -> None:
+    members = contents()
+    other = msgspec.structs.replace(manifest().topics[0], name="myolo.state.registry")
+    assert "its records are in 'topics/myolo.state.registry.jsonl'" in refused(archive_of(members, topics=[other]))
+    misplaced = [ConfigInfo(member="checkpoints/job-a/step-00000020/.metadata", source="x")]
+    assert "should be under configs/" in refused(archive_of(members, configs=misplaced, checkpoints=[]))
