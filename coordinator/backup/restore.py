@@ -9,6 +9,7 @@ before the first record is written.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +41,10 @@ class TopicRestored:
 
 
 def catalogue_topics(archive: Archive) -> list[Topic]:
-    """The archive's topics as this version's catalogue defines them; refused when one is unknown or has fewer
-    partitions than the backup used (its records could not go back to their partitions)."""
+    """The archive's topics as this version's catalogue defines them, with the backup's partition count (a key's
+    partition is its hash modulo the count: with another count, the coordinators' next write of a key would land
+    on another partition than its restored record, and which one a reader applies last would be arbitrary).
+    Refused when one is not a state topic of this version."""
     out = []
     for info in archive.manifest.topics:
         topic = BY_NAME.get(info.name)
@@ -50,12 +53,7 @@ def catalogue_topics(archive: Archive) -> list[Topic]:
                 f"topic {info.name!r} is not a state topic of this version (restore with the "
                 f"myoloctl {archive.manifest.myolotrain} that made the backup)"
             )
-        if topic.partitions < info.partitions:
-            raise RestoreRefused(
-                f"topic {info.name!r}: the backup has {info.partitions} partitions, this version's "
-                f"catalogue {topic.partitions}"
-            )
-        out.append(topic)
+        out.append(dataclasses.replace(topic, partitions=info.partitions))
     return out
 
 
@@ -80,15 +78,16 @@ async def existing_records(settings: KafkaSettings, names: list[str]) -> dict[st
 
 async def check_target(settings: KafkaSettings, archive: Archive, force: bool) -> list[Topic]:
     """The topics to write, once the target is known to take them: refused naming a topic that holds records
-    (unless ``force``) or has fewer partitions than the backup."""
+    (unless ``force``) or exists with another partition count than the backup's."""
     topics = catalogue_topics(archive)
     wanted = {i.name: i for i in archive.manifest.topics}
     found = await existing_records(settings, list(wanted))
     for name, (partitions, _) in found.items():
-        if partitions < wanted[name].partitions:
+        if partitions != wanted[name].partitions:
             raise RestoreRefused(
-                f"topic {name!r} exists on the target with {partitions} partitions, the backup needs "
-                f"{wanted[name].partitions} (delete the topic, or restore into another cluster)"
+                f"topic {name!r} exists on the target with {partitions} partitions, the backup's has "
+                f"{wanted[name].partitions} (each key must stay on its partition: delete the topic so the restore "
+                "creates it, or restore into another cluster)"
             )
     full = {name: count for name, (_, count) in found.items() if count}
     if full and not force:
@@ -112,7 +111,8 @@ async def restore_topics(
     coordinators and agents of the restored cluster need them), write every record back to its partition, then
     read the new records back and compare them with the archive's (count, key, value, headers): ``RuntimeError``
     naming the first difference. ``topics``: the archive's, as :func:`check_target` found them."""
-    wanted = (*topics, *(t for t in CATALOGUE if t not in topics))
+    names = {t.name for t in topics}
+    wanted = (*topics, *(t for t in CATALOGUE if t.name not in names))
     created = await ensure_topics(settings.client_kwargs(), wanted, replication_factor=replication_factor)
     if created:
         progress(f"created {len(created)} topics: {', '.join(created)}")
