@@ -26,8 +26,9 @@ import agent
 from agent.commands.args import ArgsError
 from agent.commands.executor import ActionFn, AdmitFn
 from agent.daemon.runtime import Runtime
-from agent.daemon.trainer import trainer_python
+from agent.daemon.trainer import trainer_python, worker_env
 from agent.releases import ReleaseError, ReleaseStore, RestartPlan
+from agent.releases.base import interpreter_version
 from agent.releases.fetch import check_local
 from agent.releases.install import Fetch, check_upgrade, fetch_artifact, install_release
 from agent.releases.restart import restart_mode
@@ -94,7 +95,8 @@ class NodeReleases:
                 now=self.rt.clock.now(),
                 fetch=self._fetch,
             )
-            switched = store.switch(args.version, base=self._base_version(args.component))
+            base = await self._base_version(args.component) if store.current() is None else None
+            switched = store.switch(args.version, base=base)
             pruned = store.prune(cfg.keep)
         restart = self._after_switch(store, switched, args.restart, f"upgrade to {args.version}", args.rollout)
         return {
@@ -174,14 +176,12 @@ class NodeReleases:
     def _running_from_release(self) -> bool:
         return Path(agent.__file__).resolve().is_relative_to(self.store("agent").dir.resolve())
 
-    def _base_version(self, component: str) -> str | None:
-        """The version the component runs without a release, when this process can tell: its own version
-        while it runs its base install (the trainer's too when it shares the agent's interpreter)."""
-        if self._running_from_release():
-            return None
-        if component == "agent" or trainer_python(self.rt) == (sys.executable,):
-            return self.rt.version
-        return None
+    async def _base_version(self, component: str) -> str | None:
+        """The version the component runs without a release: the agent's own while it runs its base install;
+        the trainer's, what its interpreter imports with the workers' environment."""
+        if component == "trainer":
+            return await interpreter_version(trainer_python(self.rt), worker_env(self.rt))
+        return None if self._running_from_release() else self.rt.version
 
     def _warn_if_not_current(self) -> None:
         """A current release that is not what runs: the unit's PYTHONPATH does not start with its link."""

@@ -107,6 +107,8 @@ async def test_trainer_upgrades_switch_without_a_restart_and_roll_back_by_versio
         ack = await final(n, f"t{i}")
         assert ack.status == "done", ack.reason
         assert ack.result["restart"] is None and ack.result["version"] == version
+        if i == 0:  # the base install: what the trainer's interpreter imports (here the agent's own)
+            assert ack.result["previous"] == n.rt.version
     releases = short_dir / "releases" / "trainer"
     assert ack.result["previous"] == "7.1" and ack.result["pruned"] == ["7.0"]  # keep = 2
     assert (os.readlink(releases / "current"), os.readlink(releases / "previous")) == ("7.2", "7.1")

@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import agent
+from agent.releases.base import interpreter_version
 from tests.unit.agent.releases.wheels import build_wheel
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -57,3 +58,28 @@ def test_an_installed_wheel_reports_its_own_version_not_the_sources(tmp_path) ->
         timeout=120,
     )
     assert imported_version(target) == ("9.9.1.dev0", str(target / "agent" / "__init__.py"))
+
+
+async def test_the_trainers_base_version_is_what_its_interpreter_imports(tmp_path) -> None:
+    wheel = build_wheel(tmp_path / "dist", "7.7.7", name="myolotrain", files={"kernels/__init__.py": ""})
+    target = tmp_path / "trainer-venv"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert await interpreter_version([sys.executable], {**os.environ, "PYTHONPATH": str(target)}) == "7.7.7"
+    assert await interpreter_version([sys.executable, "-S"], {"PYTHONPATH": ""}) is None  # no such distribution
+    assert await interpreter_version([str(tmp_path / "no-python")], {}) is None
