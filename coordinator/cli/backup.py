@@ -190,7 +190,7 @@ def restore(
         Path | None,
         typer.Option(
             "--key-file",
-            help="The coordinators' signing key ([signing] key_file): check every record's seal with it first, as "
+            help="The coordinators' signing key (signing.key_file): check every record's seal with it first, as "
             "the restored coordinators will (a record sealed with another key would be skipped as forged).",
             show_default=False,
         ),
@@ -270,7 +270,7 @@ async def _restore(
 def _describe(out: Console, archive: Archive) -> None:
     m = archive.manifest
     source = m.source.bootstrap + (f" (cluster {m.source.cluster_id})" if m.source.cluster_id else "")
-    out.print(f"backup of {escape(source)}, {m.created}, myolotrain {escape(m.myolotrain)}; keeps {m.kept}")
+    out.print(f"backup of {escape(source)}, {escape(m.created)}, myolotrain {escape(m.myolotrain)}; keeps {m.kept}")
     rows = [[t.name, str(t.partitions), str(t.records), str(t.tombstones)] for t in m.topics]
     render.table(out, ["TOPIC", "PARTITIONS", "RECORDS", "TOMBSTONES"], rows)
     for c in m.configs:
