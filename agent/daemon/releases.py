@@ -45,7 +45,8 @@ class NodeReleases:
         self.rt = rt
         self._fetch = fetch
         self._lock = asyncio.Lock()
-        self._waiting: asyncio.Task | None = None  # the restart, waiting for the command's ack
+        self._pending: RestartPlan | None = None  # a restart waiting for its command's ack
+        self._waiting: asyncio.Task | None = None  # the task that waits
         self._warn_if_not_current()
 
     def store(self, component: str) -> ReleaseStore:
@@ -74,7 +75,7 @@ class NodeReleases:
             raise ArgsError(exc.reason, exc.field or "args.version") from None
 
     def _refuse_while_restarting(self) -> None:
-        plan = self.rt.restart
+        plan = self._pending or self.rt.restart
         if plan is not None:
             raise ArgsError(
                 f"the agent is restarting ({plan.reason}); send the command again once it is back", "action"
@@ -137,22 +138,28 @@ class NodeReleases:
             return None
         mode = restart_mode(self.rt.cfg.releases.restart, os.environ)
         version = switched.version or (store.base() or "base")
-        self.rt.restart = RestartPlan(mode=mode, release=str(store.current_path), version=version, reason=reason)
-        self._stop_after_ack()
+        self._stop_after_ack(RestartPlan(mode=mode, release=str(store.current_path), version=version, reason=reason))
         return mode
 
-    def _stop_after_ack(self) -> None:
+    def _stop_after_ack(self, plan: RestartPlan) -> None:
         """The action runs in the executor's task for this command, which ends once the ``done`` ack is in
-        the spool: the stop waits for that, so the ack is flushed with the spool and never lost."""
+        the spool: the stop waits for that, so the ack is flushed with the spool and never lost. The plan is
+        the runtime's only then: an agent stopped meanwhile (SIGTERM) just stops, and starts the new version
+        whenever it is started again."""
+        self._pending = plan
         command = asyncio.current_task()
 
         async def stop() -> None:
-            if command is not None:
-                await asyncio.wait([command])
-                if command.cancelled():  # the agent is stopping anyway; the new version runs at its next start
-                    return
-            log.warning("stopping to restart into the new version", reason=self.rt.restart and self.rt.restart.reason)
-            self.rt.stop_event.set()
+            try:
+                if command is not None:
+                    await asyncio.wait([command])
+                    if command.cancelled():
+                        return
+                log.warning("stopping to restart into the new version", reason=plan.reason)
+                self.rt.restart = plan
+                self.rt.stop_event.set()
+            finally:
+                self._pending = None
 
         self._waiting = asyncio.get_running_loop().create_task(stop(), name="release-restart")
 
