@@ -19,6 +19,7 @@ from coordinator.cli import (
     local,
     node,
     plan,
+    preflight,
     registry,
     rollout,
     token,
@@ -69,6 +70,7 @@ app.command()(backup.backup)
 app.command()(backup.restore)
 app.add_typer(rollout.app, name="rollout")
 app.add_typer(plan.app, name="plan")
+app.command(help=preflight.HELP)(preflight.preflight)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,167 @@
+"""``myoloctl preflight [NODE...]``: the seed's pre-upgrade checklist, run by the leader through the agents.
+
+The coordinator does the work (``POST /v1/preflight``, see ``coordinator/preflight/``); this prints its report
+as a table (node, check, value, threshold, PASS/FAIL/SKIP, reason) or as the API's JSON/YAML, and exits
+0 when no check failed, 1 when one did (or the coordinator could not be asked), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Annotated, NoReturn
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from coordinator.cli import common, render
+from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.get import Output, OutputOption
+from coordinator.cli.registry import print_body
+from coordinator.preflight.config import MAX_TIMEOUT_S
+from coordinator.preflight.records import DEFAULT_MIN_DRIVER, PreflightReport
+
+INPUT_ERRORS = (2, 400, 404, 409, 415)  # the caller's to fix: exit 2
+ANSWER_MARGIN_S = 30.0  # beyond the run's own timeout, for the report to come back
+_DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
+VERDICT_STYLES = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
+
+HELP = (
+    "Run the pre-upgrade checklist on NODE... (default: every Ready node) and print one row per node and "
+    "check, exiting 0 only when no check FAILed.\n\n"
+    "Checks: driver (the GPU driver the node's samples report, >= --min-driver: 515.65.01 is what CUDA 11.7 "
+    "needs); memory (every GPU keeps >= --min-free-memory % free, the OOM killer's margin); data (each job "
+    "running on the node: its data file's SHA-256, computed by the node's agent on a signed hash_files "
+    "command, against the dataSha256 the job recorded; a job without one is SKIP); nccl (a signed nccl_probe "
+    "on the node: its peak all-reduce bus bandwidth >= --min-busbw GB/s, the unit nccl-tests prints).\n\n"
+    "The leader runs it (a standby redirects); it waits for the agents up to --timeout. A node that is not "
+    "Ready, or does not answer in time, FAILs: an unchecked node is not a ready one.\n\n"
+    "Exit codes: 0 every check passed or was skipped (with --strict: passed); 1 a check failed, or no "
+    "coordinator answered; 2 bad input (an unknown node, a bad option, another pre-flight running)."
+)
+
+
+class Check(enum.StrEnum):
+    driver = "driver"
+    memory = "memory"
+    data = "data"
+    nccl = "nccl"
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    common.fail(escape(message), code)
+
+
+def request_body(
+    nodes: list[str],
+    skip: list[Check],
+    only: list[Check],
+    min_busbw: float,
+    min_free_memory: float,
+    min_driver: str,
+    timeout: float | None,
+) -> dict[str, object]:
+    """The API request for these options (what is not given is left to the coordinator's defaults)."""
+    if skip and only:
+        fail("--skip and --only: give one of them (--only names the checks to run, --skip the ones not to)")
+    chosen = [c.value for c in (only or Check) if c not in skip]
+    if not chosen:
+        fail(f"--skip: every check is skipped ({', '.join(c.value for c in skip)}); leave at least one to run")
+    body: dict[str, object] = {
+        "checks": chosen,
+        "min_busbw_gbps": min_busbw,
+        "min_free_memory_pct": min_free_memory,
+        "min_driver": min_driver,
+    }
+    if nodes:
+        body["nodes"] = list(dict.fromkeys(nodes))
+    if timeout is not None:
+        body["timeout_s"] = timeout
+    return body
+
+
+def _short(cell: str | None) -> str:
+    """A digest cut to its first 12 digits (the reason keeps it whole, and -o json every field)."""
+    return _DIGEST.sub(lambda m: m[0][:12] + "…", cell) if cell else "-"
+
+
+def render_report(report: PreflightReport, console: Console, via: str | None) -> None:
+    rows = []
+    for r in report.results:
+        check = r.check if r.subject is None or r.check == "memory" else f"{r.check} {r.subject}"
+        verdict = Text(r.verdict, style=VERDICT_STYLES[r.verdict])
+        rows.append([r.node_id, check, _short(r.value), _short(r.threshold), verdict, r.reason])
+    render.table(console, ["NODE", "CHECK", "VALUE", "THRESHOLD", "RESULT", "REASON"], rows)
+    style = "bold green" if report.ok else "bold red"
+    word = "ready" if report.ok else "NOT ready"
+    t = report.thresholds
+    console.print(
+        f"[{style}]{word}[/]: {report.passed} passed, {report.failed} failed, {report.skipped} skipped on "
+        f"{len(report.nodes)} node(s) in {report.finished - report.started:.1f} s",
+    )
+    console.print(
+        escape(
+            f"thresholds: driver >= {t.min_driver}, >= {t.min_free_memory_pct:g}% GPU memory free, busbw >= "
+            f"{t.min_busbw_gbps:g} GB/s, agents' answers within {t.timeout_s:g} s; run by {report.by} "
+            f"(epoch {report.epoch}) via {via}"
+        ),
+        style="dim",
+    )
+
+
+def preflight(
+    nodes: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="NODE...",
+            help="Nodes to check, as `myoloctl get nodes` lists them (default: every Ready node).",
+            show_default=False,
+        ),
+    ] = None,
+    min_busbw: Annotated[
+        float, typer.Option("--min-busbw", min=0, help="Least all-reduce bus bandwidth, GB/s (nccl-tests' busbw).")
+    ] = 10.0,
+    min_free_memory: Annotated[
+        float, typer.Option("--min-free-memory", min=0, max=100, help="Least free memory on every GPU, in %.")
+    ] = 10.0,
+    min_driver: Annotated[
+        str, typer.Option("--min-driver", help="Oldest GPU driver accepted (515.65.01: CUDA 11.7).")
+    ] = DEFAULT_MIN_DRIVER,
+    skip: Annotated[
+        list[Check] | None, typer.Option("--skip", help="A check not to run (repeatable): driver, memory, data, nccl.")
+    ] = None,
+    only: Annotated[
+        list[Check] | None, typer.Option("--only", help="Run only this check (repeatable).", show_default=False)
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=1,
+            max=MAX_TIMEOUT_S,
+            help="Seconds to wait for the agents' answers (default: the coordinator's preflight.timeout_s, 120 s).",
+            show_default=False,
+        ),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a check was skipped, too.")] = False,
+    output: OutputOption = Output.table,
+    api: ApiOption = None,
+) -> None:
+    """Run the pre-upgrade checklist on NODE... (see HELP, which main.py registers as this command's help)."""
+    body = request_body(nodes or [], skip or [], only or [], min_busbw, min_free_memory, min_driver, timeout)
+    try:
+        client = ApiClient.from_option(api)
+        client.timeout = (timeout or MAX_TIMEOUT_S) + ANSWER_MARGIN_S  # the answer comes when the agents' do
+        answer = client.post("/v1/preflight", body)
+    except ApiError as exc:
+        fail(exc.render(), code=2 if exc.status in INPUT_ERRORS else 1)
+    try:
+        report = msgspec.convert(answer, PreflightReport)
+    except msgspec.ValidationError as exc:
+        fail(f"cannot read the coordinator's report: {exc} (is myoloctl older than the API?)", code=1)
+    print_body(answer, output, lambda console: render_report(report, console, client.last_url))
+    if not report.ok or (strict and report.skipped):
+        raise typer.Exit(1)

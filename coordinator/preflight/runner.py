@@ -1,0 +1,233 @@
+"""One pre-flight run: judge what the fleet view holds, ask each node's agent the rest, wait (bounded), report.
+
+The readings (driver, GPU memory) come from each node's newest sample, so they cost nothing and are as fresh
+as the node is Ready. The data and bandwidth checks ask the node: a signed ``hash_files`` command with the
+paths of the jobs that run there, and a signed ``nccl_probe``; the run waits for every answer up to its
+timeout on the coordinator's clock, looking at the commands' outcomes as the jobs component does (the
+commands component follows the acks). A node that does not answer in time FAILs its check with the reason;
+its command lives on (``GET /v1/commands`` shows what became of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import structlog
+
+from coordinator.commands.interface import CommandSender
+from coordinator.commands.records import CommandIntent
+from coordinator.fleet.model import NodeState
+from coordinator.jobs.records import JobRecord
+from coordinator.preflight import checks
+from coordinator.preflight.config import PreflightConfig
+from coordinator.preflight.records import (
+    CHECKS,
+    CheckName,
+    CheckResult,
+    FileDigest,
+    PreflightReport,
+    PreflightRequest,
+    ProbeSummary,
+    Thresholds,
+)
+from events.clock import Clock
+
+log = structlog.get_logger("myolo.coordinator.preflight")
+NO_SHA = "the job recorded no dataSha256"
+
+
+@dataclass
+class DataFile:
+    """A job's data file to check on a node (its member)."""
+
+    job: str
+    path: str
+    sha256: str
+
+
+@dataclass
+class Asked:
+    """A command sent for one node's check, and the rows that wait on its answer."""
+
+    node_id: str
+    check: CheckName
+    intent: CommandIntent
+    files: list[DataFile] = field(default_factory=list)
+
+
+def data_files(node_id: str, jobs: Iterable[JobRecord]) -> tuple[list[DataFile], list[CheckResult]]:
+    """The data files of the jobs whose current generation runs on the node, and a SKIP row for each job that
+    has nothing to check (synthetic data, no digest recorded, a relative path)."""
+    files, skipped = [], []
+    for rec in sorted(jobs, key=lambda r: r.name):
+        gen = rec.generation
+        if rec.terminal or gen is None or gen.member(node_id) is None:
+            continue
+        trainer = rec.spec.trainer
+        path, why = trainer.data_path, None
+        if path is None:
+            why = "the job trains on synthetic data (no dataPath): nothing to hash"
+        elif trainer.data_sha256 is None:
+            why = NO_SHA
+        elif not path.startswith("/"):
+            why = (
+                "dataPath is relative: it resolves in the workers' run directory, not the agent's; give it as an "
+                "absolute path to have it checked"
+            )
+        if why is None and path is not None and trainer.data_sha256 is not None:
+            files.append(DataFile(rec.name, path, trainer.data_sha256))
+        else:
+            subject = f"job/{rec.name}" + (f" {path}" if path else "")
+            skipped.append(
+                CheckResult(node_id=node_id, check="data", verdict="SKIP", subject=subject, reason=why or "")
+            )
+    return files, skipped
+
+
+class PreflightRun:
+    def __init__(self, commands: CommandSender, clock: Clock, cfg: PreflightConfig, request: PreflightRequest) -> None:
+        self.commands, self.clock, self.cfg, self.req = commands, clock, cfg, request
+        self.checks: list[CheckName] = [c for c in CHECKS if request.checks is None or c in request.checks]
+        self.timeout_s = request.timeout_s if request.timeout_s is not None else cfg.timeout_s
+        self.rows: list[CheckResult] = []
+        self.asked: list[Asked] = []
+
+    async def run(self, nodes: list[NodeState], jobs: list[JobRecord], epoch: int, by: str) -> PreflightReport:
+        started = self.clock.now()
+        for node in nodes:
+            await self._node(node, jobs)
+        await self._wait()
+        for asked in self.asked:
+            self._answered(asked)
+        order = {n.node_id: i for i, n in enumerate(nodes)}
+        self.rows.sort(key=lambda r: (order[r.node_id], CHECKS.index(r.check)))
+        counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in ("PASS", "FAIL", "SKIP")}
+        report = PreflightReport(
+            ok=counts["FAIL"] == 0,
+            passed=counts["PASS"],
+            failed=counts["FAIL"],
+            skipped=counts["SKIP"],
+            nodes=[n.node_id for n in nodes],
+            checks=self.checks,
+            thresholds=Thresholds(
+                min_driver=self.req.min_driver,
+                min_free_memory_pct=self.req.min_free_memory_pct,
+                min_busbw_gbps=self.req.min_busbw_gbps,
+                timeout_s=self.timeout_s,
+            ),
+            results=self.rows,
+            started=started,
+            finished=self.clock.now(),
+            epoch=epoch,
+            by=by,
+        )
+        log.info("preflight done", by=by, ok=report.ok, nodes=len(nodes), failed=report.failed, epoch=epoch)
+        return report
+
+    # ---- per node -------------------------------------------------------------------------------------------
+    async def _node(self, node: NodeState, jobs: list[JobRecord]) -> None:
+        if node.liveness != "Ready":
+            seen = f"last sample {self.clock.now() - node.last_seen:.0f} s ago" if node.last_seen else "never seen"
+            why = f"the node is {node.liveness} ({seen}): its readings are stale and it cannot be asked"
+            self.rows += [CheckResult(node_id=node.node_id, check=c, verdict="FAIL", reason=why) for c in self.checks]
+            return
+        if "driver" in self.checks:
+            self.rows.append(checks.driver(node, self.req.min_driver))
+        if "memory" in self.checks:
+            self.rows.append(checks.memory(node, self.req.min_free_memory_pct))
+        if "data" in self.checks:
+            files, skipped = data_files(node.node_id, jobs)
+            self.rows += skipped
+            if files:
+                paths = list(dict.fromkeys(f.path for f in files))
+                await self._ask(
+                    node, "data", "hash_files", {"paths": paths, "max_bytes": self.cfg.hash_max_bytes}, files
+                )
+            elif not skipped:
+                self.rows.append(
+                    CheckResult(node_id=node.node_id, check="data", verdict="SKIP", reason="no job runs on this node")
+                )
+        if "nccl" in self.checks:
+            args = {
+                "world_size": min(64, max(2, len(node.gpus))),
+                "timeout_s": min(self.cfg.probe_timeout_s, max(1.0, self.timeout_s)),
+            }
+            await self._ask(node, "nccl", "nccl_probe", args)
+
+    async def _ask(
+        self, node: NodeState, check: CheckName, action: str, args: dict[str, Any], files: list[DataFile] | None = None
+    ) -> None:
+        try:
+            intent = await self.commands.issue(node.node_id, action, args)
+        except ValueError as exc:  # the arguments: our fault, said as it is
+            self._failed(node.node_id, check, f"{action} could not be sent: {exc}", files)
+            return
+        self.asked.append(Asked(node.node_id, check, intent, files or []))
+
+    async def _wait(self) -> None:
+        """Until every command sent has an outcome, or the timeout (the coordinator's clock)."""
+        deadline = self.clock.monotonic() + self.timeout_s
+        while any(not self._finished(a) for a in self.asked):
+            left = deadline - self.clock.monotonic()
+            if left <= 0:
+                return
+            await self.clock.sleep(min(self.cfg.poll_s, left))
+
+    def _finished(self, asked: Asked) -> bool:
+        intent = self.commands.intent(asked.intent.command_id)
+        return intent is None or intent.terminal
+
+    # ---- answers --------------------------------------------------------------------------------------------
+    def _answered(self, asked: Asked) -> None:
+        intent = self.commands.intent(asked.intent.command_id) or asked.intent
+        node, cid, action = asked.node_id, intent.command_id, intent.action
+        if intent.status not in ("done", "duplicate"):
+            if intent.status == "pending":
+                why = f"no answer within {self.timeout_s:g} s: the node's agent did not take {action} (is it running?)"
+            elif intent.status == "accepted":
+                why = f"no answer within {self.timeout_s:g} s: the node took {action} and is still at it"
+            else:
+                why = f"{action} {intent.status} on {node}: {intent.reason or 'no reason given'}"
+            self._failed(node, asked.check, why, asked.files, cid)
+            return
+        if asked.check == "data":
+            try:
+                found = msgspec.convert(intent.result, dict[str, FileDigest])
+            except msgspec.ValidationError as exc:
+                self._failed(node, "data", f"the agent's hash_files answer does not read: {exc}", asked.files, cid)
+                return
+            for f in asked.files:
+                row = checks.data(node, f.job, f.path, f.sha256, found.get(f.path))
+                row.command_id = cid
+                self.rows.append(row)
+        else:
+            try:
+                summary = msgspec.convert(intent.result, ProbeSummary)
+            except msgspec.ValidationError as exc:
+                self._failed(node, "nccl", f"the agent's nccl_probe answer does not read: {exc}", None, cid)
+                return
+            row = checks.nccl(node, summary, self.req.min_busbw_gbps)
+            row.command_id = cid
+            self.rows.append(row)
+
+    def _failed(
+        self, node_id: str, check: CheckName, why: str, files: list[DataFile] | None, cid: str | None = None
+    ) -> None:
+        if check == "data" and files:
+            for f in files:
+                self.rows.append(
+                    CheckResult(
+                        node_id=node_id,
+                        check="data",
+                        verdict="FAIL",
+                        subject=f"job/{f.job} {f.path}",
+                        threshold=f"sha256 {f.sha256}",
+                        reason=why,
+                        command_id=cid,
+                    )
+                )
+            return
+        self.rows.append(CheckResult(node_id=node_id, check=check, verdict="FAIL", reason=why, command_id=cid))
