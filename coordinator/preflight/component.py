@@ -99,4 +99,9 @@ class Preflight(Component):
         return {"preflight_runs": self.runs, "preflight_failed_runs": self.failed_runs}
 
     def status(self) -> dict[str, Any]:
-        return {"preflight_last": msgspec.to_builtins(self.last) if self.last is not None else None}
+        """The last run's outcome in brief (its rows were the answer to whoever ran it)."""
+        last = self.last
+        if last is None:
+            return {"preflight_last": None}
+        keep = ("ok", "passed", "failed", "skipped", "nodes", "checks", "finished", "by")
+        return {"preflight_last": {k: msgspec.to_builtins(getattr(last, k)) for k in keep}}

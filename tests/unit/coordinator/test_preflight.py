@@ -61,6 +61,8 @@ async def test_every_check_passes_on_a_healthy_fleet_with_the_recorded_data(sim:
     assert msgspec.convert(hashes[0].args, HashFilesArgs) == HashFilesArgs(paths=[PATH], max_bytes=1 << 40)
     assert msgspec.convert(probes[0].args, NcclProbeArgs).world_size == 2
     assert {data.command_id, nccl.command_id} <= {c.command_id for c in hashes + probes}
+    assert sim.preflight.stats() == {"preflight_runs": 1, "preflight_failed_runs": 0}
+    assert sim.preflight.status()["preflight_last"]["ok"] is True
 
 
 async def test_a_wrong_digest_fails_naming_the_node_and_the_file(sim: PreflightSim) -> None:
