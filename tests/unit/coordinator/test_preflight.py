@@ -4,18 +4,28 @@ agents' answers to signed hash_files and nccl_probe commands, waiting bounded on
 from __future__ import annotations
 
 import asyncio
+import json
 
 import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from agent.commands.hash_files import hash_files_action
+from agent.commands.probe import summary
 from coordinator.api import openapi
 from coordinator.api.app import create_app
 from coordinator.components import COMPONENTS
 from coordinator.core.errors import NotLeader
 from coordinator.preflight.checks import version_tuple
 from coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
-from coordinator.preflight.records import CheckResult, PreflightReport, PreflightRequest
+from coordinator.preflight.records import (
+    CheckResult,
+    FileDigest,
+    PreflightReport,
+    PreflightRequest,
+    ProbeSummary,
+)
+from events.payloads import BandwidthPoint, BandwidthReport
 from events.payloads.commands import HashFilesArgs, NcclProbeArgs
 from tests.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.unit.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
@@ -243,3 +253,17 @@ async def test_the_route_answers_fit_the_document(
 async def test_a_viewer_may_not_run_it(client: TestClient) -> None:
     resp = await client.post("/v1/preflight", json={}, headers=bearer(VIEWER))
     assert resp.status == 403
+
+
+async def test_the_agents_real_answers_read_as_the_preflight_expects(tmp_path) -> None:
+    """The two sides' shapes of a hash_files and an nccl_probe result, joined: what the agent's code writes is
+    what the coordinator's records read (they do not import each other)."""
+    path = tmp_path / "train.bin"
+    path.write_bytes(DATA)
+    answer = await hash_files_action()(paths=[str(path), str(tmp_path)], max_bytes=1 << 20)
+    digests = msgspec.convert(json.loads(json.dumps(answer)), dict[str, FileDigest])
+    assert digests[str(path)] == FileDigest(sha256=sha(DATA), size=len(DATA))
+    assert (digests[str(tmp_path)].error or "").startswith("refused: a directory")
+    point = BandwidthPoint(size_bytes=1 << 20, time_s=0.001, algbw_gbps=1.05, busbw_gbps=1.05)
+    report = BandwidthReport(node_id="n1", backend="gloo", world_size=2, points=[point])
+    assert msgspec.convert(summary(report), ProbeSummary).peak_busbw_gbps == 1.05
