@@ -67,6 +67,7 @@ class Preflight(Component):
             try:
                 run = PreflightRun(self.commands, self.ctx.clock, self.cfg, request)
                 report = await run.run(nodes, self.jobs.jobs(), epoch, by)
+                self.ctx.leadership.require()  # deposed meanwhile: the acks stopped counting; the caller retries
             finally:
                 self._running = None
         self.runs += 1

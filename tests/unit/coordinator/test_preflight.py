@@ -267,3 +267,16 @@ async def test_the_agents_real_answers_read_as_the_preflight_expects(tmp_path) -
     point = BandwidthPoint(size_bytes=1 << 20, time_s=0.001, algbw_gbps=1.05, busbw_gbps=1.05)
     report = BandwidthReport(node_id="n1", backend="gloo", world_size=2, points=[point])
     assert msgspec.convert(summary(report), ProbeSummary).peak_busbw_gbps == 1.05
+
+
+async def test_a_leader_deposed_during_a_run_answers_not_leader(sim: PreflightSim) -> None:
+    """Its acks stopped counting when it stepped down: no report from it; the caller asks the new leader."""
+    sim.silent.update({"n1", "n2"})
+    run = asyncio.create_task(sim.preflight.preflight(PreflightRequest(checks=["nccl"], timeout_s=2), "operator:a"))
+    await sim.clock.advance(0.5)
+    sim.coord._end_term()
+    while not run.done():
+        await sim.clock.advance(0.5)
+    with pytest.raises(NotLeader):
+        run.result()
+    assert sim.preflight.runs == 0
