@@ -103,7 +103,7 @@ class PreflightRun:
         for asked in self.asked:
             self._answered(asked)
         order = {n.node_id: i for i, n in enumerate(nodes)}
-        self.rows.sort(key=lambda r: (order[r.node_id], CHECKS.index(r.check)))
+        self.rows.sort(key=lambda r: (order[r.node_id], CHECKS.index(r.check), r.subject or ""))
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in ("PASS", "FAIL", "SKIP")}
         report = PreflightReport(
             ok=counts["FAIL"] == 0,
