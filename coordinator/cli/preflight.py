@@ -102,11 +102,16 @@ def render_report(report: PreflightReport, console: Console, via: str | None) ->
         f"[{style}]{word}[/]: {report.passed} passed, {report.failed} failed, {report.skipped} skipped on "
         f"{len(report.nodes)} node(s) in {report.finished - report.started:.1f} s",
     )
+    said = {
+        "driver": f"driver >= {t.min_driver}",
+        "memory": f">= {t.min_free_memory_pct:g}% GPU memory free",
+        "data": "data as each job recorded",
+        "nccl": f"busbw >= {t.min_busbw_gbps:g} GB/s",
+    }
     console.print(
         escape(
-            f"thresholds: driver >= {t.min_driver}, >= {t.min_free_memory_pct:g}% GPU memory free, busbw >= "
-            f"{t.min_busbw_gbps:g} GB/s, agents' answers within {t.timeout_s:g} s; run by {report.by} "
-            f"(epoch {report.epoch}) via {via}"
+            f"checked: {', '.join(said[c] for c in report.checks)}; agents' answers within {t.timeout_s:g} s; "
+            f"run by {report.by} (epoch {report.epoch}) via {via}"
         ),
         style="dim",
     )
