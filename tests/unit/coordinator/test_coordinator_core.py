@@ -28,10 +28,11 @@ from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
-from events.topics import STATE_COORDINATOR, STATE_NODES, STATE_ROLLOUTS
+from events.topics import STATE_COORDINATOR, STATE_NODES
 from tests.api_auth import VIEWER, bearer, security
 from tests.unit.coordinator.offline import offline_coordinator
 
+STATE_TOY = "myolo.state.toy"  # a topic no real component owns
 INFO = RecordInfo("t", 0, 0)
 
 
@@ -114,7 +115,7 @@ class Toy(Component):
     name = "toy"
     config = ToyConfig
     consumes = (ReleasePublished,)
-    owns = (StateTopic(STATE_ROLLOUTS, {"toy": ToyRecord}),)
+    owns = (StateTopic(STATE_TOY, {"toy": ToyRecord}),)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -150,7 +151,7 @@ async def test_a_new_component_gets_its_config_state_events_ticks_and_routes(tmp
     toy = coord.get(Toy)
     assert "myolo.releases" in coord.router.topics()
     await feed(coord, ReleasePublished(component="trainer", version="1.2.3", artifact="img"))
-    coord.apply_state(STATE_ROLLOUTS, "j1", ToyRecord(n=1), "toy")
+    coord.apply_state(STATE_TOY, "j1", ToyRecord(n=1), "toy")
     await feed(coord, sample())
     await coord.tick()
     assert toy.seen == [("event", "trainer"), ("state", "j1", ToyRecord(n=1)), ("tick", 1)]
