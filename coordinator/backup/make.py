@@ -100,6 +100,11 @@ async def make_backup(settings: KafkaSettings, req: BackupRequest, progress: Pro
     started = time.time()
     progress(f"reading {len(req.topics)} state topics from {settings.resolved_bootstrap()}")
     dumps, absent = await read_topics(settings, req.topics, progress)
+    if not dumps:
+        raise BackupError(
+            f"none of the topics asked for exists on {settings.resolved_bootstrap()} ({', '.join(absent)}): is it the "
+            "cluster's bootstrap address (--bootstrap, --kafka-config)?"
+        )
     jobs = next((d for d in dumps if d.name == t.STATE_JOBS), None)
     if req.checkpoints and jobs is not None:
         dirs = job_checkpoint_dirs(jobs.records)

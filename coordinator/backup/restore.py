@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from coordinator.backup.archive import Archive
 from coordinator.backup.schema import Record
+from coordinator.backup.state_read import existing_topics
 from coordinator.leader.aiokafka_internals import load_metadata
 from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
 from events.files import atomic_write
@@ -59,15 +60,17 @@ def catalogue_topics(archive: Archive) -> list[Topic]:
 
 async def existing_records(settings: KafkaSettings, names: list[str]) -> dict[str, tuple[int, int]]:
     """For each topic of ``names`` that exists on the target: (partitions, records it holds now)."""
+    listed = await existing_topics(settings)
+    there = [n for n in names if n in listed]
+    out: dict[str, tuple[int, int]] = {}
+    if not there:
+        return out
     consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False, group_id=None)
     await consumer.start()
     try:
-        await load_metadata(consumer, names)
-        out: dict[str, tuple[int, int]] = {}
-        for name in names:
+        await load_metadata(consumer, there)
+        for name in there:
             parts = [TopicPartition(name, p) for p in sorted(consumer.partitions_for_topic(name) or ())]
-            if not parts:
-                continue
             begin = await consumer.beginning_offsets(parts)
             end = await consumer.end_offsets(parts)
             out[name] = (len(parts), sum(end[tp] - begin[tp] for tp in parts))

@@ -53,20 +53,36 @@ async def cluster_id(settings: KafkaSettings) -> str | None:
             await admin.close()
 
 
+async def existing_topics(settings: KafkaSettings) -> set[str]:
+    """The topics the cluster has. Asked of the admin API (a list of all): a consumer asking for the metadata of a
+    topic that does not exist makes a broker with ``auto.create.topics.enable`` create it, with the broker's
+    defaults (one partition, not compacted), which a backup must never do, nor a restore before it creates the
+    topic as the catalogue says."""
+    admin = AIOKafkaAdminClient(**settings.client_kwargs())
+    await admin.start()
+    try:
+        return set(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
 async def read_topics(
     settings: KafkaSettings, topics: list[str], progress: Progress = lambda _: None
 ) -> tuple[list[TopicDump], list[str]]:
     """Every topic of ``topics`` that exists, read to its end offsets of now; and the names that do not exist."""
+    there = await existing_topics(settings)
+    absent = [t for t in topics if t not in there]
+    present = [t for t in topics if t in there]
     consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False, group_id=None)
     await consumer.start()
     try:
-        await load_metadata(consumer, topics)
-        found = {t: sorted(consumer.partitions_for_topic(t) or ()) for t in topics}
-        absent = [t for t, parts in found.items() if not parts]
+        await load_metadata(consumer, present)
+        found = {t: sorted(consumer.partitions_for_topic(t) or ()) for t in present}  # before assign() narrows it
         dumps = []
-        for topic in topics:
-            if found[topic]:
-                dumps.append(await _read_one(consumer, topic, found[topic], progress))
+        for topic in present:
+            if not found[topic]:
+                raise RuntimeError(f"topic {topic!r} is listed by the cluster but has no partitions in its metadata")
+            dumps.append(await _read_one(consumer, topic, found[topic], progress))
         return dumps, absent
     finally:
         await consumer.stop()
