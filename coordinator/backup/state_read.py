@@ -1,4 +1,5 @@
-"""Reading state topics for a backup: from the beginning to the end offsets taken at the start, so it ends.
+"""Reading state topics for a backup: from the beginning to the end offsets taken at the start (one moment for
+every topic), so it ends.
 
 A compacted topic is compacted lazily: it may still hold older values of a key, and tombstones. What a reader of
 the whole log ends up with is the newest record of each key (a tombstone: the key is deleted), so that is what a
@@ -78,21 +79,27 @@ async def read_topics(
     try:
         await load_metadata(consumer, present)
         found = {t: sorted(consumer.partitions_for_topic(t) or ()) for t in present}  # before assign() narrows it
-        dumps = []
-        for topic in present:
-            if not found[topic]:
+        for topic, partitions in found.items():
+            if not partitions:
                 raise RuntimeError(f"topic {topic!r} is listed by the cluster but has no partitions in its metadata")
-            dumps.append(await _read_one(consumer, topic, found[topic], progress))
+        every = [TopicPartition(t, p) for t, parts in found.items() for p in parts]
+        end = await consumer.end_offsets(every) if every else {}  # one moment for every topic, before any is read
+        dumps = [await _read_one(consumer, topic, found[topic], end, progress) for topic in present]
         return dumps, absent
     finally:
         await consumer.stop()
 
 
-async def _read_one(consumer: AIOKafkaConsumer, topic: str, partitions: list[int], progress: Progress) -> TopicDump:
+async def _read_one(
+    consumer: AIOKafkaConsumer,
+    topic: str,
+    partitions: list[int],
+    end: dict[TopicPartition, int],
+    progress: Progress,
+) -> TopicDump:
     parts = [TopicPartition(topic, p) for p in partitions]
     consumer.assign(parts)
     await consumer.seek_to_beginning(*parts)
-    end = await consumer.end_offsets(parts)
     latest: dict[tuple[int, bytes], Record] = {}
     unkeyed: list[Record] = []  # a compacted topic refuses them; kept all, should another policy have let one in
     read = idle = 0
