@@ -77,13 +77,19 @@ def start(
         str | None, typer.Option("--waves", help="Cumulative shares of the nodes, e.g. 5,20,50,100.")
     ] = None,
     bake: Annotated[str | None, typer.Option("--bake", help="Bake time per wave, e.g. 7d, 1h, 90s.")] = None,
+    tolerance: Annotated[
+        float | None,
+        typer.Option("--throughput-tolerance", help="Allowed change of the jobs' per-replica tokens/s (0.03: +-3 %)."),
+    ] = None,
     api: ApiOption = None,
 ) -> None:
     """Start a rollout (admin): the waves are planned over the Ready, uncordoned nodes, idle ones first."""
     plan: dict[str, Any] | None = None
     try:
-        if waves or bake:
+        if waves or bake or tolerance is not None:
             plan = {}
+            if tolerance is not None:
+                plan["throughput_tolerance"] = tolerance
             if waves:
                 plan["waves"] = [float(w.strip().rstrip("%")) for w in waves.split(",") if w.strip()]
             if bake:

@@ -19,7 +19,7 @@ MAX_HISTORY = 200
 ROLLOUT_BY = "auto:rollout"  # the author of the cordons a rollout sets (and only it lifts)
 
 
-class Wave(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Wave(msgspec.Struct, kw_only=True):
     index: int
     percent: float
     nodes: list[str]
@@ -43,7 +43,7 @@ class Change(msgspec.Struct, kw_only=True, omit_defaults=True):
     by: str = "auto"
 
 
-class RolloutRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RolloutRecord(msgspec.Struct, kw_only=True):
     name: str
     component: str  # agent | trainer
     version: str

@@ -12,13 +12,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import re
-import shutil
 import signal
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,46 +23,12 @@ from events.bus import EventConsumer, EventProducer
 from events.payloads import Command, CommandAck, NodeSample
 from events.topics import COMMAND_ACKS, NODE_SAMPLES
 from tests.helpers import new_ed25519_key, wait_until
-from tests.integration.agent.agent_proc import ROOT, AgentProc
+from tests.integration.agent.agent_proc import AgentProc
+from tests.integration.wheel import build_project_wheel
 
 pytestmark = pytest.mark.kafka
 NEW = "4.0.1.dev0"
 OLD = source_agent.SOURCE_VERSION
-
-
-def build_project_wheel(work: Path, version: str) -> Path:
-    """``myolotrain-<version>-py3-none-any.whl`` from a copy of the source tree, built offline."""
-    src = work / "src"
-    src.mkdir(parents=True)
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("events", "agent", "coordinator", "kernels"):
-        shutil.copytree(ROOT / name, src / name, ignore=skip)
-    shutil.copy2(ROOT / "README.md", src / "README.md")
-    pyproject, n = re.subn(r'(?m)^version = ".*"$', f'version = "{version}"', (ROOT / "pyproject.toml").read_text())
-    assert n == 1, "pyproject.toml should have one version line"
-    (src / "pyproject.toml").write_text(pyproject)
-    out = work / "dist"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "-w",
-            str(out),
-            str(src),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    [wheel] = out.glob("myolotrain-*.whl")
-    assert wheel.name == f"myolotrain-{version}-py3-none-any.whl"
-    return wheel
 
 
 async def test_an_agent_upgrades_itself_to_a_wheel_of_this_project_and_rolls_back(
