@@ -68,6 +68,8 @@ async def test_start_status_pause_resume_abort_and_history(served, tmp_path: Pat
     assert (await myoloctl(url, "rollout", "resume", "agent-4.1.0")).exit_code == 0
     aborted = await myoloctl(url, "rollout", "abort", "agent-4.1.0")
     assert aborted.exit_code == 0 and "Aborted" in aborted.output  # nothing was upgraded: nothing to undo
+    watched = await myoloctl(url, "rollout", "status", "agent-4.1.0", "-w")  # ended: returns at once
+    assert watched.exit_code == 0 and "Aborted" in watched.output
     listing = await myoloctl(url, "rollout", "history")
     assert listing.exit_code == 0 and "agent-4.1.0" in listing.output and "Aborted" in listing.output
     as_json = json.loads((await myoloctl(url, "rollout", "history", "-o", "json")).output)

@@ -221,3 +221,24 @@ async def test_undo_after_success_and_a_new_leader_resumes_from_the_state(sim: F
         if topic == STATE_ROLLOUTS:
             other.apply_state(STATE_ROLLOUTS, record.name, record, "rollout")
     assert other.get(Rollouts).rollout(rec.name).phase == "RolledBack"
+
+
+async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_does_not(sim: FleetSim) -> None:
+    from events.payloads import ReleasePublished
+
+    await sim.deliver(ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl"), "/ci")
+    assert sim.rollouts.rollouts() == []  # nothing unverifiable is installed
+    await sim.deliver(ReleasePublished(component="web-ui", version="9", artifact="/srv/x", sha256=SHA), "/ci")
+    assert sim.rollouts.rollouts() == []  # not something agents install
+    await sim.deliver(
+        ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl", sha256=SHA), "/ci"
+    )
+    (rec,) = sim.rollouts.rollouts()
+    assert (rec.name, rec.component, rec.version, rec.source, rec.by) == (
+        "agent-4.2.0",
+        "agent",
+        "4.2.0",
+        "release",
+        "auto:release",
+    )
+    assert rec.plan == sim.rollouts.cfg.plan and [len(w.nodes) for w in rec.waves] == [1, 1, 1, 2]
