@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,19 @@ def new_ed25519_key(path: Path) -> Ed25519Signer:
     """A fresh Ed25519 private key at ``path`` (0600) with its public half at ``path.pub``."""
     path.unlink(missing_ok=True)
     return ensure_ed25519(path)
+
+
+def poll_until(
+    what: str, check: Callable[[], Any], timeout: float, every: Callable[[], None] | None = None, pause: float = 0.5
+) -> Any:
+    """``check()``'s first truthy value, polled every ``pause`` s (calling ``every`` between polls) until
+    ``timeout``: for tests of real processes, whose conditions come true on their own clocks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if every is not None:
+            every()
+        time.sleep(pause)

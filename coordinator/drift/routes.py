@@ -6,23 +6,22 @@ API's body limit whatever the number of features; ``myoloctl drift baseline set`
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
+from coordinator.api.body import decode_body
 from coordinator.api.errors import ApiError
 from coordinator.drift.interface import DriftAPI
 from coordinator.drift.reference import CategoricalReference, NumericReference
 from coordinator.drift.rule import DriftRule
-from events.errors import validation_problem
 
 LIST_PATH = "/v1/drift"
 MODEL_PATH = "/v1/drift/{model}"
 REFERENCE_PATH = "/v1/drift/{model}/references/{feature}"
 RULE_PATH = "/v1/drift/{model}/rule"
-T = TypeVar("T")
 _REF_HINT = 'send {"version": "7" or null (the champion), "source": "file:ref.csv", "numeric": {...}} or "categorical"'
 
 
@@ -33,16 +32,6 @@ class ReferenceBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     source: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] = "api"
     numeric: NumericReference | None = None
     categorical: CategoricalReference | None = None
-
-
-def _decode(raw: bytes, kind: type[T], hint: str) -> T:
-    try:
-        return msgspec.json.decode(raw, type=kind)
-    except msgspec.ValidationError as exc:
-        field = validation_problem(exc).field.lstrip(".") or None
-        raise ApiError(400, f"invalid request body: {exc}", field=field, hint=hint) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint=hint) from None
 
 
 def _bad(exc: ValueError, default_field: str) -> ApiError:
@@ -61,7 +50,7 @@ def routes(drift: DriftAPI) -> list[web.RouteDef]:
 
     async def reference(request: web.Request) -> web.Response:
         model, feature = request.match_info["model"], request.match_info["feature"]
-        body = _decode(await request.read(), ReferenceBody, _REF_HINT)
+        body = decode_body(await request.read(), ReferenceBody, _REF_HINT)
         given = [r for r in (body.numeric, body.categorical) if r is not None]
         if len(given) != 1:
             raise ApiError(400, "give exactly one of numeric and categorical", field="numeric", hint=_REF_HINT)
@@ -73,7 +62,7 @@ def routes(drift: DriftAPI) -> list[web.RouteDef]:
 
     async def put_rule(request: web.Request) -> web.Response:
         model = request.match_info["model"]
-        rule = _decode(await request.read(), DriftRule, "send the whole rule: GET /v1/drift/{model} shows it")
+        rule = decode_body(await request.read(), DriftRule, "send the whole rule: GET /v1/drift/{model} shows it")
         try:
             rec = await drift.set_rule(model, rule, caller(request).by)
         except ValueError as exc:

@@ -11,10 +11,11 @@ import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
+from coordinator.api.body import decode_body
 from coordinator.api.errors import ApiError
 from coordinator.nodes.interface import NodeKeys, NotEnrolled
 from coordinator.nodes.records import NodeKeyRecord
-from events.errors import ConfigError, validation_problem
+from events.errors import ConfigError
 from events.keys import MAX_KEY_FILE_BYTES
 
 KEY_PATH = "/v1/nodes/{node_id}/key"
@@ -30,13 +31,7 @@ class EnrollRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 def parse_enroll(raw: bytes) -> EnrollRequest:
-    try:
-        return msgspec.json.decode(raw, type=EnrollRequest)
-    except msgspec.ValidationError as exc:
-        field = validation_problem(exc).field.lstrip(".") or None
-        raise ApiError(400, f"invalid request body: {exc}", field=field, hint=_HINT) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint=_HINT) from None
+    return decode_body(raw, EnrollRequest, _HINT)
 
 
 def key_body(record: NodeKeyRecord, **extra: Any) -> dict[str, Any]:

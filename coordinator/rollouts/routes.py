@@ -9,10 +9,10 @@ import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
+from coordinator.api.body import decode_body
 from coordinator.api.errors import ApiError
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.interface import RolloutError, RolloutsAPI
-from events.errors import validation_problem
 from events.payloads.commands import Component, Sha256, Version
 
 LIST_PATH = "/v1/rollouts"
@@ -31,16 +31,6 @@ class StartRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     plan: Plan | None = None
 
 
-def _parse(raw: bytes) -> StartRequest:
-    try:
-        return msgspec.json.decode(raw, type=StartRequest)
-    except msgspec.ValidationError as exc:
-        field = validation_problem(exc).field.lstrip(".") or None
-        raise ApiError(400, f"invalid request body: {exc}", field=field, hint=_HINT) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint=_HINT) from None
-
-
 def _refused(exc: RolloutError) -> ApiError:
     return ApiError(exc.status, str(exc), field=exc.field)
 
@@ -57,7 +47,7 @@ def routes(api: RolloutsAPI) -> list[web.RouteDef]:
         return web.json_response(msgspec.to_builtins(rec))
 
     async def start(request: web.Request) -> web.Response:
-        body = _parse(await request.read())
+        body = decode_body(await request.read(), StartRequest, _HINT)
         try:
             rec = await api.start(
                 body.component, body.version, body.artifact, body.sha256, caller(request).by, body.plan

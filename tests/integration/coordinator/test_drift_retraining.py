@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from coordinator.localstack import stack
 from events.broker import LocalBroker
 from events.payloads import DriftSample, FeatureSummary
 from events.topics import DRIFT_SAMPLES
-from tests.helpers import kcat, pids_mentioning, structured
+from tests.helpers import kcat, pids_mentioning, poll_until, structured
 
 REPO = Path(__file__).resolve().parents[3]
 MODEL = "credit-risk"
@@ -46,13 +45,7 @@ spec:
 
 
 def _until(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
+    return poll_until(what, check, timeout)
 
 
 def _tokens(path: Path, n: int, seed: int) -> Path:

@@ -9,22 +9,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from coordinator.localstack import stack
 from events.broker import LocalBroker, state
-from tests.helpers import pids_mentioning
+from tests.helpers import pids_mentioning, poll_until
 
 
-def _until(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+def _until(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    return poll_until(what, check, timeout)
 
 
 @pytest.mark.kafka

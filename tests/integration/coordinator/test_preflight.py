@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pytest
 
 from coordinator.localstack import stack
 from events.broker import LocalBroker
-from tests.helpers import pids_mentioning
+from tests.helpers import pids_mentioning, poll_until
 
 MANIFEST = """\
 apiVersion: myolo.ai/v1
@@ -37,13 +36,7 @@ spec:
 
 
 def _until(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
+    return poll_until(what, check, timeout)
 
 
 def _rows(output: str, *words: str) -> list[str]:

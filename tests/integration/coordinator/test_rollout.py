@@ -24,7 +24,7 @@ import pytest
 from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
 from events.broker import LocalBroker, state
-from tests.helpers import pids_mentioning
+from tests.helpers import pids_mentioning, poll_until
 from tests.integration.wheel import build_project_wheel
 
 NEW = "4.0.1.dev0"
@@ -42,15 +42,7 @@ spec:
 
 
 def _until(what: str, check: Callable[[], Any], timeout: float, tick: Callable[[], None] | None = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        if tick:
-            tick()
-        time.sleep(0.5)
+    return poll_until(what, check, timeout, tick)
 
 
 @pytest.mark.kafka

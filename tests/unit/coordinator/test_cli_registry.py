@@ -3,7 +3,6 @@ recorded), run in a thread while the test's event loop serves it."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
@@ -11,32 +10,23 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from aiohttp.test_utils import TestServer
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
-from coordinator.api.app import create_app
 from coordinator.cli.main import app
 from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import CHAMPION
 from events.payloads import ModelExport
-from tests.api_auth import ADMIN, OPERATOR, security, token
+from tests.api_auth import ADMIN, OPERATOR
 from tests.unit.coordinator.registry.support import TEMPLATE, Leading, evaluated, sha
+from tests.unit.coordinator.served import myoloctl, serve
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Leading, str]]:
     lead = await Leading(tmp_path).lead()
-    parts = [p for p in (c.api() for c in lead.coord.peers) if p is not None]
-    server = TestServer(create_app(lead.coord, parts, security()))
-    await server.start_server()
-    yield lead, str(server.make_url("")).rstrip("/")
-    await server.close()
-
-
-async def myoloctl(url: str, *args: str, who: str = OPERATOR) -> Result:
-    env = {"MYOLO_TOKEN": token(who), "MYOLO_API": "", "COLUMNS": "200"}
-    return await asyncio.to_thread(CliRunner().invoke, app, [*args, "--api", url], env=env)
+    async with serve(lead.coord) as url:
+        yield lead, url
 
 
 def registry(lead: Leading) -> Registry:

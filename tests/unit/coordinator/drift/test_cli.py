@@ -4,7 +4,6 @@ tables; and the reference files' hostile shapes refused with the reason."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,31 +12,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from aiohttp.test_utils import TestServer
-from typer.testing import CliRunner, Result
 
-from coordinator.api.app import create_app
 from coordinator.cli.drift_files import DataFileError, read_columns
-from coordinator.cli.main import app
 from coordinator.drift.component import Drift
 from events.payloads import DriftSample, FeatureSummary
-from tests.api_auth import OPERATOR, VIEWER, security, token
+from tests.api_auth import OPERATOR, VIEWER
 from tests.unit.coordinator.registry.support import Leading
+from tests.unit.coordinator.served import myoloctl, serve
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Leading, str]]:
     lead = await Leading(tmp_path).lead()
-    parts = [p for p in (c.api() for c in lead.coord.peers) if p is not None]
-    server = TestServer(create_app(lead.coord, parts, security()))
-    await server.start_server()
-    yield lead, str(server.make_url("")).rstrip("/")
-    await server.close()
-
-
-async def myoloctl(url: str, *args: str, who: str = OPERATOR) -> Result:
-    env = {"MYOLO_TOKEN": token(who), "MYOLO_API": "", "COLUMNS": "200"}
-    return await asyncio.to_thread(CliRunner().invoke, app, [*args, "--api", url], env=env)
+    async with serve(lead.coord) as url:
+        yield lead, url
 
 
 def table(rng: np.random.Generator, n: int = 500) -> dict[str, list]:

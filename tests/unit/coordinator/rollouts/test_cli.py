@@ -3,24 +3,20 @@ recorded): start (admin; the artifact's SHA-256 computed here), status, history,
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestServer
-from typer.testing import CliRunner, Result
 
-from coordinator.api.app import create_app
-from coordinator.cli.main import app
 from coordinator.rollouts.component import Rollouts
 from events.bus import RecordInfo
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeSample
-from tests.api_auth import ADMIN, OPERATOR, security, token
+from tests.api_auth import ADMIN
 from tests.unit.coordinator.registry.support import Leading
+from tests.unit.coordinator.served import myoloctl, serve
 
 
 @pytest.fixture
@@ -30,16 +26,8 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Leading, str]]:
         gpus = [GpuReading(index=0, uuid=f"n{i}-0", name="sim")]
         sample = NodeSample(node_id=f"n{i}", backend="sim", gpus=gpus, seq=1, agent_version="4.0.0")
         await lead.coord.router(new_event(sample, f"/x/n{i}", clock=lead.clock), RecordInfo("t", 0, 0))
-    parts = [p for p in (c.api() for c in lead.coord.peers) if p is not None]
-    server = TestServer(create_app(lead.coord, parts, security()))
-    await server.start_server()
-    yield lead, str(server.make_url("")).rstrip("/")
-    await server.close()
-
-
-async def myoloctl(url: str, *args: str, who: str = OPERATOR) -> Result:
-    env = {"MYOLO_TOKEN": token(who), "MYOLO_API": "", "COLUMNS": "200"}
-    return await asyncio.to_thread(CliRunner().invoke, app, [*args, "--api", url], env=env)
+    async with serve(lead.coord) as url:
+        yield lead, url
 
 
 async def test_start_status_pause_resume_abort_and_history(served, tmp_path: Path) -> None:
