@@ -25,6 +25,11 @@ async def test_a_workers_log_is_served_while_it_runs_and_ends_once_it_stopped(no
 
         await node.sup.start(start_args([0, 2], generation=3))
         await wait_until(lambda: node.progress, 30, "progress")
+
+        async def rank1_wrote() -> bool:  # progress comes from rank 0: rank 1's first line may not be written yet
+            return "fake worker rank 1" in (await read(rank=1)).text
+
+        await wait_until(rank1_wrote, 30, "rank 1's first log line")
         first = await read(rank=1)
         assert first.generation == 3 and first.node_id == "node-a" and not first.eof
         assert "fake worker rank 1 job j1 mode forever" in first.text
