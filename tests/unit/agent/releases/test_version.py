@@ -10,6 +10,7 @@ from pathlib import Path
 
 import agent
 from agent.releases.base import interpreter_version
+from agent.releases.install import pip_install
 from tests.unit.agent.releases.wheels import build_wheel
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -36,50 +37,18 @@ def test_the_source_trees_version_is_pyprojects() -> None:
     assert imported_version(ROOT) == (project["version"], str(ROOT / "agent" / "__init__.py"))
 
 
-def test_an_installed_wheel_reports_its_own_version_not_the_sources(tmp_path) -> None:
+async def test_an_installed_wheel_reports_its_own_version_not_the_sources(tmp_path) -> None:
     init = (ROOT / "agent" / "__init__.py").read_text()  # the real module, with the source's version in it
     wheel = build_wheel(tmp_path / "dist", "9.9.1.dev0", name="myolotrain", files={"agent/__init__.py": init})
     target = tmp_path / "release"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--isolated",
-            "--no-deps",
-            "--no-index",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    await pip_install([sys.executable], wheel, target, 120)  # as the agent installs a release
     assert imported_version(target) == ("9.9.1.dev0", str(target / "agent" / "__init__.py"))
 
 
 async def test_the_trainers_base_version_is_what_its_interpreter_imports(tmp_path) -> None:
     wheel = build_wheel(tmp_path / "dist", "7.7.7", name="myolotrain", files={"kernels/__init__.py": ""})
     target = tmp_path / "trainer-venv"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--isolated",
-            "--no-deps",
-            "--no-index",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    await pip_install([sys.executable], wheel, target, 120)  # as the agent installs a release
     assert await interpreter_version([sys.executable], {**os.environ, "PYTHONPATH": str(target)}) == "7.7.7"
     assert await interpreter_version([sys.executable, "-S"], {"PYTHONPATH": ""}) is None  # no such distribution
     assert await interpreter_version([str(tmp_path / "no-python")], {}) is None
