@@ -40,7 +40,7 @@ from coordinator.drift.records import (
     rule_key,
     status_key,
 )
-from coordinator.drift.reference import CategoricalReference, NumericReference, Reference
+from coordinator.drift.reference import Reference
 from coordinator.drift.rule import DriftRule, Evaluation
 from coordinator.jobs.interface import JobConflict, JobsAPI
 from coordinator.jobs.manifest import ManifestError
@@ -103,7 +103,7 @@ class Drift(Component):
                 version=r.version,
                 feature=r.feature,
                 kind="numeric" if r.numeric is not None else "categorical",
-                count=r.numeric.count if r.numeric is not None else (r.categorical.count if r.categorical else 0),
+                count=ref.count if (ref := r.reference) is not None else 0,
                 source=r.source,
                 created=r.created,
                 by=r.by,
@@ -145,16 +145,7 @@ class Drift(Component):
         key = (model, version)
         if key not in self.references and len({m for m, _ in self.references}) >= self.cfg.max_models:
             raise ValueError(f"model: references are kept for {self.cfg.max_models} models (drift.max_models)")
-        rec = ReferenceRecord(
-            model=model,
-            version=version,
-            feature=feature,
-            numeric=reference if isinstance(reference, NumericReference) else None,
-            categorical=reference if isinstance(reference, CategoricalReference) else None,
-            source=source,
-            created=self.ctx.clock.now(),
-            by=by,
-        )
+        rec = ReferenceRecord.of(model, version, feature, reference, source=source, created=self.ctx.clock.now(), by=by)
         await self.ctx.store.put(STATE_DRIFT, reference_key(model, version, feature), rec)
         self._apply_reference(rec)
         log.info("drift reference set", model=model, version=version, feature=feature, source=source, by=by)
@@ -248,12 +239,11 @@ class Drift(Component):
             self.counters["dropped"] += 1
             log.warning("drift sample dropped: too many models or versions watched", model=model, version=version)
             return None
-        stored = {f: r.numeric or r.categorical for f, r in refs.items()}
         monitor = Monitor(
             model,
             version,
             self.rule(model),
-            references={f: r for f, r in stored.items() if r is not None},
+            references={f: ref for f, r in refs.items() if (ref := r.reference) is not None},
             seed=zlib.crc32(f"{model}/{version}".encode()),
         )
         self.monitors[key] = monitor
@@ -290,15 +280,7 @@ class Drift(Component):
         for feature, ref in monitor.references.items():
             if feature in done or feature in self.references.get(key, {}):
                 continue
-            rec = ReferenceRecord(
-                model=key[0],
-                version=key[1],
-                feature=feature,
-                numeric=ref if isinstance(ref, NumericReference) else None,
-                categorical=ref if isinstance(ref, CategoricalReference) else None,
-                source="learned",
-                created=now,
-            )
+            rec = ReferenceRecord.of(key[0], key[1], feature, ref, source="learned", created=now)
             await self.ctx.store.put(STATE_DRIFT, reference_key(key[0], key[1], feature), rec)
             self.references.setdefault(key, {})[feature] = rec
             done.add(feature)

@@ -9,11 +9,11 @@ hash>`` (one feature per record, so a record stays far below Kafka's message lim
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
-from coordinator.drift.reference import CategoricalReference, NumericReference
+from coordinator.drift.reference import CategoricalReference, NumericReference, Reference
 from coordinator.drift.rule import DriftRule
 from events.payloads.models import FeatureDrift, ModelExport
 
@@ -31,6 +31,17 @@ class ReferenceRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     source: str  # "file:<name>" or "learned"
     created: float
     by: str = "auto"
+
+    @classmethod
+    def of(cls, model: str, version: str, feature: str, ref: Reference, **kw: Any) -> ReferenceRecord:
+        """The record of one reference, in the field its kind goes to."""
+        numeric = ref if isinstance(ref, NumericReference) else None
+        categorical = ref if isinstance(ref, CategoricalReference) else None
+        return cls(model=model, version=version, feature=feature, numeric=numeric, categorical=categorical, **kw)
+
+    @property
+    def reference(self) -> Reference | None:
+        return self.numeric or self.categorical
 
 
 class RuleRecord(msgspec.Struct, kw_only=True):
