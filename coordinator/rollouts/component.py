@@ -284,7 +284,9 @@ class Rollouts(Component):
 
     async def _upgrading(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         lacking = {n: why for n, c in wave.commands.items() if (why := self._back(rec, n, c))}
-        broken = {n: why for n, why in lacking.items() if why.startswith("upgrade ") and why.split()[1] in FAILED}
+        broken = {
+            n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.status in FAILED
+        }
         if broken:
             detail = "; ".join(f"{n}: {why}" for n, why in sorted(broken.items()))
             await self._fail(rec, wave, GateResult(gate="upgrade", passed=False, detail=detail), now)

@@ -242,3 +242,24 @@ async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_doe
         "auto:release",
     )
     assert rec.plan == sim.rollouts.cfg.plan and [len(w.nodes) for w in rec.waves] == [1, 1, 1, 2]
+
+
+async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: FleetSim) -> None:
+    from events.payloads import CommandAck
+
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    (node,) = rec.waves[0].nodes
+    for _ in range(30):
+        await sim.second()
+        await sim.ack_all("drain")
+        if sim.unanswered("upgrade"):
+            break
+    (cmd,) = sim.unanswered("upgrade")
+    reason = "sha256 mismatch: expected abab..., got 0000..."
+    ack = CommandAck(command_id=cmd.command_id, node_id=node, epoch=cmd.epoch, status="failed", reason=reason)
+    await sim.deliver(ack, f"/x/{node}")
+    await sim.run(5)  # far less than upgrade_timeout_s: the failure is known, nothing to wait for
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.phase == "RolledBack" and rec.failed_gate.gate == "upgrade"
+    assert node in rec.failed_gate.detail and "sha256 mismatch" in rec.failed_gate.detail
+    assert sim.upgraded() == {node} and sim.sent("rollback") == []  # it never switched: nothing to undo
