@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.localstack import stack
-from events.broker import LocalBroker, state
+from coordinator.localstack.broker import LocalBroker, state
 from events.payloads.trainer_job import TrainerJob
 from kernels.train import progress
 from kernels.train.records import StartRecord, StepRecord

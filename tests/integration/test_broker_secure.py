@@ -24,12 +24,13 @@ from aiokafka.errors import (
     TopicAuthorizationFailedError,
 )
 
+from coordinator.localstack.broker import BrokerError, LocalBroker, admin, security
+from coordinator.localstack.broker.ports import HOST
+from coordinator.localstack.broker.probe import ProbeError, fetch_metadata
+from coordinator.localstack.broker.security import StackSecurity
+from coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
+from events import acls
 from events import topics as t
-from events.broker import BrokerError, LocalBroker, acls, admin, security
-from events.broker.ports import HOST
-from events.broker.probe import ProbeError, fetch_metadata
-from events.broker.security import StackSecurity
-from events.broker.wire import AuthenticationError, Connection, Credentials
 from events.bus import EventProducer
 from events.settings import KafkaSettings
 from events.topics import ensure_topics

@@ -2,8 +2,8 @@
 
 The broker enforces these (KRaft ``StandardAuthorizer``, ``allow.everyone.if.no.acl.found=false``): a
 principal with no ACL may do nothing, so every right below is a grant and there are no denies. The local
-stack applies them (events.broker.admin); docs/security-kafka.md renders the same table as ``kafka-acls.sh``
-commands for a production cluster (``kafka_acls_commands``). Roles:
+stack applies them (coordinator/localstack/broker/admin.py); docs/security-kafka.md renders the same table as
+``kafka-acls.sh`` commands for a production cluster (``kafka_acls_commands``). Roles:
 
 - ``agent``: one principal per node (``User:node-1``). Writes its telemetry, faults, reports, training
   progress, command acks and dead letters; reads ``myolo.commands`` in its own consumer group only. Kafka
