@@ -1,4 +1,4 @@
-"""The secured broker (issue 14): SASL/SCRAM over TLS, the StandardAuthorizer, and the ACLs of each role.
+"""The secured broker: SASL/SCRAM over TLS, the StandardAuthorizer, and the ACLs of each role.
 
 One secured broker for the module (LocalBroker(secure=True)), with two agents, a coordinator, an external
 producer and an operator's tool as users. Each role does what it must, through our own producer and consumer
