@@ -48,7 +48,7 @@ bench: venv sysdeps  ## Run the benchmarks; JSON results in tests/benchmarks/res
 	$(BIN)/python -m tests.benchmarks
 
 demo: venv sysdeps  ## Start the local stack and show events flowing through it
-	$(BIN)/python -m coordinator.demo
+	$(BIN)/python -m coordinator.localstack.demo
 
 lint:  ## ruff check + format check
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

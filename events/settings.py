@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from events.errors import ConfigError
+from events.stackfile import local_bootstrap
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 
@@ -39,8 +40,6 @@ class KafkaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         env = os.environ.get("MYOLO_KAFKA_BOOTSTRAP")
         if env:
             return env
-        from events.broker.state import local_bootstrap
-
         found = local_bootstrap()
         if found:
             return found

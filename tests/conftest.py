@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from events.broker import BrokerError, LocalBroker
+from coordinator.localstack.broker import BrokerError, LocalBroker
 from events.settings import KafkaSettings
 from events.topics import CATALOGUE, ensure_topics
 

@@ -1,4 +1,4 @@
-"""One GPU's reading from NVML: every field of issue 3 section 2, each one absent when unsupported.
+"""One GPU's reading from NVML: every field of ``GpuReading`` (events.payloads.node), each one absent when unsupported.
 
 Units are converted here, once, to what the payload says: bytes, watts, joules, degrees C, MHz, ns.
 """

@@ -1,4 +1,4 @@
-"""Prepared check for a session with a real GPU (issue 3, section 10). Run on the GPU machine:
+"""Prepared check for a session with a real GPU. Run on the GPU machine:
 
     python -m agent.gpu.real_gpu_check [--out result.json] [--repeats 20] [--no-cli]
 

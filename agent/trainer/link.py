@@ -9,9 +9,9 @@ socket name, loopback TCP on a port the kernel picks. Frames are capped in size 
 Structs: anything else is counted and dropped, never raised.
 
 Why plain sockets read from the event loop's reader callback rather than ``zmq.asyncio``: a future per
-message cost about 200 µs of CPU each (3-5 % of a core for 8 workers at 10 steps/s). Here one reader
-callback drains whatever is queued, then the socket is left alone for ``BATCH_S``, so messages are read in
-batches at most 10 times a second (``tests/benchmarks/supervisor.md``).
+message makes each message cost far more CPU than decoding it (figures in ``tests/benchmarks/supervisor.md``).
+Here one reader callback drains whatever is queued, then the socket is left alone for ``BATCH_S``, so messages
+are read in batches at most 10 times a second.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ class WorkerLink:
         if self._read_batch(handler):
             loop.call_soon(self._readable)  # more may be queued; no new edge will announce it
             return
-        # Pause: what arrives in the next BATCH_S is read in one go. A wake-up costs ~150 µs of libzmq's
-        # mailbox handling whether it reads one message or fifty.
+        # Pause: what arrives in the next BATCH_S is read in one go. A wake-up costs the same libzmq
+        # mailbox handling whether it reads one message or fifty (tests/benchmarks/supervisor.md).
         loop.remove_reader(self.pull.getsockopt(zmq.FD))
         self._paused = loop.call_later(BATCH_S, self._resume)
 

@@ -31,8 +31,8 @@ from coordinator.backup.make import BackupError, BackupRequest, default_output, 
 from coordinator.backup.schema import BadArchive
 from coordinator.backup.seals import check_seals
 from coordinator.cli import common, render
+from coordinator.localstack.broker import state
 from coordinator.state.seal import StateKeys
-from events.broker import state
 from events.errors import ConfigError
 from events.keys import load_signer
 from events.settings import KafkaSettings

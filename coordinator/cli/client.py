@@ -22,8 +22,8 @@ from typing import Annotated, Any
 import typer
 
 from coordinator.cli import auth
-from events.broker import process, state
-from events.broker.state import default_state_dir
+from coordinator.localstack.broker import process, state
+from coordinator.localstack.broker.state import default_state_dir
 
 MAX_REDIRECTS = 3
 

@@ -8,9 +8,9 @@ from typing import Annotated, Literal, NoReturn
 import typer
 from rich.console import Console
 
+from coordinator.localstack.broker import state
+from coordinator.localstack.broker.errors import BrokerError
 from coordinator.localstack.security import client_settings
-from events.broker import state
-from events.broker.errors import BrokerError
 from events.errors import ConfigError, InvalidEvent
 from events.settings import KafkaSettings
 

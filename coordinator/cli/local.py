@@ -1,6 +1,6 @@
 """`myoloctl local up|down|status`: the local stack on this machine: Kafka, coordinators, simulated agents.
 
-A thin shell over events.broker.LocalBroker and coordinator.localstack; the state dir (MYOLO_STATE_DIR) is
+A thin shell over coordinator.localstack (its broker's LocalBroker, its processes); the state dir (MYOLO_STATE_DIR) is
 how `up`, `status` and `down`, run as separate commands, find the same processes.
 """
 
@@ -16,9 +16,9 @@ from rich.console import Console
 from coordinator.api.tokens import local_paths
 from coordinator.cli import auth, render
 from coordinator.localstack import security, stack
-from events.broker import BrokerError, LocalBroker, jars, state
-from events.broker.security import StackSecurity
-from events.broker.state import default_state_dir
+from coordinator.localstack.broker import BrokerError, LocalBroker, jars, state
+from coordinator.localstack.broker.security import StackSecurity
+from coordinator.localstack.broker.state import default_state_dir
 
 app = typer.Typer(
     help="Run the local stack on this machine: a real Apache Kafka, coordinators and agents with simulated GPUs.",
@@ -155,7 +155,7 @@ def _print_security(out: Console, sec: StackSecurity, bootstrap: str) -> None:
     out.print(f"passwords: {Path(sec.folder) / 'users'}/NAME.password (mode 0600)")
     out.print("use it: myoloctl events tail TOPIC (as operator, read only); other clients, e.g. kcat as producer:")
     ca = f" -X ssl.ca.location={sec.ca_file}" if sec.tls else ""
-    mechanism = "PLAIN" if sec.tls else sec.mechanism  # see events.broker.security: librdkafka before 2.6.1
+    mechanism = "PLAIN" if sec.tls else sec.mechanism  # see localstack.broker.security: librdkafka before 2.6.1
     out.print(
         f"  kcat -b {bootstrap} -X security.protocol={sec.protocol} -X sasl.mechanisms={mechanism}{ca} "
         f"-X sasl.username=producer -X sasl.password=$(cat {sec.users['producer'].password_file}) "

@@ -1,7 +1,7 @@
 """The local stack's security step: who each process is on Kafka, and what the stack needs before they start.
 
 On a secured stack (``myoloctl local up --secure``) every coordinator and agent is its own Kafka user, with its
-own password file (mode 0600) named in its config, and exactly the ACLs of its role (events.broker.acls); the
+own password file (mode 0600) named in its config, and exactly the ACLs of its role (events.acls); the
 stack also has an ``operator`` user (read only: what ``myoloctl events tail`` uses) and a ``producer`` user (an
 external producer: drift samples and releases, e.g. from kcat). On a plain stack this step adds nothing.
 The stack's other credentials: its API token (configs.py, coordinator.api.tokens.ensure_local) and its agents'
@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from events.broker import security, state
-from events.broker.acls import Role
-from events.broker.errors import BrokerError
-from events.broker.wire import ProbeError
+from coordinator.localstack.broker import security, state
+from coordinator.localstack.broker.errors import BrokerError
+from coordinator.localstack.broker.wire import ProbeError
+from events.acls import Role
 from events.settings import KafkaSettings
 from events.topics import ensure_topics
 

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 from coordinator.cli.auth import stack_token
 from coordinator.cli.client import ApiError
 from coordinator.localstack import configs, health, identity, security
-from events.broker import process, state
-from events.broker.errors import BrokerError
+from coordinator.localstack.broker import process, state
+from coordinator.localstack.broker.errors import BrokerError
 
 COORDINATOR, AGENT = "coordinator", "agent"
 # What each role logs once it listens, with the URL it got (event, the record's port and info keys)

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS
 
 ENTRY_OVERHEAD_BYTES = 100
-"""What an OrderedDict entry costs besides its key string (measured on CPython 3.11: about 91 bytes)."""
+"""What an OrderedDict entry costs besides its key string, rounded up from CPython 3.11's size of one."""
 
 
 class RecentIds:

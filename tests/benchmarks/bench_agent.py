@@ -9,7 +9,7 @@ Two measurements:
 2. As deployed: ``myolo-agent run --simulate-gpus 8`` as a process, publishing at 1 Hz to a real local broker
    for ``WALL_SECONDS``; its CPU share (user+sys over wall time, after warm-up) and RSS/USS from psutil.
 
-Targets (issue 3): < 1 % of one core at 1 Hz and RSS < 80 MiB. Reference: dcgm-exporter was reported at
+Targets: < 1 % of one core at 1 Hz and RSS < 80 MiB. Reference: dcgm-exporter was reported at
 15-20 % of a core and 71 MiB.
 """
 

@@ -5,7 +5,7 @@ the same producer settings (idempotent, acks=all, lz4, linger 5 ms) and the same
 sample). The bare loop is what a hand-written client must at least do: JSON-encode each payload with msgspec and
 send it with the same ce_* headers, then JSON-decode each value (untyped) on the consumer side. Ours also
 builds envelopes (id, time), propagates trace context, validates against the typed schema, deduplicates,
-dead-letters, and commits only after handling. Target (issue 2): our throughput >= 70% of the bare loop's.
+dead-letters, and commits only after handling. Target: our throughput >= 70% of the bare loop's.
 """
 
 from __future__ import annotations

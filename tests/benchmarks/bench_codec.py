@@ -1,6 +1,6 @@
 """Codec cost per event on one core: encode, and decode + validate, for each event type.
 
-Target (issue 2): >= 200k decode+validate per second. Reported per type; the node sample is reported for
+Target: >= 200k decode+validate per second. Reported per type; the node sample is reported for
 1 GPU and 8 GPUs since it is by far the largest and most frequent event.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 13's benchmark: a node fault -> the first step of the job's next generation, and goodput under a node
+"""The elastic benchmark: a node fault -> the first step of the job's next generation, and goodput under a node
 fault every two minutes, for Myolotrain and for torchrun elastic, in the same run on the same machine.
 
 The job is the same on both sides (``elastic_torchrun.ELASTIC_JOB``: tiny, global batch 12, seq 64, a

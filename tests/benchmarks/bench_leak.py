@@ -5,8 +5,8 @@ Run: ``.venv/bin/python tests/benchmarks/bench_leak.py [--leaky 200] [--days 200
 tests/benchmarks/results/leak.json. Series are read at the agent's 1 Hz; a node is 8 GPU series, so
 node-days = series-days / 8. Parameters of the synthetic series are in agent/leak/synthetic.py.
 A false-alarm rate near 1 per 100 node-days needs a few hundred node-days to tell apart from 0 or 3:
-``--days 2400 --late 150`` (300 node-days) takes about 9 minutes on two cores. leak.md beside this file
-records the variants of the detector measured and left out.
+``--days 2400 --late 150`` (300 node-days), a long run. leak.md beside this file records the variants of the
+detector measured and left out.
 """
 
 from __future__ import annotations

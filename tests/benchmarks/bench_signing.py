@@ -1,4 +1,4 @@
-"""What signatures cost (issue 14), on one core, all in one run.
+"""What signatures cost, on one core, all in one run.
 
 - Coordinator, ingest: NodeFault events per second through decode + the ingest guard (the nodes component's
   check: the node's enrolled Ed25519 key, its agent's source), next to decode alone (how an unsigned fault

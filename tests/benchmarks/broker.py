@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from events.broker import LocalBroker
+from coordinator.localstack.broker import LocalBroker
 
 
 @contextmanager

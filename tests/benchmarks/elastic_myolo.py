@@ -1,7 +1,7 @@
-"""Myolotrain's side of issue 13's benchmark: the same tiny job as the torchrun side (``ELASTIC_JOB``) as an
-ElasticJob on the local stack (real Kafka, one coordinator, three agents with one simulated GPU each, real
-trainer workers), the same node failure, timed from the fault to the first step of the next generation and
-split into phases; and goodput under a fault every few minutes.
+"""Myolotrain's side of the elastic benchmark (bench_elastic.py): the same tiny job as the torchrun side
+(``ELASTIC_JOB``) as an ElasticJob on the local stack (real Kafka, one coordinator, three agents with one simulated
+GPU each, real trainer workers), the same node failure, timed from the fault to the first step of the next
+generation and split into phases; and goodput under a fault every few minutes.
 
 Times are wall-clock (``time.time()``): the coordinator's clock is the system clock, so its records (the
 decision, the commands' answers, the generation's first step) and the workers' log timestamps share one
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.localstack import stack
-from events.broker import LocalBroker, state
+from coordinator.localstack.broker import LocalBroker, state
 from events.payloads.trainer_job import TrainerJob
 from kernels.train import progress
 from kernels.train.records import StartRecord, StepRecord

@@ -1,6 +1,6 @@
-"""torchrun elastic, the peer of issue 13's benchmark (section 6): the same tiny job over three simulated nodes,
-the same node failure, timed from the fault to the first step of the next round, and goodput under a fault
-every few minutes.
+"""torchrun elastic, the peer side of the elastic benchmark (bench_elastic.py): the same tiny job over three
+simulated nodes, the same node failure, timed from the fault to the first step of the next round, and goodput
+under a fault every few minutes.
 
 A "node" is one torchrun agent (``--nnodes=1:3 --nproc-per-node=1``, c10d rendezvous on loopback) started in
 a session of its own; torchrun starts its worker in yet another session, so a node failure is a ``kill -9``
@@ -50,7 +50,7 @@ log = structlog.get_logger("myolo.bench.elastic")
 ROOT = Path(__file__).resolve().parents[2]
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 NODES = 3
-# The job of issue 13's example manifest (spec.trainer), resumable so a restart continues from the newest
+# The job of the tiny-pretrain example manifest (spec.trainer), resumable so a restart continues from the newest
 # checkpoint. Its snapshotEvery is left to a parameter: host-memory snapshots are the trainer's feature, and
 # on one machine every "node" would share /dev/shm, which no two real nodes do.
 ELASTIC_JOB = TrainerJob(model="tiny", steps=400, global_batch=12, seq_len=64, seed=0, checkpoint_every=20, resume=True)

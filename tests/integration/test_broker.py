@@ -14,9 +14,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from typer.testing import CliRunner
 
 from coordinator.cli import local
-from events.broker import BrokerError, LocalBroker, answers_metadata, fetch_metadata, state
-from events.broker.jars import ensure_jars
-from events.broker.java import find_java, parse_major
+from coordinator.localstack.broker import BrokerError, LocalBroker, answers_metadata, fetch_metadata, state
+from coordinator.localstack.broker.jars import ensure_jars
+from coordinator.localstack.broker.java import find_java, parse_major
 
 
 def _host_port(bootstrap: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""The secured broker (issue 14): SASL/SCRAM over TLS, the StandardAuthorizer, and the ACLs of each role.
+"""The secured broker: SASL/SCRAM over TLS, the StandardAuthorizer, and the ACLs of each role.
 
 One secured broker for the module (LocalBroker(secure=True)), with two agents, a coordinator, an external
 producer and an operator's tool as users. Each role does what it must, through our own producer and consumer
@@ -24,12 +24,13 @@ from aiokafka.errors import (
     TopicAuthorizationFailedError,
 )
 
+from coordinator.localstack.broker import BrokerError, LocalBroker, admin, security
+from coordinator.localstack.broker.ports import HOST
+from coordinator.localstack.broker.probe import ProbeError, fetch_metadata
+from coordinator.localstack.broker.security import StackSecurity
+from coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
+from events import acls
 from events import topics as t
-from events.broker import BrokerError, LocalBroker, acls, admin, security
-from events.broker.ports import HOST
-from events.broker.probe import ProbeError, fetch_metadata
-from events.broker.security import StackSecurity
-from events.broker.wire import AuthenticationError, Connection, Credentials
 from events.bus import EventProducer
 from events.settings import KafkaSettings
 from events.topics import ensure_topics

@@ -26,8 +26,8 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from coordinator.backup.state_read import existing_topics
 from coordinator.config import CoreConfig, load_coordinator_config
 from coordinator.jobs.interface import JobsAPI
+from coordinator.localstack.broker import LocalBroker
 from coordinator.registry.interface import ModelRegistry, NewVersion
-from events.broker import LocalBroker
 from events.clock import SimClock
 from events.settings import KafkaSettings
 from events.topics import (

@@ -1,4 +1,4 @@
-"""`make demo` (python -m coordinator.demo --down): a job runs, a GPU fails, the job shrinks and grows back."""
+"""`make demo` (`python -m coordinator.localstack.demo --down`): a job runs, a GPU fails, it shrinks and grows back."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.localstack import stack
-from events.broker import LocalBroker
+from coordinator.localstack.broker import LocalBroker
 from tests.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
@@ -23,7 +23,16 @@ def test_demo_shrinks_the_job_on_a_gpu_failure_grows_it_back_and_stops_cleanly(t
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYOLO_")}
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "coordinator.demo", "--state-dir", str(tmp_path), "--down", "--timeout", "120"],
+            [
+                sys.executable,
+                "-m",
+                "coordinator.localstack.demo",
+                "--state-dir",
+                str(tmp_path),
+                "--down",
+                "--timeout",
+                "120",
+            ],
             cwd=REPO,
             env=env,
             capture_output=True,

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from coordinator.localstack import stack
-from events.broker import LocalBroker
+from coordinator.localstack.broker import LocalBroker
 from events.payloads import DriftSample, FeatureSummary
 from events.topics import DRIFT_SAMPLES
 from tests.helpers import kcat, pids_mentioning, poll_until, structured

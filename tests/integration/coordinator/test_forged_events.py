@@ -1,4 +1,4 @@
-"""Forged node events against a real coordinator on the real broker (issue 14's probes, each now refused).
+"""Forged node events against a real coordinator on the real broker: each probe is refused.
 
 Three nodes are enrolled; one of them has a command pending. A fault naming a real node is sent from
 ``attacker-laptop`` by our own producer and by the official CloudEvents SDK for Python over kcat (librdkafka),

@@ -28,7 +28,7 @@ import pytest
 
 from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
-from events.broker import LocalBroker, state
+from coordinator.localstack.broker import LocalBroker, state
 from tests.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]

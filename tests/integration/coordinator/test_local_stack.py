@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from coordinator.localstack import stack
-from events.broker import LocalBroker, state
+from coordinator.localstack.broker import LocalBroker, state
 from tests.helpers import pids_mentioning, poll_until
 
 

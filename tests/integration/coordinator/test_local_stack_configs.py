@@ -12,7 +12,7 @@ from coordinator.api.tokens import TokenStore
 from coordinator.cli.auth import stack_token
 from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
-from events.broker import state
+from coordinator.localstack.broker import state
 from events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
 from tests.helpers import write_key
 

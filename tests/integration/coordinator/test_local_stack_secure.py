@@ -18,8 +18,8 @@ import pytest
 from aiokafka.errors import TopicAuthorizationFailedError
 
 from coordinator.localstack import stack
+from coordinator.localstack.broker import LocalBroker, state
 from events import topics as t
-from events.broker import LocalBroker, state
 from events.bus import EventProducer
 from events.settings import KafkaSettings
 from tests.helpers import pids_mentioning

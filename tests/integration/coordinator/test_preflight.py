@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from coordinator.localstack import stack
-from events.broker import LocalBroker
+from coordinator.localstack.broker import LocalBroker
 from tests.helpers import pids_mentioning, poll_until
 
 MANIFEST = """\

@@ -4,8 +4,8 @@ Real Kafka, two coordinators, three agents (one simulated GPU each) and real tra
 wheel of this project built offline at another version. Three nodes make three waves of one (5/20/50/100 %).
 Each wave: cordon (the job shrinks away), signed upgrade (the agent installs the wheel beside its code and
 re-executes into it), back Ready on the new version, uncordon (the job grows back), bake, gates. The leading
-coordinator is killed -9 in the middle: the standby resumes the rollout where it was. The figures for the
-issue's note (wall time, the job's throughput during the rollout) are printed.
+coordinator is killed -9 in the middle: the standby resumes the rollout where it was. The rollout's wall
+time and the job's throughput during it are printed (the figures of docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
-from events.broker import LocalBroker, state
+from coordinator.localstack.broker import LocalBroker, state
 from tests.helpers import pids_mentioning, poll_until
 from tests.integration.wheel import build_project_wheel
 

@@ -18,7 +18,7 @@ def sample_event(**changes) -> bytes:
 
 
 def nested_event(depth: int) -> bytes:
-    """A structured fault whose data is ``depth`` nested arrays (3,000 of them make the issue's 6 KB record)."""
+    """A structured fault whose data is ``depth`` nested arrays (3,000 of them make a 6 KB record)."""
     doc = structured(NodeFault(node_id="ext-node", kind="xid", health="fail"))
     return doc[: doc.index(b'"data":') + len(b'"data":')] + b"[" * depth + b"]" * depth + b"}"
 

@@ -1,4 +1,4 @@
-"""One record must never stop a consumer: the records of issue 11, written with kcat against real processes.
+"""One record must never stop a consumer: hostile records, written with kcat against real processes.
 
 Two ``myolo-coordinator run`` processes: a 6 KB structured CloudEvent whose data is 3,000 nested arrays on
 myolo.node.faults, a 2 KB binary-mode ack nesting 1,000 arrays on myolo.command.acks and an ack with a
@@ -43,7 +43,7 @@ TOO_DEEP = "nests deeper than 32 levels of arrays and objects; the limit is 32"
 
 
 def nested_structured(node: str, depth: int = 3000) -> bytes:
-    """The issue's record: a structured fault whose data is ``depth`` nested JSON arrays (6 KB for 3,000)."""
+    """A structured fault whose data is ``depth`` nested JSON arrays (6 KB for 3,000)."""
     doc = structured(NodeFault(node_id=node, kind="xid", health="fail"))
     return doc[: doc.index(b'"data":') + len(b'"data":')] + b"[" * depth + b"]" * depth + b"}"
 

@@ -1,4 +1,4 @@
-"""Resume at a different size: the issue's elastic-resize check, through ``myolo-train`` (real gloo processes).
+"""Resume at a different size: the elastic-resize check, through ``myolo-train`` (real gloo processes).
 
 The global batch at step s depends on (seed, s) only and gradient accumulation absorbs dp, so a job
 checkpointed at dp=2 x tp=2 and resumed at dp=1 x tp=2 must continue exactly like a dp=1 x tp=2 run that

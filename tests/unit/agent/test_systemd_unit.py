@@ -1,5 +1,5 @@
 """The unit file passes `systemd-analyze verify` (with ExecStart pointed at this venv's interpreter) and has
-what the issue asks of it."""
+what the agent needs of it: notify, watchdog, restart, state directory, hardening."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_metadata_memory_is_files_times_1_kb_over_a_million() -> None:
     plan = metadata_memory(parse_count("100M"), parse_size("1KB"))
     assert (plan.files, plan.bytes, plan.gb) == (100_000_000, 10**11, 100.0)
     assert plan.gib == pytest.approx(93.1323, rel=1e-5)
-    assert metadata_memory(1_000_000, parse_size("1KB")).gb == 1.0  # the seed's rule: 1 GB per million files
+    assert metadata_memory(1_000_000, parse_size("1KB")).gb == 1.0  # the sizing rule: 1 GB per million files
     assert metadata_memory(2_000_000, parse_size("1KiB")).gb == pytest.approx(2.048)
 
 

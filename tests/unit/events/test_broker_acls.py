@@ -1,4 +1,4 @@
-"""The ACL catalogue (events.broker.acls), the SCRAM client and the secured broker's properties, without a broker."""
+"""The ACL catalogue (events.acls), the SCRAM client and the secured broker's properties, without a broker."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 
 from agent.commands import command_group_id
 from coordinator.config import LeaderConfig
+from coordinator.localstack.broker import security
+from coordinator.localstack.broker.scram import ScramClient, ScramError
+from events import acls
 from events import topics as t
-from events.broker import acls, security
-from events.broker.scram import ScramClient, ScramError
 
 
 def test_scram_client_matches_rfc_7677() -> None:

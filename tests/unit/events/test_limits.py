@@ -87,7 +87,7 @@ def _nested(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 
 
-def test_the_issue_records_are_rejected_for_their_depth() -> None:
+def test_deeply_nested_records_are_rejected_for_their_depth() -> None:
     """A 6 KB structured CloudEvent whose data is 3,000 nested arrays; a 2 KB binary ack nesting 1,000."""
     doc = encode_structured(new_event(example_payloads()["ai.myolo.node.fault.v1"], "ext/kcat"))
     cut = doc.index(b'"data":') + len(b'"data":')

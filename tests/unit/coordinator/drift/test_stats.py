@@ -192,7 +192,7 @@ def test_corrections_by_hand() -> None:
 
 
 def test_importing_the_drift_core_leaves_scipy_unloaded_until_a_statistic_is_computed() -> None:
-    """scipy.stats is ~70 MiB resident: a coordinator that evaluates no drift must not pay for it."""
+    """scipy.stats costs tens of MiB resident: a coordinator that evaluates no drift must not pay for it."""
     code = (
         "import sys; import coordinator.drift.monitor, coordinator.drift.rule; "
         "print('scipy.stats' in sys.modules, 'scipy.spatial' in sys.modules)"

@@ -20,7 +20,7 @@ from coordinator.jobs.records import Decision, Generation, JobProgress, JobRecor
 from events.clock import SimClock
 from tests.api_auth import MemoryAudit, security
 from tests.unit.coordinator.api_fleet import MemoryFleet
-from tests.unit.coordinator.jobs.test_manifest import ISSUE as MANIFEST  # the issue's example manifest
+from tests.unit.coordinator.jobs.test_manifest import EXAMPLE as MANIFEST  # the tiny-pretrain example
 
 
 class MemoryJobs:

@@ -1,4 +1,5 @@
-"""ElasticJob manifests: the issue's and the seed's examples are accepted; every error names its field."""
+"""ElasticJob manifests: the tiny-pretrain example and the training.myolo.ai/v1 form (``scalingPolicy``, no name) are
+accepted; every error names its field."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from coordinator.jobs import units
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, Policy, parse_manifest
 
-ISSUE = """
+EXAMPLE = """
 apiVersion: myolo.ai/v1
 kind: ElasticJob
 metadata: {name: tiny-pretrain}
@@ -22,7 +23,7 @@ spec:
     - {metric: gradient_staleness, threshold: 10, action: scaleIn}
 """
 
-SEED = """apiVersion: training.myolo.ai/v1
+TRAINING_V1 = """apiVersion: training.myolo.ai/v1
 kind: ElasticJob
 spec:
   minReplicas: 4
@@ -37,8 +38,8 @@ spec:
 """
 
 
-def test_the_issues_manifest() -> None:
-    spec = parse_manifest(ISSUE)
+def test_the_example_manifest() -> None:
+    spec = parse_manifest(EXAMPLE)
     assert (spec.name, spec.min_replicas, spec.max_replicas, spec.gpus_per_replica) == ("tiny-pretrain", 1, 3, 1)
     t = spec.trainer
     assert (t.model, t.steps, t.global_batch, t.seq_len, t.checkpoint_every, t.snapshot_every) == (
@@ -56,9 +57,9 @@ def test_the_issues_manifest() -> None:
     )
 
 
-def test_the_seeds_manifest_as_written() -> None:
-    spec = parse_manifest(SEED)
-    assert spec.name.startswith("ejob-") and spec.name == parse_manifest(SEED).name  # named by its content
+def test_the_training_v1_manifest_as_written() -> None:
+    spec = parse_manifest(TRAINING_V1)
+    assert spec.name.startswith("ejob-") and spec.name == parse_manifest(TRAINING_V1).name  # named by its content
     assert (spec.min_replicas, spec.max_replicas) == (4, 32)
     assert [(p.metric, p.threshold, p.action, p.cooldown_s) for p in spec.policies] == [
         ("gpu_util", 75.0, "scaleOut", 300.0),  # no action given: a busy job asks for more replicas
@@ -87,15 +88,15 @@ def test_the_seeds_manifest_as_written() -> None:
 )
 def test_errors_name_the_field(change: tuple[str, str], field: str, words: str) -> None:
     old, new = change
-    assert old in ISSUE
+    assert old in EXAMPLE
     with pytest.raises(ManifestError) as err:
-        parse_manifest(ISSUE.replace(old, new, 1))
+        parse_manifest(EXAMPLE.replace(old, new, 1))
     assert err.value.field == field, err.value
     assert words in err.value.reason, err.value
 
 
 def test_the_global_batch_must_split_over_some_replica_count() -> None:
-    text = ISSUE.replace("minReplicas: 1", "minReplicas: 2").replace("globalBatch: 12", "globalBatch: 7")
+    text = EXAMPLE.replace("minReplicas: 1", "minReplicas: 2").replace("globalBatch: 12", "globalBatch: 7")
     with pytest.raises(ManifestError) as err:
         parse_manifest(text)
     assert (
@@ -105,7 +106,7 @@ def test_the_global_batch_must_split_over_some_replica_count() -> None:
 
 
 def test_the_policies_are_given_once() -> None:
-    both = ISSUE + "  scalingPolicy:\n    - {metric: gpu_util, threshold: 50%}\n"
+    both = EXAMPLE + "  scalingPolicy:\n    - {metric: gpu_util, threshold: 50%}\n"
     with pytest.raises(ManifestError) as err:
         parse_manifest(both)
     assert err.value.field == "spec.scalingPolicy"

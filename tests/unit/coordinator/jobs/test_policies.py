@@ -55,7 +55,7 @@ def test_gpu_util_at_or_above_the_threshold_scales_out() -> None:
     assert run([GPU], with_util(74.9)) is None
 
 
-def test_the_seeds_policies_as_written_in_a_manifest() -> None:
+def test_scaling_policies_as_written_in_a_training_v1_manifest() -> None:
     spec = parse_manifest(
         "apiVersion: training.myolo.ai/v1\nkind: ElasticJob\nspec:\n  minReplicas: 1\n  maxReplicas: 4\n"
         "  trainer: {globalBatch: 12}\n  scalingPolicy:\n"

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from events.broker.ports import HOST
+from coordinator.localstack.broker.ports import HOST
 
 # Chosen for one-node development and tests, not for production.
 _BASE_PROPERTIES = {
@@ -85,6 +85,6 @@ def render_properties(identity: BrokerIdentity, data_dir: Path, extra: dict[str,
         }
     )
     props.update(extra)
-    lines = ["# Written by events.broker on every start; edits are overwritten."]
+    lines = ["# Written by the local stack on every start; edits are overwritten."]
     lines += [f"{key}={value}" for key, value in props.items()]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Set up who may use a broker: SCRAM users and ACLs, over one admin connection (events.broker.wire).
+"""Set up who may use a broker: SCRAM users and ACLs, over one admin connection (``wire.py``).
 
 Three requests aiokafka's admin client does not offer, encoded by hand: AlterUserScramCredentials (v0),
 CreateAcls (v1) and DescribeAcls (v1). Both writes are idempotent: an upsert replaces a user's credential, and
@@ -13,9 +13,9 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from events.broker import scram
-from events.broker.acls import Acl
-from events.broker.wire import Connection, ProbeError, compact_bytes, compact_string, string, uvarint
+from coordinator.localstack.broker import scram
+from coordinator.localstack.broker.wire import Connection, ProbeError, compact_bytes, compact_string, string, uvarint
+from events.acls import Acl
 
 API_CREATE_ACLS = 30
 API_DESCRIBE_ACLS = 29

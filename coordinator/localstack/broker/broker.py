@@ -8,7 +8,7 @@ broker's own files live in `<state dir>/kafka/`:
     server.properties  rendered on each start
     data/              the log dirs (topics survive stop/start; `clean()` removes them)
     logs/server.log    the broker's log4j output; logs/stdout.log the JVM's own output
-    security/          a secured broker's TLS files and users' passwords (events.broker.security)
+    security/          a secured broker's TLS files and users' passwords (``security.py``)
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from events.broker import config, jars, ports, process, security, state
-from events.broker.errors import BrokerError
-from events.broker.java import find_java
-from events.broker.probe import ClusterMetadata, ProbeError, answers_metadata
+from coordinator.localstack.broker import config, jars, ports, process, security, state
+from coordinator.localstack.broker.errors import BrokerError
+from coordinator.localstack.broker.java import find_java
+from coordinator.localstack.broker.probe import ClusterMetadata, ProbeError, answers_metadata
 from events.files import atomic_write
 
 NAME = "kafka"
@@ -54,7 +54,7 @@ class LocalBroker:
     (tests); the CLI leaves it False so the broker outlives `myoloctl local up`.
 
     `secure` sets a new broker up with SASL/SCRAM, the StandardAuthorizer and (with `tls`) TLS on its client
-    listener; `users` (name -> role of events.broker.acls) are created with it, and on every start their SCRAM
+    listener; `users` (name -> role of events.acls) are created with it, and on every start their SCRAM
     credentials and ACLs are applied. A broker once secured stays secured (the stack state file records it).
     """
 

@@ -1,4 +1,4 @@
-"""Ask a Kafka broker for its metadata over one raw connection (events.broker.wire), as a readiness probe.
+"""Ask a Kafka broker for its metadata over one raw connection (``wire.py``), as a readiness probe.
 
 Two tiny requests are enough: ApiVersions (to learn which Metadata versions the broker accepts) and Metadata
 with an empty topic list (to learn the brokers and the cluster id). A broker that answers Metadata with itself
@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from events.broker.wire import Connection, Credentials, ProbeError
+from coordinator.localstack.broker.wire import Connection, Credentials, ProbeError
 
 __all__ = ["BrokerAddress", "ClusterMetadata", "ProbeError", "answers_metadata", "fetch_metadata"]
 

@@ -11,25 +11,16 @@ import contextlib
 import dataclasses
 import fcntl
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from events.broker.errors import BrokerError
-from events.broker.security import StackSecurity, UserRecord
+from coordinator.localstack.broker.errors import BrokerError
+from coordinator.localstack.broker.security import StackSecurity, UserRecord
 from events.files import atomic_write
+from events.stackfile import STATE_FILE, default_state_dir
 
-STATE_FILE = "stack.json"
 _FORMAT = 1
-
-
-def default_state_dir() -> Path:
-    """MYOLO_STATE_DIR, else $XDG_STATE_HOME/myolo/local, else ~/.local/state/myolo/local."""
-    if os.environ.get("MYOLO_STATE_DIR"):
-        return Path(os.environ["MYOLO_STATE_DIR"]).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "myolo" / "local"
 
 
 @dataclass
@@ -110,13 +101,5 @@ def local_security(state_dir: Path | None = None) -> StackSecurity | None:
     """How the local stack's broker is secured (None when it is not, or when there is no stack)."""
     try:
         return load(state_dir or default_state_dir()).security
-    except (OSError, BrokerError, ValueError):
-        return None
-
-
-def local_bootstrap(state_dir: Path | None = None) -> str | None:
-    """The bootstrap address of the local stack, if one has been started here (else None)."""
-    try:
-        return load(state_dir or default_state_dir()).bootstrap
     except (OSError, BrokerError, ValueError):
         return None

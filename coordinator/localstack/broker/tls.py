@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from events.broker.ports import HOST
+from coordinator.localstack.broker.ports import HOST
 from events.files import atomic_write
 
 VALID_DAYS = 825

@@ -10,7 +10,7 @@ The broker then has two listeners on 127.0.0.1, neither of which lets anyone in 
   nonce in its SCRAM answer, which Kafka 4 rightly refuses, so external producers on such builds use PLAIN;
 - the controller listener, SASL_PLAINTEXT with PLAIN for the admin alone (KRaft cannot use SCRAM there: the
   SCRAM credentials live in the metadata log the controller serves), on loopback.
-``super.users`` is the admin only; everyone else gets exactly the grants of events.broker.acls.
+``super.users`` is the admin only; everyone else gets exactly the grants of events.acls.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from events.broker import acls, admin, tls
-from events.broker.acls import Role
-from events.broker.ports import HOST
-from events.broker.wire import AuthenticationError, Connection, Credentials
+from coordinator.localstack.broker import admin, tls
+from coordinator.localstack.broker.ports import HOST
+from coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
+from events import acls
+from events.acls import Role
 
 ADMIN = "admin"
 MECHANISM = "SCRAM-SHA-512"
@@ -110,7 +111,7 @@ def ensure_user(sec: StackSecurity, name: str, role: Role) -> UserRecord:
 
 
 def broker_properties(sec: StackSecurity, port: int, controller_port: int) -> dict[str, str]:
-    """server.properties lines of a secured broker (override the plaintext defaults of events.broker.config)."""
+    """server.properties lines of a secured broker (override the plaintext defaults of ``config.py``)."""
     admin_pw = sec.password(ADMIN)
     client = sec.protocol
     props = {
@@ -160,7 +161,7 @@ def format_arguments(sec: StackSecurity) -> list[str]:
 
 
 def apply(sec: StackSecurity, port: int, timeout: float = 20.0) -> int:
-    """Create the SCRAM credential of every user who cannot log in yet and every ACL of events.broker.acls for
+    """Create the SCRAM credential of every user who cannot log in yet and every ACL of events.acls for
     their roles, as the admin, and wait until the broker enforces both (they travel through the metadata log
     first: a process started at once would be refused). Returns the number of ACLs. Idempotent: run on every
     ``up``; users who can log in keep their credential, so their open connections are left alone."""

@@ -1,4 +1,4 @@
-"""``python -m coordinator.demo`` (``make demo``): an elastic training job living through a GPU failure.
+"""``python -m coordinator.localstack.demo`` (``make demo``): an elastic training job living through a GPU failure.
 
 It runs the real commands an operator would, and prints each before its output:
 
@@ -29,8 +29,8 @@ from pathlib import Path
 
 from coordinator.cli import auth
 from coordinator.localstack import health
-from events.broker import state
-from events.broker.state import default_state_dir
+from coordinator.localstack.broker import state
+from coordinator.localstack.broker.state import default_state_dir
 
 NODES, GPUS, COORDINATORS = 3, 1, 2
 VICTIM, VICTIM_GPU, XID = "node-2", 0, 79
@@ -102,7 +102,7 @@ def _training(replicas: int, above: int = 0, steps: int = 3) -> Callable[[dict],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coordinator.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m coordinator.localstack.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--state-dir", type=Path, help="Stack state dir (default: MYOLO_STATE_DIR or ~/.local/state/myolo/local)."
     )

@@ -2,13 +2,13 @@
 
 The broker enforces these (KRaft ``StandardAuthorizer``, ``allow.everyone.if.no.acl.found=false``): a
 principal with no ACL may do nothing, so every right below is a grant and there are no denies. The local
-stack applies them (events.broker.admin); docs/security-kafka.md renders the same table as ``kafka-acls.sh``
-commands for a production cluster (``kafka_acls_commands``). Roles:
+stack applies them (coordinator/localstack/broker/admin.py); docs/security-kafka.md renders the same table as
+``kafka-acls.sh`` commands for a production cluster (``kafka_acls_commands``). Roles:
 
 - ``agent``: one principal per node (``User:node-1``). Writes its telemetry, faults, reports, training
   progress, command acks and dead letters; reads ``myolo.commands`` in its own consumer group only. Kafka
   cannot restrict a principal by record key, so one node could still publish *about* another: node events
-  that cause action are signed by the node (issue 14, events/signing.py). Per-node principals give each node
+  that cause action are signed by the node (events/signing.py). Per-node principals give each node
   its own credentials to revoke and its own name in the broker's audit log, and pin each node's group.
 - ``coordinator``: one principal per instance. Reads every ``myolo.*`` topic; writes commands, dead letters,
   the API's audit records, the model life cycle (``myolo.models``), rollouts' phases (``myolo.rollouts``) and every ``myolo.state.*`` topic; its own ingest group and the shared leader group; may create ``myolo.*``
