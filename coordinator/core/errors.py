@@ -16,7 +16,8 @@ T = TypeVar("T")
 
 class Refusal(Exception):
     """A request refused: ``error`` says what and why, ``field`` names what is at fault, ``hint`` what to do.
-    ``status`` is the HTTP status it came with when ``myoloctl`` read it from an answer (None inside)."""
+    ``status`` is an HTTP status the refusal's kind does not say: the one an answer came with (``myoloctl`` reads
+    answers back into refusals), or one of no kind (a 405, a 500); None for a refusal raised inside."""
 
     def __init__(
         self, error: str, *, field: str | None = None, hint: str | None = None, status: int | None = None
