@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 
 from coordinator.api import openapi, routes
+from coordinator.api.body import MAX_BODY
 from coordinator.api.errors import json_errors
 from coordinator.api.guard import SECURITY, Security, guard, install
 from coordinator.core.component import RouteSet
@@ -33,7 +34,7 @@ def create_app(core: routes.CoreView, parts: Sequence[RouteSet], security: Secur
     """The API of one coordinator (reads from its components; writes only when it leads)."""
     document = openapi.assemble(p.openapi for p in parts if p.openapi is not None)
     middlewares = [_served_by(core.instance_id), guard, json_errors]
-    app = web.Application(middlewares=middlewares, client_max_size=64 * 1024)
+    app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app[SECURITY] = security
     app.add_routes(routes.routes(core, document, [p.health for p in parts]))
     for part in parts:

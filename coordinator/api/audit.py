@@ -21,7 +21,7 @@ import structlog
 from aiohttp import web
 
 from coordinator.api.auth import Caller
-from coordinator.api.errors import ApiError
+from coordinator.core.errors import Unavailable
 from events.bus import EventProducer
 from events.clock import Clock
 from events.payloads import AuditRecord
@@ -81,15 +81,14 @@ class AuditLog:
         )
 
     async def attempt(self, rec: AuditRecord) -> None:
-        """Record the attempt, or raise ApiError 503: the write must not run unrecorded."""
+        """Record the attempt, or raise Unavailable (503): the write must not run unrecorded."""
         try:
             await asyncio.wait_for(self.send(rec), self.timeout_s)  # a bound on Kafka I/O, not timed behaviour
         except Exception as exc:
             self.lost += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
             log.error("audit record not written: write refused", path=rec.path, who=rec.who, error=self.last_error)
-            raise ApiError(
-                503,
+            raise Unavailable(
                 "the write was not made: its audit record could not be written to Kafka",
                 hint="the coordinator cannot reach Kafka; retry once it can",
             ) from None

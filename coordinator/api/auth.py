@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from coordinator.api.errors import ApiError
 from coordinator.api.tokens import MAX_TOKEN, RANK, Role, TokenStore, TokensUnavailable
+from coordinator.core.errors import Forbidden, Invalid, Unauthenticated, Unavailable
 
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -63,7 +63,7 @@ class Authenticator:
         try:
             entry = self.store.match(token)
         except TokensUnavailable as exc:
-            raise ApiError(503, f"the coordinator cannot read its API tokens: {exc}", hint="see its log") from None
+            raise Unavailable(f"the coordinator cannot read its API tokens: {exc}", hint="see its log") from None
         if entry is None:
             raise unauthorized("the token is not valid (unknown or revoked)", invalid=True)
         return Caller(entry.name, entry.role)
@@ -82,12 +82,12 @@ def bearer(request: web.Request) -> str:
     return token
 
 
-class Unauthorized(ApiError):
+class Unauthorized(Unauthenticated):
     """401, answered with ``WWW-Authenticate: Bearer`` (RFC 6750)."""
 
     def __init__(self, error: str, challenge: str) -> None:
         hint = "set MYOLO_TOKEN or ~/.config/myolo/token; an admin makes tokens with `myoloctl token create`"
-        super().__init__(401, error, field="Authorization", hint=hint)
+        super().__init__(error, field="Authorization", hint=hint)
         self.challenge = challenge
 
 
@@ -131,18 +131,16 @@ class RoutePolicy:
 def require(who: Caller, need: Role, method: str, path: str) -> None:
     """403 naming the role needed, unless ``who`` has it or a higher one."""
     if RANK[who.role] < RANK[need]:
-        raise ApiError(
-            403,
+        raise Forbidden(
             f"{method} {path} needs the {need} role; token {who.name!r} has {who.role}",
             field="Authorization",
             hint=f"ask an admin for a token with role {need} (myoloctl token create NAME --role {need})",
         )
 
 
-def by_refused() -> ApiError:
+def by_refused() -> Invalid:
     """400 for a ``by`` in a write's body or query: the author of a write is its caller's token, nobody else."""
-    return ApiError(
-        400,
+    return Invalid(
         "by is not accepted: a write is recorded under the caller's token name",
         field="by",
         hint="leave out by; `myoloctl token list` shows the token names",

@@ -31,7 +31,8 @@ from coordinator.api.auth import (
     require,
     set_caller,
 )
-from coordinator.api.errors import ApiError, Handler, error_response
+from coordinator.api.errors import Handler, error_response, status_of
+from coordinator.core.errors import Refusal, Unavailable, Unsupported
 
 log = structlog.get_logger("myolo.coordinator.api")
 JSON = "application/json"
@@ -64,7 +65,7 @@ def install(app: web.Application, admin_routes: Iterable[tuple[str, str]], body_
     app[RULES] = Rules(policy, dict(body_types))
 
 
-def _refusal(exc: ApiError) -> web.Response:
+def _refusal(exc: Refusal) -> web.Response:
     headers = {"WWW-Authenticate": exc.challenge} if isinstance(exc, Unauthorized) else None
     return error_response(exc, headers)
 
@@ -73,8 +74,7 @@ def check_body_type(request: web.Request, accepted: frozenset[str]) -> None:
     if request.content_type in accepted:
         return
     sent = request.headers.get("Content-Type") or "no Content-Type"
-    raise ApiError(
-        415,
+    raise Unsupported(
         f"{request.method} {request.path} takes {', '.join(sorted(accepted))}, not {sent}",
         field="Content-Type",
         hint="send a JSON body with Content-Type: application/json ({} when there is nothing to say)",
@@ -99,11 +99,10 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     try:
         who = security.authenticate(request)
-    except ApiError as exc:
-        if exc.status == 401:
-            log.info(
-                "API request without a valid token", method=request.method, path=request.path, remote=request.remote
-            )
+    except Unauthorized as exc:
+        log.info("API request without a valid token", method=request.method, path=request.path, remote=request.remote)
+        return _refusal(exc)
+    except Refusal as exc:
         return _refusal(exc)
     set_caller(request, who)
     route = rules.policy.route(request)
@@ -112,7 +111,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method in SAFE_METHODS:
         try:
             require(who, rules.policy.needs(*route), request.method, request.path)
-        except ApiError as exc:
+        except Refusal as exc:
             return _refusal(exc)
         return await handler(request)
     return await _write(request, handler, security.audit, who, route, rules)
@@ -126,9 +125,9 @@ async def _write(
         require(who, rules.policy.needs(*route), request.method, request.path)
         check_body_type(request, rules.body_types.get(route, frozenset({JSON})))
         await audit.attempt(rec)
-    except ApiError as exc:
-        if exc.status != 503:  # a 503 here is the attempt's own record failing: nothing to add
-            await audit.result(rec, request, exc.status, exc.error)
+    except Refusal as exc:
+        if not isinstance(exc, Unavailable):  # the attempt's own record failing: nothing to add
+            await audit.result(rec, request, status_of(exc), exc.error)
         return _refusal(exc)
     try:
         response = await handler(request)

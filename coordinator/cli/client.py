@@ -5,7 +5,9 @@ coordinator does not answer, and a write follows ``307`` redirects to the leader
 while a leader dies and a standby takes over. Every request carries the caller's bearer token (see
 ``coordinator/cli/auth.py``), the redirected one too (the leader is a coordinator of the same cluster, named
 in its signed leadership record), but never from ``https`` to plain ``http``. ``https`` URLs are verified
-against ``--ca-file`` or the system's trust store.
+against ``--ca-file`` or the system's trust store. Every failure is a ``Refusal`` of the coordinator's family: an
+error answer is read back into the refusal it was (``api/errors.py``), a failure here is one of the same kinds,
+and ``cli/exits.py`` turns any of them into the one exit code of its kind.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Annotated, Any
 
 import typer
 
+from coordinator.api.errors import refusal_of
 from coordinator.cli import auth
+from coordinator.core.errors import Forbidden, Invalid, Refusal, Unauthenticated, Unavailable
 from coordinator.localstack.broker import process, state
 from coordinator.localstack.broker.state import default_state_dir
 
@@ -37,18 +41,6 @@ ApiOption = Annotated[
         show_default=False,
     ),
 ]
-
-
-class ApiError(Exception):
-    """The API answered with an error (``status``), or no coordinator answered at all (``status`` 0)."""
-
-    def __init__(self, status: int, error: str, field: str | None = None, hint: str | None = None) -> None:
-        super().__init__(error)
-        self.status, self.error, self.field, self.hint = status, error, field, hint
-
-    def render(self) -> str:
-        where = f" ({self.field})" if self.field else ""
-        return f"{self.error}{where}" + (f"\nhint: {self.hint}" if self.hint else "")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -70,19 +62,18 @@ def local_api_urls(state_dir: Path | None = None) -> list[str]:
 
 
 def resolve_urls(api: str | None, state_dir: Path | None = None) -> list[str]:
-    """--api / MYOLO_API (comma-separated), else the local stack; ApiError with a hint when there is none."""
+    """--api / MYOLO_API (comma-separated), else the local stack; a refusal with a hint when there is none."""
     if api:
         urls = [u.strip().rstrip("/") for u in api.split(",") if u.strip()]
         bad = [u for u in urls if not u.startswith(("http://", "https://"))]
         if bad or not urls:
-            raise ApiError(
-                2, f"--api {api!r} is not an http(s) URL", field="--api", hint="e.g. --api http://127.0.0.1:8480"
+            raise Invalid(
+                f"--api {api!r} is not an http(s) URL", field="--api", hint="e.g. --api http://127.0.0.1:8480"
             )
         return urls
     urls = local_api_urls(state_dir)
     if not urls:
-        raise ApiError(
-            0,
+        raise Unavailable(
             "no coordinator API given and no local stack coordinator is running",
             hint="pass --api URL (or set MYOLO_API), or start one with `myoloctl local up --nodes 2`",
         )
@@ -108,7 +99,7 @@ class ApiClient:
         try:
             token = auth.find_token(stack if local else None)
         except auth.CredentialError as exc:
-            raise ApiError(2, str(exc), field="token") from None
+            raise Invalid(str(exc), field="token") from None
         client = cls(urls, token=token)
         client.opener()  # a bad --ca-file is named before anything is sent
         return client
@@ -120,7 +111,7 @@ class ApiClient:
                 try:
                     handlers.append(urllib.request.HTTPSHandler(context=auth.tls_context()))
                 except auth.CredentialError as exc:
-                    raise ApiError(2, str(exc), field="--ca-file") from None
+                    raise Invalid(str(exc), field="--ca-file") from None
             self._opener = urllib.request.build_opener(*handlers)
         return self._opener
 
@@ -144,16 +135,14 @@ class ApiClient:
             except OSError as exc:  # refused, reset, timed out: try the next coordinator
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, ssl.SSLCertVerificationError):
-                    raise ApiError(
-                        1,
+                    raise Refusal(
                         f"{base}: its TLS certificate is not trusted: {reason.verify_message}",
                         field="--ca-file",
                         hint="pass the CA that signed the API's certificate: myoloctl --ca-file ca.pem ... "
                         "(or MYOLO_CA_FILE, or ~/.config/myolo/ca.pem)",
                     ) from None
                 reasons.append(f"{base}: {reason}")
-        raise ApiError(
-            0,
+        raise Unavailable(
             "no coordinator API answered: " + "; ".join(reasons),
             hint="is the coordinator running? `myoloctl local status` lists the local stack",
         )
@@ -178,34 +167,37 @@ class ApiClient:
                     url = _redirect(url, exc.headers["Location"])
                     continue
                 raise self._api_error(exc) from None
-        raise ApiError(
-            508, f"more than {MAX_REDIRECTS} redirects from {url}", hint="the coordinators disagree on who leads; retry"
+        raise Unavailable(
+            f"more than {MAX_REDIRECTS} redirects from {url}", hint="the coordinators disagree on who leads; retry"
         )
 
-    def _api_error(self, exc: urllib.error.HTTPError) -> ApiError:
+    def _api_error(self, exc: urllib.error.HTTPError) -> Refusal:
+        """The refusal an error answer stands for, said for the person at the command line."""
         try:
             body = json.loads(exc.read() or b"{}")
         except ValueError:
             body = {}
+        refusal = refusal_of(exc.code, body)
         if not isinstance(body, dict) or "error" not in body:
-            return ApiError(exc.code, f"HTTP {exc.code} {exc.reason} from {exc.url}")
-        if exc.code == 401:
+            refusal.error = f"HTTP {exc.code} {exc.reason} from {exc.url}"
+        elif isinstance(refusal, Unauthenticated):
             if self.token is None:
-                return ApiError(401, "not authenticated: no token to send", "token", auth.no_token_hint())
-            error = f"not authenticated: the token from {self.token.source} was refused ({body['error']})"
+                return Unauthenticated(
+                    "not authenticated: no token to send", field="token", hint=auth.no_token_hint(), status=exc.code
+                )
+            error = f"not authenticated: the token from {self.token.source} was refused ({refusal.error})"
             hint = "it may be revoked, or made for another cluster; " + auth.no_token_hint()
-            return ApiError(401, error, "token", hint)
-        if exc.code == 403:
-            return ApiError(403, f"not allowed: {body['error']}", body.get("field"), body.get("hint"))
-        return ApiError(exc.code, body["error"], body.get("field"), body.get("hint"))
+            return Unauthenticated(error, field="token", hint=hint, status=exc.code)
+        elif isinstance(refusal, Forbidden):
+            refusal.error = f"not allowed: {refusal.error}"
+        return refusal
 
 
 def _redirect(url: str, location: str) -> str:
     """Where a 307 points, unless it would carry the token from https down to plain http."""
     target = urllib.parse.urljoin(url, location)
     if url.startswith("https://") and not target.startswith("https://"):
-        raise ApiError(
-            1,
+        raise Refusal(
             f"{url} redirected to {target}: the token is not sent without TLS",
             hint="every coordinator of a cluster with TLS should serve https (api.tls_cert_file)",
         )

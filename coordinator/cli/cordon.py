@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
-from coordinator.cli.common import fail
+from coordinator.cli.client import ApiOption
+from coordinator.cli.exits import ask
 
 NodeArg = Annotated[str, typer.Argument(help="Node id, as `myoloctl get nodes` lists it.")]
 ReasonOption = Annotated[
@@ -26,11 +26,7 @@ def _write(node: str, reason: str | None, *, cordoned: bool, api: str | None) ->
     body: dict[str, str] = {}
     if reason is not None:
         body["reason"] = reason
-    try:
-        client = ApiClient.from_option(api)
-        answer = client.post(f"/v1/nodes/{node}/{verb}", body)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in (2, 400, 404, 415) else 1)
+    client, answer = ask(api, lambda c: c.post(f"/v1/nodes/{node}/{verb}", body))
     record = answer["cordon"]
     out = Console(soft_wrap=True, highlight=False)
     state = "cordoned" if record["cordoned"] else "uncordoned"

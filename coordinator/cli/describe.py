@@ -17,8 +17,9 @@ from rich.console import Console
 from rich.text import Text
 
 from coordinator.cli import render
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.client import ApiOption
 from coordinator.cli.common import fail
+from coordinator.cli.exits import ask
 from coordinator.cli.render import Cell, age, reasons, styled
 from coordinator.jobs.records import Generation, JobRecord
 
@@ -31,10 +32,7 @@ def describe_node(
     api: ApiOption = None,
 ) -> None:
     """GPUs, health and reasons, recent faults, NCCL facts, leak trend and cordon of one node."""
-    try:
-        node = ApiClient.from_option(api).get(f"/v1/nodes/{name}")
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in (400, 404) or exc.status == 2 else 1)
+    _, node = ask(api, lambda c: c.get(f"/v1/nodes/{name}"))
     print_node(Console(soft_wrap=True, highlight=False), node)
 
 
@@ -47,11 +45,9 @@ def describe_job(
 
     Every decision is listed with its reason and the metric values behind it, newest last.
     """
+    _, body = ask(api, lambda c: c.get(f"/v1/jobs/{quote(name, safe='')}"))
     try:
-        body = ApiClient.from_option(api).get(f"/v1/jobs/{quote(name, safe='')}")
         job = render.job_records([body])[0]
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in (2, 400, 404) else 1)
     except render.UnreadableJob as exc:
         fail(str(exc), code=1)
     print_job(Console(soft_wrap=True, highlight=False), job)

@@ -19,8 +19,9 @@ from rich.text import Text
 from coordinator.cli import render
 from coordinator.cli.client import ApiOption
 from coordinator.cli.drift_files import DataFileError, read_columns
+from coordinator.cli.exits import ask
 from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.registry import ask, fail, new_console, print_body
+from coordinator.cli.registry import fail, new_console, print_body
 from coordinator.drift.interface import DriftView
 from coordinator.drift.records import StatusRecord
 from coordinator.drift.reference import DEFAULT_MAX_VALUES, categorical_reference, numeric_reference

@@ -21,8 +21,10 @@ from rich.live import Live
 from rich.text import Text
 
 from coordinator.cli import render
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
-from coordinator.cli.common import err_console, fail
+from coordinator.cli.client import ApiClient, ApiOption
+from coordinator.cli.common import err_console
+from coordinator.cli.exits import answer, connect
+from coordinator.core.errors import Refusal
 
 app = typer.Typer(help="List the nodes, GPUs or elastic jobs of the cluster.", no_args_is_help=True)
 
@@ -91,18 +93,8 @@ app.command("jobs")(get_jobs)
 app.command("job", hidden=True)(get_jobs)  # `get job NAME` reads as well as `get jobs NAME`
 
 
-def _client(api: str | None) -> ApiClient:
-    try:
-        return ApiClient.from_option(api)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status == 2 else 1)
-
-
 def _fetch(client: ApiClient, path: str) -> dict[str, Any]:
-    try:
-        return client.get(path)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in (400, 404) else 1)
+    return answer(client, lambda c: c.get(path))
 
 
 def _print(console: Console, body: dict[str, Any], output: Output, printer: Printer, *, stream: bool) -> None:
@@ -120,7 +112,7 @@ def _show(
     path: str, printer: Printer, output: Output, watch: bool, interval: float, count: int | None, api: str | None
 ) -> None:
     console = Console(soft_wrap=True, highlight=False)
-    client = _client(api)
+    client = connect(api)
     if not watch:
         _print(console, _fetch(client, path), output, printer, stream=False)
         return
@@ -143,7 +135,7 @@ def _fetch_or_warn(client: ApiClient, path: str) -> dict[str, Any] | None:
     """While watching, a coordinator that does not answer is a warning, not the end (a standby takes over)."""
     try:
         return client.get(path)
-    except ApiError as exc:
+    except Refusal as exc:
         err_console.print(f"[yellow]warning:[/] {exc.render()}", markup=True)
         return None
 

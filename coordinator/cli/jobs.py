@@ -19,12 +19,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from coordinator.cli import common, render
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.client import ApiClient, ApiOption
+from coordinator.cli.exits import ask
+from coordinator.core.errors import Refusal
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 from coordinator.jobs.records import JobRecord
 from events.payloads.worker_logs import WorkerLogChunk
-
-INPUT_ERRORS = (2, 400, 404, 409, 413, 415)  # the caller's to fix: exit 2
 
 JobArg = Annotated[str, typer.Argument(help="Job name (metadata.name), as `myoloctl get jobs` lists it.")]
 
@@ -42,17 +42,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
     common.fail(escape(message), code)
 
 
-def _ask(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, dict[str, Any]]:
-    """One request to the coordinators; an error exits naming the field (2 if it is the caller's to fix)."""
-    try:
-        client = ApiClient.from_option(api)
-        return client, call(client)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in INPUT_ERRORS else 1)
-
-
 def _ask_job(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, JobRecord]:
-    client, body = _ask(api, call)
+    client, body = ask(api, call)
     try:
         return client, render.job_records([body])[0]
     except render.UnreadableJob as exc:
@@ -125,7 +116,7 @@ def scale_job(
 @delete_app.command("job")
 def delete_job(name: JobArg, api: ApiOption = None) -> None:
     """Delete the job: its workers stop with a checkpoint, then the job is gone from `get jobs`."""
-    _ask(api, lambda c: c.delete(_job_path(name)))
+    ask(api, lambda c: c.delete(_job_path(name)))
     _out().print(f"job/{name} [bold]deleting[/]: its workers stop with a checkpoint, then it is removed")
 
 
@@ -154,7 +145,7 @@ def logs_job(
     member = next((m for m in gen.members if m.node_rank == node_rank), None)
     if member is None:
         fail(f"generation {gen.number} of job {name} lists no node of node rank {node_rank} (rank {rank}); retry", 1)
-    _, node = _ask(api, lambda c: c.get(f"/v1/nodes/{quote(member.node_id, safe='')}"))
+    _, node = ask(api, lambda c: c.get(f"/v1/nodes/{quote(member.node_id, safe='')}"))
     url = node.get("health_url")
     if not url:
         fail(
@@ -173,9 +164,9 @@ def _stream(agent: ApiClient, job: str, generation: int, rank: int, node: str, f
             query = urlencode({"rank": rank, "generation": generation, "offset": offset})
             try:
                 chunk = msgspec.convert(agent.get(f"{_job_path(job)}/logs?{query}"), WorkerLogChunk)
-            except ApiError as exc:
+            except Refusal as exc:  # the agent's, not the coordinators': what it says, and exit 1 whatever it is
                 where = f"the agent of node {node} at {agent.urls[0]}"
-                fail(f"{where}: {exc.render()}" if exc.status else f"{where} does not answer", 1)
+                fail(f"{where}: {exc.render()}" if exc.status is not None else f"{where} does not answer", 1)
             except msgspec.ValidationError as exc:
                 fail(f"the agent of node {node} answered something that is not a log chunk: {exc}", 1)
             typer.echo(chunk.text, nl=False)

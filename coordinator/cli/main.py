@@ -13,6 +13,7 @@ from coordinator.cli import (
     describe,
     drift,
     events_cmd,
+    exits,
     get,
     jobs,
     keys,
@@ -29,7 +30,7 @@ app = typer.Typer(
     name="myoloctl",
     help="Operate a Myolotrain v4 cluster: run the local stack, inspect the fleet and its events, run elastic "
     "training jobs (apply -f job.yaml, get jobs, describe job, scale, logs, delete), watch production drift "
-    "(drift status), keep model versions (registry) and upgrade the fleet in waves (rollout).",
+    "(drift status), keep model versions (registry) and upgrade the fleet in waves (rollout).\n\n" + exits.HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

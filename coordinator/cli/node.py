@@ -18,8 +18,9 @@ import yaml
 from rich.console import Console
 
 from coordinator.cli import render
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.client import ApiClient, ApiOption
 from coordinator.cli.common import fail
+from coordinator.cli.exits import answer, connect
 from coordinator.cli.get import Output, OutputOption
 from coordinator.localstack.identity import PUBLIC_KEY, key_path
 from events.errors import ConfigError
@@ -46,20 +47,10 @@ def _read_key(source: str) -> str:
     return text
 
 
-def _client(api: str | None) -> ApiClient:
-    try:
-        return ApiClient.from_option(api)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status == 2 else 1)
-
-
 def _call(client: ApiClient, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    try:
-        if method == "PUT":
-            return client.put(path, body or {})
-        return client.delete(path) if method == "DELETE" else client.get(path)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in (2, 400, 404) else 1)
+    if method == "PUT":
+        return answer(client, lambda c: c.put(path, body or {}))
+    return answer(client, lambda c: c.delete(path) if method == "DELETE" else c.get(path))
 
 
 @app.command()
@@ -79,7 +70,7 @@ def enroll(
     """Enrol NODE's public key: from now on its faults, acks and training events are accepted when signed with
     it (and refused otherwise). Enrolling a different key replaces the old one."""
     pem = _read_key(public_key)
-    client = _client(api)
+    client = connect(api)
     answer = _call(client, "PUT", key_path(node), {"public_key": pem})
     out = Console(soft_wrap=True, highlight=False)
     out.print(f"node/{answer['node_id']} key [bold]{answer['change']}[/]: key id {answer['key_id']}")
@@ -89,7 +80,7 @@ def enroll(
 @app.command()
 def revoke(node: NodeArg, api: ApiOption = None) -> None:
     """Revoke NODE's key: its faults, acks and training events are refused until a key is enrolled again."""
-    client = _client(api)
+    client = connect(api)
     answer = _call(client, "DELETE", key_path(node))
     out = Console(soft_wrap=True, highlight=False)
     out.print(f"node/{answer['node_id']} key {answer['key_id']} [bold]revoked[/] by {answer.get('revoked_by')}")
@@ -99,7 +90,7 @@ def revoke(node: NodeArg, api: ApiOption = None) -> None:
 @app.command()
 def keys(output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """Every enrolled node key (revoked ones too): node, key id, state, when and by whom."""
-    body = _call(_client(api), "GET", "/v1/node-keys")
+    body = _call(connect(api), "GET", "/v1/node-keys")
     out = Console(soft_wrap=True, highlight=False)
     if output is Output.json:
         out.print_json(json.dumps(body))

@@ -18,13 +18,13 @@ from rich.markup import escape
 from rich.text import Text
 
 from coordinator.cli import common, render
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.client import ApiOption
+from coordinator.cli.exits import answer, connect
 from coordinator.cli.get import Output, OutputOption
 from coordinator.cli.registry import print_body
 from coordinator.preflight.config import MAX_TIMEOUT_S
 from coordinator.preflight.records import DEFAULT_MIN_DRIVER, PreflightReport
 
-INPUT_ERRORS = (2, 400, 404, 409, 415)  # the caller's to fix: exit 2
 ANSWER_MARGIN_S = 30.0  # beyond the run's own timeout, for the report to come back
 _DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
 VERDICT_STYLES = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
@@ -157,16 +157,13 @@ def preflight(
 ) -> None:
     """Run the pre-upgrade checklist on NODE... (see HELP, which main.py registers as this command's help)."""
     body = request_body(nodes or [], skip or [], only or [], min_busbw, min_free_memory, min_driver, timeout)
+    client = connect(api)
+    client.timeout = (timeout or MAX_TIMEOUT_S) + ANSWER_MARGIN_S  # the answer comes when the agents' do
+    reply = answer(client, lambda c: c.post("/v1/preflight", body))
     try:
-        client = ApiClient.from_option(api)
-        client.timeout = (timeout or MAX_TIMEOUT_S) + ANSWER_MARGIN_S  # the answer comes when the agents' do
-        answer = client.post("/v1/preflight", body)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in INPUT_ERRORS else 1)
-    try:
-        report = msgspec.convert(answer, PreflightReport)
+        report = msgspec.convert(reply, PreflightReport)
     except msgspec.ValidationError as exc:
         fail(f"cannot read the coordinator's report: {exc} (is myoloctl older than the API?)", code=1)
-    print_body(answer, output, lambda console: render_report(report, console, client.last_url))
+    print_body(reply, output, lambda console: render_report(report, console, client.last_url))
     if not report.ok or (strict and report.skipped):
         raise typer.Exit(1)

@@ -25,8 +25,10 @@ from rich.markup import escape
 
 from coordinator.cli import common
 from coordinator.cli import registry_view as view
-from coordinator.cli.client import ApiClient, ApiError, ApiOption
+from coordinator.cli.client import ApiClient, ApiOption
+from coordinator.cli.exits import ask, refused
 from coordinator.cli.get import Output, OutputOption
+from coordinator.core.errors import NotFound, Refusal
 from coordinator.jobs import units
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.registry import checks
@@ -36,7 +38,6 @@ from coordinator.registry.errors import RegistryError
 from coordinator.registry.records import RetrainTemplate
 from events.payloads.models import EvalResult, ModelExport
 
-INPUT_ERRORS = (2, 400, 404, 409, 413, 415)  # the caller's to fix: exit 2
 T = TypeVar("T", bound=msgspec.Struct)
 
 app = typer.Typer(
@@ -67,15 +68,6 @@ def new_console() -> Console:
 
 def _path(model: str, *rest: str) -> str:
     return "/v1/models/" + "/".join(quote(p, safe="") for p in (model, *rest))
-
-
-def ask(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, dict[str, Any]]:
-    """One request; an error exits naming the field (2 when it is the caller's to fix, else 1)."""
-    try:
-        client = ApiClient.from_option(api)
-        return client, call(client)
-    except ApiError as exc:
-        fail(exc.render(), code=2 if exc.status in INPUT_ERRORS else 1)
 
 
 def _read(body: dict[str, Any], kind: type[T]) -> T:
@@ -359,10 +351,12 @@ def _current(api: str | None, model: str) -> ModelAnswer | None:
     try:
         client = ApiClient.from_option(api)
         return msgspec.convert(client.get(_path(model)), ModelAnswer)
-    except ApiError as exc:
-        if exc.status == 404 and exc.field == "model":
+    except NotFound as exc:
+        if exc.field == "model":
             return None
-        fail(exc.render(), code=2 if exc.status in INPUT_ERRORS else 1)
+        refused(exc)
+    except Refusal as exc:
+        refused(exc)
     except msgspec.ValidationError as exc:
         fail(f"cannot read the registry's answer: {exc} (is myoloctl older than the API?)", code=1)
 

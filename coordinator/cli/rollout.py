@@ -20,8 +20,9 @@ from rich.text import Text
 
 from coordinator.cli import render
 from coordinator.cli.client import ApiOption
+from coordinator.cli.exits import ask
 from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.registry import ask, fail, new_console, print_body
+from coordinator.cli.registry import fail, new_console, print_body
 from coordinator.jobs import units
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.records import RolloutRecord, Wave

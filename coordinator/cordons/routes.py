@@ -4,19 +4,17 @@ caller's token (``operator:<token name>``); a ``by`` in the body is refused, so 
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Protocol
 
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import by_refused, caller
-from coordinator.api.errors import ApiError
+from coordinator.api.auth import caller
+from coordinator.api.body import read_json
 from coordinator.fleet.model import CordonRecord
 
 MAX_REASON = 500
-_FIELD = re.compile(r"at `\$\.([A-Za-z_][\w]*)")
-_UNKNOWN = re.compile(r"unknown field `([^`]+)`")
+_HINT = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; the only field is reason'
 
 
 class CordonWrites(Protocol):
@@ -32,28 +30,10 @@ class CordonRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(max_length=MAX_REASON)] = ""
 
 
-def parse_cordon_request(raw: bytes) -> CordonRequest:
-    """The JSON body, or ApiError 400 naming the field at fault (an empty body means all defaults)."""
-    if not raw.strip():
-        return CordonRequest()
-    try:
-        return msgspec.json.decode(raw, type=CordonRequest)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = _UNKNOWN.search(text) or _FIELD.search(text)
-        name = field.group(1) if field else None
-        if name == "by":
-            raise by_refused() from None
-        hint = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; the only field is reason'
-        raise ApiError(400, f"invalid request body: {text}", field=name, hint=hint) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
-
-
 def routes(cordons: CordonWrites) -> list[web.RouteDef]:
     async def write(request: web.Request, cordoned: bool) -> web.Response:
         node_id = request.match_info["node_id"]
-        body = parse_cordon_request(await request.read())
+        body = await read_json(request, CordonRequest, _HINT)
         verb = "cordoned" if cordoned else "uncordoned"
         reason = body.reason.strip() or f"{verb} by operator"
         action = cordons.cordon if cordoned else cordons.uncordon

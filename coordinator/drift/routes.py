@@ -12,8 +12,8 @@ import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
-from coordinator.api.body import decode_body
-from coordinator.api.errors import ApiError
+from coordinator.api.body import read_json
+from coordinator.core.errors import Invalid
 from coordinator.drift.interface import DriftAPI
 from coordinator.drift.reference import CategoricalReference, NumericReference
 from coordinator.drift.rule import DriftRule
@@ -34,10 +34,13 @@ class ReferenceBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     categorical: CategoricalReference | None = None
 
 
-def _bad(exc: ValueError, default_field: str) -> ApiError:
+def _bad(exc: ValueError, default_field: str) -> Invalid:
+    """A drift value refused, its field read from the ``field: reason`` text (else ``default_field``)."""
+    if isinstance(exc, Invalid):
+        return exc
     text = str(exc)
     field, _, _ = text.partition(":")
-    return ApiError(400, text, field=field if " " not in field else default_field)
+    return Invalid(text, field=field if " " not in field else default_field)
 
 
 def routes(drift: DriftAPI) -> list[web.RouteDef]:
@@ -50,10 +53,10 @@ def routes(drift: DriftAPI) -> list[web.RouteDef]:
 
     async def reference(request: web.Request) -> web.Response:
         model, feature = request.match_info["model"], request.match_info["feature"]
-        body = decode_body(await request.read(), ReferenceBody, _REF_HINT)
+        body = await read_json(request, ReferenceBody, _REF_HINT)
         given = [r for r in (body.numeric, body.categorical) if r is not None]
         if len(given) != 1:
-            raise ApiError(400, "give exactly one of numeric and categorical", field="numeric", hint=_REF_HINT)
+            raise Invalid("give exactly one of numeric and categorical", field="numeric", hint=_REF_HINT)
         try:
             rec = await drift.set_reference(model, body.version, feature, given[0], body.source, caller(request).by)
         except ValueError as exc:
@@ -62,7 +65,7 @@ def routes(drift: DriftAPI) -> list[web.RouteDef]:
 
     async def put_rule(request: web.Request) -> web.Response:
         model = request.match_info["model"]
-        rule = decode_body(await request.read(), DriftRule, "send the whole rule: GET /v1/drift/{model} shows it")
+        rule = await read_json(request, DriftRule, "send the whole rule: GET /v1/drift/{model} shows it")
         try:
             rec = await drift.set_rule(model, rule, caller(request).by)
         except ValueError as exc:

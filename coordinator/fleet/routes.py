@@ -6,7 +6,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from coordinator.api.errors import ApiError
+from coordinator.core.errors import UnknownNode
 from coordinator.fleet import views
 from coordinator.fleet.model import NodeState
 
@@ -20,10 +20,6 @@ class FleetReads(Protocol):
     def node(self, node_id: str) -> NodeState | None: ...
 
 
-def unknown_node(node_id: str) -> ApiError:
-    return ApiError(404, f"node {node_id!r} is not known", field="id", hint="list the nodes with GET /v1/nodes")
-
-
 def routes(fleet: FleetReads) -> list[web.RouteDef]:
     async def list_nodes(request: web.Request) -> web.Response:
         now = fleet.now()
@@ -34,7 +30,7 @@ def routes(fleet: FleetReads) -> list[web.RouteDef]:
         node_id = request.match_info["node_id"]
         node = fleet.node(node_id)
         if node is None:
-            raise unknown_node(node_id)
+            raise UnknownNode(node_id)
         return web.json_response(views.node_json(node, fleet.now()))
 
     async def list_gpus(request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordinator.core.errors import Conflict, NotFound
 from coordinator.jobs.records import JobRecord
 
 
@@ -26,14 +27,16 @@ class JobsAPI(Protocol):
         """Stop the job's workers (with a checkpoint) and forget it once they stopped."""
 
 
-class UnknownJob(LookupError):
+class UnknownJob(NotFound):
     def __init__(self, name: str) -> None:
-        super().__init__(f"no job named {name!r} (myoloctl get jobs lists them)")
+        super().__init__(f"job {name!r} is not known", field="name", hint="list the jobs with GET /v1/jobs")
         self.name = name
 
 
-class JobConflict(ValueError):
+class JobConflict(Conflict):
+    """A change a running job cannot take (``field`` keeps its value while the job runs)."""
+
     def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field = field
+        hint = "a running job keeps this field; delete the job and apply it again to change it"
+        super().__init__(f"{field}: {reason}", field=field, hint=hint)
         self.reason = reason

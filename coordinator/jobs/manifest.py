@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from coordinator.core.errors import Invalid
 from coordinator.jobs import units
 from events.errors import validation_problem
 from events.payloads.trainer_job import TrainerJob
@@ -42,12 +43,14 @@ Quantity = int | float | Annotated[str, msgspec.Meta(max_length=32)]
 LAYOUT_FIELDS = ("pp", "tp", "dp")
 
 
-class ManifestError(ValueError):
-    """``field`` is the manifest path (``spec.replica.tp``); ``reason`` says what is wrong and what to do."""
+class ManifestError(Invalid):
+    """``field`` is the manifest path (``spec.replica.tp``; ``manifest`` for the whole); ``reason`` says what is
+    wrong and what to do."""
 
     def __init__(self, field: str, reason: str) -> None:
-        self.field, self.reason = field, reason
-        super().__init__(f"{field}: {reason}" if field else reason)
+        hint = "fix the manifest and apply it again (myoloctl apply checks it before sending)"
+        super().__init__(f"{field}: {reason}" if field else reason, field=field or "manifest", hint=hint)
+        self.reason = reason
 
 
 def _camel(name: str) -> str:

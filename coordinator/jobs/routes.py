@@ -14,30 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import msgspec
 from aiohttp import web
 
 from coordinator.api.audit import set_target
-from coordinator.api.auth import by_refused, caller
-from coordinator.api.errors import ApiError
-from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError
+from coordinator.api.auth import caller
+from coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, no_query, read_bounded, read_json
+from coordinator.core.errors import Invalid, TooLarge, Unsupported
+from coordinator.jobs.interface import JobsAPI, UnknownJob
+from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.jobs.records import JobRecord
-from events.errors import validation_problem
 
 OPENAPI = Path(__file__).with_name("openapi.yaml")
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
 JSON = "application/json"
 APPLY = ("POST", "/v1/jobs")
 BODY_TYPES = {APPLY: YAML_TYPES | {JSON}}  # the API's gate lets these through to the route (RouteSet.body_types)
-# a manifest wrapped in JSON: every byte may be escaped (\u00XX is six bytes for one)
-MAX_JSON_MANIFEST_BODY = 6 * MAX_MANIFEST_BYTES + 4096
-MAX_SMALL_BODY = 4096  # scale and delete bodies
-_CHUNK = 64 * 1024
-
-T = TypeVar("T", bound=msgspec.Struct)
+MAX_JSON_MANIFEST_BODY = json_limit(MAX_MANIFEST_BYTES)  # a manifest wrapped in JSON
 
 
 class ApplyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -61,65 +56,17 @@ def job_response(record: JobRecord, status: int = 200, headers: dict[str, str] |
     )
 
 
-def unknown_job(name: str) -> ApiError:
-    return ApiError(404, f"job {name!r} is not known", field="name", hint="list the jobs with GET /v1/jobs")
-
-
-def _invalid(exc: msgspec.ValidationError, hint: str) -> ApiError:
-    field = validation_problem(exc).field.lstrip(".") or None
-    if field == "by":
-        return by_refused()
-    return ApiError(400, f"invalid request: {exc}", field=field, hint=hint)
-
-
-def decode_json(raw: bytes, kind: type[T], hint: str) -> T:
-    """A JSON body (empty means every default), or ApiError 400 naming the field at fault."""
-    try:
-        return msgspec.json.decode(raw if raw.strip() else b"{}", type=kind)
-    except msgspec.ValidationError as exc:
-        raise _invalid(exc, hint) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
-
-
-def no_query(request: web.Request) -> None:
-    """The writes take no query parameters (``?by=`` was one: the caller's token says who asks now)."""
-    if "by" in request.query:
-        raise by_refused()
-    if request.query:
-        name = next(iter(request.query))
-        raise ApiError(400, f"unknown query parameter {name!r}", field=name, hint="this route takes no query")
-
-
-async def read_bounded(request: web.Request, limit: int, what: str) -> bytes:
-    """The body, refused with 413 past ``limit`` bytes (checked as it arrives, whatever Content-Length says)."""
-
-    def too_large(size: int | str) -> ApiError:
-        return ApiError(413, f"the {what} is {size} bytes; the limit is {limit}", field=what)
-
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large(request.content_length)
-    chunks, size = [], 0
-    while chunk := await request.content.read(_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise too_large(f"more than {limit}")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 async def manifest_request(request: web.Request) -> str:
     """The manifest text of ``POST /v1/jobs``, from a YAML or a JSON body."""
     no_query(request)
     if request.content_type == JSON:
-        raw = await read_bounded(request, MAX_JSON_MANIFEST_BODY, "request body")
-        body = decode_json(raw, ApplyRequest, 'send {"manifest": "<the YAML>"}')
+        raw = await read_bounded(request, MAX_JSON_MANIFEST_BODY)
+        body = decode_body(raw, ApplyRequest, 'send {"manifest": "<the YAML>"}')
         if len(body.manifest.encode()) > MAX_MANIFEST_BYTES:
-            raise ApiError(413, f"the manifest is over {MAX_MANIFEST_BYTES} bytes", field="manifest")
+            raise TooLarge(f"the manifest is over {MAX_MANIFEST_BYTES} bytes", field="manifest")
         return body.manifest
     if request.content_type not in YAML_TYPES:
-        raise ApiError(
-            415,
+        raise Unsupported(
             f"a manifest cannot be sent as {request.content_type}",
             field="Content-Type",
             hint='send the YAML with Content-Type: application/yaml, or JSON {"manifest": ...}',
@@ -128,27 +75,19 @@ async def manifest_request(request: web.Request) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError(400, f"the manifest is not UTF-8: {exc}", field="manifest") from None
+        raise Invalid(f"the manifest is not UTF-8: {exc}", field="manifest") from None
     return text
 
 
 @contextmanager
-def refusals(value_field: str | None = None) -> Iterator[None]:
-    """The jobs component's refusals as API errors; with ``value_field``, a ValueError is that field's fault."""
+def value_of(field: str) -> Iterator[None]:
+    """A plain ValueError of the jobs component (a bound a value passes) is ``field``'s fault."""
     try:
         yield
-    except UnknownJob as exc:
-        raise unknown_job(exc.name) from None
-    except ManifestError as exc:
-        hint = "fix the manifest and apply it again (myoloctl apply checks it before sending)"
-        raise ApiError(400, str(exc), field=exc.field or "manifest", hint=hint) from None
-    except JobConflict as exc:
-        hint = "a running job keeps this field; delete the job and apply it again to change it"
-        raise ApiError(409, str(exc), field=exc.field, hint=hint) from None
+    except Invalid:
+        raise
     except ValueError as exc:
-        if value_field is None:
-            raise
-        raise ApiError(400, str(exc), field=value_field) from None
+        raise Invalid(str(exc), field=field) from None
 
 
 def routes(jobs: JobsAPI) -> list[web.RouteDef]:
@@ -160,32 +99,32 @@ def routes(jobs: JobsAPI) -> list[web.RouteDef]:
         name = request.match_info["name"]
         record = jobs.job(name)
         if record is None:
-            raise unknown_job(name)
+            raise UnknownJob(name)
         return job_response(record)
 
     async def apply(request: web.Request) -> web.Response:
         manifest = await manifest_request(request)
-        with refusals():
-            record, created = await jobs.apply(manifest, caller(request).by)
+        record, created = await jobs.apply(manifest, caller(request).by)
         set_target(request, record.name)
         if created:
             return job_response(record, 201, {"Location": f"/v1/jobs/{record.name}"})
         return job_response(record)
 
     async def scale(request: web.Request) -> web.Response:
-        raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
+        body = await read_json(
+            request, ScaleRequest, 'send {"replicas": 3}; the only field is replicas', MAX_SMALL_BODY
+        )
         no_query(request)
-        body = decode_json(raw, ScaleRequest, 'send {"replicas": 3}; the only field is replicas')
-        with refusals("replicas"):
+        with value_of("replicas"):
             record = await jobs.scale(request.match_info["name"], body.replicas, caller(request).by)
         return job_response(record)
 
     async def delete(request: web.Request) -> web.Response:
-        raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
+        await read_json(
+            request, DeleteRequest, "send {} (or nothing) with Content-Type: application/json", MAX_SMALL_BODY
+        )
         no_query(request)
-        decode_json(raw, DeleteRequest, "send {} (or nothing) with Content-Type: application/json")
-        with refusals():
-            record = await jobs.delete(request.match_info["name"], caller(request).by)
+        record = await jobs.delete(request.match_info["name"], caller(request).by)
         return job_response(record, 202)
 
     return [

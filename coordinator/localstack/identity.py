@@ -14,12 +14,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from coordinator.cli.auth import Token
-from coordinator.cli.client import ApiClient, ApiError
+from coordinator.cli.client import ApiClient
+from coordinator.core.errors import Unavailable
 from events.keys import ensure_ed25519
 
 NODE_KEY = "node.key"  # the agent's default [identity] key_file, in its data dir
 PUBLIC_KEY = "node.key.pub"
-RETRY = (0, 503, 508)  # no coordinator answered, no leader yet, leadership moving: a leader comes within seconds
 
 
 def key_path(node_id: str) -> str:
@@ -34,7 +34,7 @@ def make_node_key(data_dir: Path) -> None:
 
 def enroll_nodes(client: ApiClient, keys: Mapping[str, str]) -> dict[str, str]:
     """Enrol each node's public key (PEM) through the API; returns what changed per node (``enrolled``,
-    ``replaced``, ``unchanged``). Raises ApiError at the first refusal."""
+    ``replaced``, ``unchanged``). Raises the first ``Refusal``."""
     return {node: client.put(key_path(node), {"public_key": pem})["change"] for node, pem in keys.items()}
 
 
@@ -45,14 +45,14 @@ def agent_public_keys(data_dirs: Mapping[str, Path]) -> dict[str, str]:
 
 def enroll_agents(api_urls: list[str], data_dirs: Mapping[str, Path], token: str | None, timeout: float) -> dict:
     """Enrol every agent of ``data_dirs`` through ``api_urls`` (a standby redirects to the leader), retrying
-    while no leader is known; ApiError for a refusal or when none leads within ``timeout``."""
+    while no leader is known; a ``Refusal`` for a refusal or when none leads within ``timeout``."""
     keys = agent_public_keys(data_dirs)
     client = ApiClient(api_urls, timeout=5.0, token=Token(token, "the local stack's admin.token") if token else None)
     deadline = time.monotonic() + timeout
     while True:
         try:
             return enroll_nodes(client, keys)
-        except ApiError as exc:
-            if exc.status not in RETRY or time.monotonic() > deadline:
+        except Unavailable:  # no coordinator answered, no leader yet, leadership moving: one comes within seconds
+            if time.monotonic() > deadline:
                 raise
         time.sleep(0.25)

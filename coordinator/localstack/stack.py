@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from coordinator.cli.auth import stack_token
-from coordinator.cli.client import ApiError
+from coordinator.core.errors import Refusal
 from coordinator.localstack import configs, health, identity, security
 from coordinator.localstack.broker import process, state
 from coordinator.localstack.broker.errors import BrokerError
@@ -163,7 +163,7 @@ def _enroll(
         return
     try:
         changes = identity.enroll_agents(urls, agents, stack_token(state_dir), timeout)
-    except ApiError as exc:
+    except Refusal as exc:
         raise StackError(
             f"could not enrol the agents' node keys: {exc.render()}",
             hint="`myoloctl local status` shows each coordinator and its log",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordinator.core.errors import NotFound
 from coordinator.nodes.records import NodeKeyRecord
 
 
-class NotEnrolled(LookupError):
+class NotEnrolled(NotFound):
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
-        super().__init__(f"node {node_id!r} has no enrolled key")
+        hint = f"enrol it with PUT /v1/nodes/{node_id}/key"
+        super().__init__(f"node {node_id!r} has no enrolled key", field="node_id", hint=hint)
 
 
 @runtime_checkable

@@ -11,8 +11,8 @@ import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
-from coordinator.api.body import decode_body
-from coordinator.api.errors import ApiError
+from coordinator.api.body import read_json
+from coordinator.core.errors import Invalid
 from coordinator.nodes.interface import NodeKeys, NotEnrolled
 from coordinator.nodes.records import NodeKeyRecord
 from events.errors import ConfigError
@@ -30,43 +30,30 @@ class EnrollRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     public_key: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_FILE_BYTES)]
 
 
-def parse_enroll(raw: bytes) -> EnrollRequest:
-    return decode_body(raw, EnrollRequest, _HINT)
-
-
 def key_body(record: NodeKeyRecord, **extra: Any) -> dict[str, Any]:
     return {**msgspec.to_builtins(record), **extra}
-
-
-def _not_enrolled(node_id: str) -> ApiError:
-    return ApiError(
-        404, f"node {node_id!r} has no enrolled key", field="node_id", hint=f"enrol it with PUT /v1/nodes/{node_id}/key"
-    )
 
 
 def routes(nodes: NodeKeys) -> list[web.RouteDef]:
     async def enroll(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
-        body = parse_enroll(await request.read())
+        body = await read_json(request, EnrollRequest, _HINT)
         try:
             record, change = await nodes.enroll(node_id, body.public_key, caller(request).by)
         except ConfigError as exc:
-            raise ApiError(400, f"public_key: {exc.reason}", field="public_key", hint=_HINT) from None
+            raise Invalid(f"public_key: {exc.reason}", field="public_key", hint=_HINT) from None
         return web.json_response(key_body(record, change=change), status=201 if change == "enrolled" else 200)
 
     async def read(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
         record = nodes.key_of(node_id)
         if record is None:
-            raise _not_enrolled(node_id)
+            raise NotEnrolled(node_id)
         return web.json_response(key_body(record))
 
     async def revoke(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
-        try:
-            record = await nodes.revoke(node_id, caller(request).by)
-        except NotEnrolled:
-            raise _not_enrolled(node_id) from None
+        record = await nodes.revoke(node_id, caller(request).by)
         return web.json_response(key_body(record))
 
     async def listing(request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordinator.core.errors import Conflict, NotFound
 from coordinator.preflight.records import PreflightReport, PreflightRequest
 
 
@@ -15,15 +16,16 @@ class Preflights(Protocol):
         goes on or when there is no node to check."""
 
 
-class UnknownPreflightNode(LookupError):
+class UnknownPreflightNode(NotFound):
     def __init__(self, node_id: str, field: str) -> None:
-        super().__init__(f"node {node_id!r} is not in the fleet view")
-        self.node_id, self.field = node_id, field
+        hint = "`myoloctl get nodes` lists the nodes by id"
+        super().__init__(f"node {node_id!r} is not in the fleet view", field=field, hint=hint)
+        self.node_id = node_id
 
 
-class PreflightRefused(Exception):
+class PreflightRefused(Conflict):
     """Nothing was checked: ``reason`` says why and ``hint`` what to do."""
 
     def __init__(self, reason: str, hint: str, field: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.hint, self.field = reason, hint, field
+        super().__init__(reason, field=field, hint=hint)
+        self.reason = reason

@@ -9,10 +9,9 @@ import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
-from coordinator.api.errors import ApiError
-from coordinator.preflight.interface import PreflightRefused, Preflights, UnknownPreflightNode
+from coordinator.api.body import read_json
+from coordinator.preflight.interface import Preflights
 from coordinator.preflight.records import PreflightRequest
-from events.errors import validation_problem
 
 PATH = "/v1/preflight"
 _HINT = (
@@ -21,29 +20,10 @@ _HINT = (
 )
 
 
-def parse_request(raw: bytes) -> PreflightRequest:
-    """The JSON body (empty: every default), or ApiError 400 naming the field at fault."""
-    if not raw.strip():
-        return PreflightRequest()
-    try:
-        return msgspec.json.decode(raw, type=PreflightRequest)
-    except msgspec.ValidationError as exc:
-        problem = validation_problem(exc)
-        field = problem.field.lstrip(".") or None
-        raise ApiError(400, f"invalid request body: {problem.message}", field=field, hint=_HINT) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint=_HINT) from None
-
-
 def routes(preflights: Preflights) -> list[web.RouteDef]:
     async def run(request: web.Request) -> web.Response:
-        body = parse_request(await request.read())
-        try:
-            report = await preflights.preflight(body, caller(request).by)
-        except UnknownPreflightNode as exc:
-            raise ApiError(404, str(exc), field=exc.field, hint="`myoloctl get nodes` lists the nodes by id") from None
-        except PreflightRefused as exc:
-            raise ApiError(409, exc.reason, field=exc.field, hint=exc.hint) from None
+        body = await read_json(request, PreflightRequest, _HINT)
+        report = await preflights.preflight(body, caller(request).by)
         return web.json_response(msgspec.to_builtins(report))
 
     return [web.post(PATH, run)]

@@ -1,37 +1,46 @@
-"""The registry's refusals: each names the field at fault and says what to do (the API maps them to 4xx)."""
+"""The registry's refusals: each names the field at fault and says what to do."""
 
 from __future__ import annotations
 
+from coordinator.core.errors import Conflict, Invalid, NotFound
 
-class RegistryError(ValueError):
+
+class RegistryError(Invalid):
     """A value the registry refuses: ``field`` (``retrain.manifest``, ``promote_margin``) and the reason."""
 
-    def __init__(self, field: str, reason: str) -> None:
-        self.field, self.reason = field, reason
-        super().__init__(f"{field}: {reason}")
+    def __init__(self, field: str, reason: str, hint: str | None = None) -> None:
+        super().__init__(f"{field}: {reason}", field=field, hint=hint)
+        self.reason = reason
 
 
-class RegistryFull(RegistryError):
+class RegistryFull(Conflict, RegistryError):
     """A bound of the ``[registry]`` section would be passed (models, versions of a model, aliases)."""
 
+    def __init__(self, field: str, reason: str) -> None:
+        RegistryError.__init__(self, field, reason, "see the [registry] section's bounds")
 
-class UnknownModel(LookupError):
+
+class UnknownModel(NotFound):
     def __init__(self, model: str) -> None:
         self.model = model
-        self.field = "model"
-        super().__init__(f"model: no model named {model!r} (myoloctl registry models lists them)")
+        super().__init__(f"model {model!r} is not registered", field="model", hint="list them with GET /v1/models")
 
 
-class UnknownVersion(LookupError):
+class UnknownVersion(Invalid, LookupError):
+    """A version named in a request's body (a parent, an alias's target) that the model does not have."""
+
     def __init__(self, model: str, version: int, field: str = "version") -> None:
-        self.model, self.version, self.field = model, version, field
+        self.model, self.version = model, version
         super().__init__(
-            f"{field}: model {model} has no version {version} (myoloctl registry versions {model} lists them)"
+            f"{field}: model {model} has no version {version} (myoloctl registry versions {model} lists them)",
+            field=field,
+            hint=f"GET /v1/models/{model}/versions lists them",
         )
 
 
-class UnknownAlias(LookupError):
+class UnknownAlias(NotFound):
     def __init__(self, model: str, alias: str) -> None:
         self.model, self.alias = model, alias
-        self.field = "alias"
-        super().__init__(f"alias: model {model} has no alias {alias!r} (GET /v1/models/{model}/aliases lists them)")
+        super().__init__(
+            f"alias: model {model} has no alias {alias!r} (GET /v1/models/{model}/aliases lists them)", field="alias"
+        )

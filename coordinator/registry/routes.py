@@ -11,17 +11,15 @@ it is checked here on the body, beyond the route's operator role.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
-from coordinator.api.errors import ApiError
+from coordinator.api.body import MAX_SMALL_BODY, json_limit, no_query, read_json
 from coordinator.api.tokens import RANK
-from coordinator.jobs.routes import MAX_JSON_MANIFEST_BODY, MAX_SMALL_BODY, decode_json, no_query, read_bounded
+from coordinator.core.errors import Forbidden, Invalid, NotFound
 from coordinator.registry.answers import (
     AliasHistory,
     AliasList,
@@ -31,9 +29,9 @@ from coordinator.registry.answers import (
     model_answer,
     version_answer,
 )
-from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
+from coordinator.registry.errors import UnknownModel
 from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import AliasRecord, Margin, ModelRecord, RetrainTemplate
+from coordinator.registry.records import MAX_MANIFEST_CHARS, AliasRecord, Margin, ModelRecord, RetrainTemplate
 from events.payloads.models import Text
 
 MODELS = "/v1/models"
@@ -44,6 +42,7 @@ ALIASES = "/v1/models/{model}/aliases"
 ALIAS = "/v1/models/{model}/aliases/{alias}"
 HISTORY = "/v1/models/{model}/aliases/{alias}/history"
 MAX_REGISTER_BODY = 64 * 1024
+MAX_MODEL_BODY = json_limit(MAX_MANIFEST_CHARS)  # a retraining template carries a manifest
 DEFAULT_LIMIT, MAX_LIMIT = 100, 1000
 
 
@@ -68,30 +67,9 @@ def _json(body: msgspec.Struct, status: int = 200, headers: dict[str, str] | Non
     return web.Response(body=msgspec.json.encode(body), status=status, content_type="application/json", headers=headers)
 
 
-def _unknown_model(name: str) -> ApiError:
-    return ApiError(404, f"model {name!r} is not registered", field="model", hint="list them with GET /v1/models")
-
-
-@contextmanager
-def refusals() -> Iterator[None]:
-    """The registry's refusals as API errors naming the field."""
-    try:
-        yield
-    except RegistryFull as exc:
-        raise ApiError(409, str(exc), field=exc.field, hint="see the [registry] section's bounds") from None
-    except RegistryError as exc:
-        raise ApiError(400, str(exc), field=exc.field) from None
-    except UnknownModel as exc:
-        raise _unknown_model(exc.model) from None
-    except UnknownAlias as exc:
-        raise ApiError(404, str(exc), field="alias") from None
-    except UnknownVersion as exc:  # a version named in the body
-        raise ApiError(400, str(exc), field=exc.field, hint=f"GET /v1/models/{exc.model}/versions lists them") from None
-
-
 def _number(text: str, field: str) -> int:
     if not text.isdigit() or int(text) < 1:
-        raise ApiError(400, f"{field}: {text!r} is not a version number (1, 2, ...)", field=field)
+        raise Invalid(f"{field}: {text!r} is not a version number (1, 2, ...)", field=field)
     return int(text)
 
 
@@ -100,7 +78,7 @@ def _query_int(request: web.Request, name: str, default: int | None, low: int, h
     if raw is None:
         return default
     if not raw.isdigit() or not low <= int(raw) <= high:
-        raise ApiError(400, f"{name}: {raw!r} is not a whole number from {low} to {high}", field=name)
+        raise Invalid(f"{name}: {raw!r} is not a whole number from {low} to {high}", field=name)
     return int(raw)
 
 
@@ -112,8 +90,7 @@ def _needs_admin(request: web.Request, current: ModelRecord | None, body: PutMod
     before = (current.retrain, current.promote_margin) if current is not None else (None, None)
     for field, old, new in (("retrain", before[0], body.retrain), ("promote_margin", before[1], body.promote_margin)):
         if old != new:
-            raise ApiError(
-                403,
+            raise Forbidden(
                 f"changing {field} needs the admin role (it lets the coordinator act on its own: "
                 f"{'submit retraining jobs' if field == 'retrain' else 'promote a champion'}); "
                 f"token {who.name!r} has {who.role}",
@@ -127,7 +104,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         name = request.match_info["model"]
         record = reg.model(name)
         if record is None:
-            raise _unknown_model(name)
+            raise UnknownModel(name)
         return record
 
     async def list_models(request: web.Request) -> web.Response:
@@ -137,16 +114,13 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         return _json(model_answer(reg, model_of(request)))
 
     async def put_model(request: web.Request) -> web.Response:
-        raw = await read_bounded(request, MAX_JSON_MANIFEST_BODY, "request body")
+        hint = 'send {"description": "...", "retrain": {...}, "promote_margin": 0.02}'
+        body = await read_json(request, PutModelRequest, hint, MAX_MODEL_BODY)
         no_query(request)
-        body = decode_json(
-            raw, PutModelRequest, 'send {"description": "...", "retrain": {...}, "promote_margin": 0.02}'
-        )
         name = request.match_info["model"]
         current = reg.model(name)
         _needs_admin(request, current, body)
-        with refusals():
-            record = await reg.put_model(name, body.description, body.retrain, body.promote_margin, caller(request).by)
+        record = await reg.put_model(name, body.description, body.retrain, body.promote_margin, caller(request).by)
         return _json(model_answer(reg, record), 201 if current is None else 200)
 
     async def list_versions(request: web.Request) -> web.Response:
@@ -169,21 +143,19 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         n = _number(request.match_info["version"], "version")
         version = reg.version(record.name, n)
         if version is None:
-            raise ApiError(
-                404,
+            raise NotFound(
                 f"version: model {record.name} has no version {n} (myoloctl registry versions {record.name} lists them)",
                 field="version",
             )
         return _json(version_answer(reg, version, lineage=True))
 
     async def register(request: web.Request) -> web.Response:
-        raw = await read_bounded(request, MAX_REGISTER_BODY, "request body")
+        hint = 'send {"artifact": "s3://.../model.safetensors", "sha256": "<64 hex>"}'
+        new = await read_json(request, NewVersion, hint, MAX_REGISTER_BODY)
         no_query(request)
-        new = decode_json(raw, NewVersion, 'send {"artifact": "s3://.../model.safetensors", "sha256": "<64 hex>"}')
         name = request.match_info["model"]
         known = reg.registered(name, new)
-        with refusals():
-            version = await reg.register(name, new, caller(request).by)
+        version = await reg.register(name, new, caller(request).by)
         path = f"{MODELS}/{name}/versions/{version.version}"
         return _json(version_answer(reg, version, lineage=True), 200 if known else 201, {"Location": path})
 
@@ -196,8 +168,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         alias = request.match_info["alias"]
         found = reg.alias(record.name, alias)
         if found is None:
-            raise ApiError(
-                404,
+            raise NotFound(
                 f"alias: model {record.name} has no alias {alias!r}",
                 field="alias",
                 hint=f"GET {MODELS}/{record.name}/aliases",
@@ -205,23 +176,19 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         return found
 
     async def set_alias(request: web.Request) -> web.Response:
-        raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
+        body = await read_json(request, AliasRequest, 'send {"version": 3, "reason": "why it moves"}', MAX_SMALL_BODY)
         no_query(request)
-        body = decode_json(raw, AliasRequest, 'send {"version": 3, "reason": "why it moves"}')
-        with refusals():
-            record = await reg.set_alias(
-                request.match_info["model"], request.match_info["alias"], body.version, caller(request).by, body.reason
-            )
+        record = await reg.set_alias(
+            request.match_info["model"], request.match_info["alias"], body.version, caller(request).by, body.reason
+        )
         return _json(alias_answer(record))
 
     async def remove_alias(request: web.Request) -> web.Response:
-        raw = await read_bounded(request, MAX_SMALL_BODY, "request body")
+        body = await read_json(request, AliasRemoval, 'send {"reason": "why it is removed"}', MAX_SMALL_BODY)
         no_query(request)
-        body = decode_json(raw, AliasRemoval, 'send {"reason": "why it is removed"}')
-        with refusals():
-            record = await reg.set_alias(
-                request.match_info["model"], request.match_info["alias"], None, caller(request).by, body.reason
-            )
+        record = await reg.set_alias(
+            request.match_info["model"], request.match_info["alias"], None, caller(request).by, body.reason
+        )
         return _json(alias_answer(record))
 
     async def alias_history(request: web.Request) -> web.Response:
@@ -232,7 +199,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
             try:
                 at = float(raw_at)
             except ValueError:
-                raise ApiError(400, f"at: {raw_at!r} is not a time (seconds since the epoch)", field="at") from None
+                raise Invalid(f"at: {raw_at!r} is not a time (seconds since the epoch)", field="at") from None
         answer = alias_answer(record, newest_first=True)
         version_at = record.version_at(at) if at is not None else None
         return _json(AliasHistory(**msgspec.structs.asdict(answer), at=at, version_at=version_at))

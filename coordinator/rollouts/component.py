@@ -31,7 +31,7 @@ from coordinator.fleet.interface import FleetNodes
 from coordinator.jobs.interface import JobsAPI
 from coordinator.rollouts import gates, routes
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
-from coordinator.rollouts.interface import RolloutError
+from coordinator.rollouts.interface import RolloutConflict, RolloutError, UnknownRollout
 from coordinator.rollouts.plan import waves
 from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, RolloutRecord, Wave
 from events.bus import RecordInfo
@@ -105,10 +105,8 @@ class Rollouts(Component):
         async with self._lock:
             busy = self.active()
             if busy is not None:
-                raise RolloutError(
-                    "version",
-                    f"rollout {busy.name} is {busy.phase}; one rollout at a time (pause or abort it first)",
-                    409,
+                raise RolloutConflict(
+                    "version", f"rollout {busy.name} is {busy.phase}; one rollout at a time (pause or abort it first)"
                 )
             name = f"{component}-{version}"
             if name in self.records:
@@ -123,7 +121,7 @@ class Rollouts(Component):
                 else:
                     skipped[node.node_id] = "cordoned" if node.cordoned else f"{node.liveness}, health {node.health}"
             if not nodes:
-                raise RolloutError("nodes", f"no node is Ready and uncordoned to upgrade (skipped: {skipped})", 409)
+                raise RolloutConflict("nodes", f"no node is Ready and uncordoned to upgrade (skipped: {skipped})")
             planned = waves(nodes, self._busy_nodes(), plan.waves)
             now = self.ctx.clock.now()
             rec = RolloutRecord(
@@ -150,7 +148,7 @@ class Rollouts(Component):
         async with self._lock:
             rec = self.records.get(name)
             if rec is None:
-                raise RolloutError("name", f"no rollout named {name!r} (myoloctl rollout history lists them)", 404)
+                raise UnknownRollout("name", f"no rollout named {name!r} (myoloctl rollout history lists them)")
             if action == "pause":
                 self._expect(rec, action, ("Progressing",))
                 await self._save(rec, "Paused", "paused", by)
@@ -170,7 +168,7 @@ class Rollouts(Component):
     @staticmethod
     def _expect(rec: RolloutRecord, action: str, phases: tuple[str, ...]) -> None:
         if rec.phase not in phases:
-            raise RolloutError("phase", f"cannot {action} rollout {rec.name}: it is {rec.phase}", 409)
+            raise RolloutConflict("phase", f"cannot {action} rollout {rec.name}: it is {rec.phase}")
 
     # ---- evidence (every coordinator) -----------------------------------------------------------------------
     async def on_event(self, event: Event, info: RecordInfo) -> None:

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordinator.core.errors import Conflict, Invalid, NotFound
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.records import RolloutRecord
 
 
-class RolloutError(ValueError):
-    """A request the rollouts refuse: ``field`` and the reason (409 when it conflicts with the rollout's state)."""
+class RolloutError(Invalid):
+    """A request the rollouts refuse: ``field`` and the reason."""
 
-    def __init__(self, field: str, reason: str, status: int = 400) -> None:
-        self.field, self.reason, self.status = field, reason, status
-        super().__init__(f"{field}: {reason}")
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}", field=field)
+        self.reason = reason
+
+
+class RolloutConflict(Conflict, RolloutError):
+    """A request the rollout's state refuses (another one is active, a phase that does not take the action)."""
+
+
+class UnknownRollout(NotFound, RolloutError):
+    """No rollout of that name."""
 
 
 @runtime_checkable

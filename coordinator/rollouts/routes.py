@@ -9,10 +9,10 @@ import msgspec
 from aiohttp import web
 
 from coordinator.api.auth import caller
-from coordinator.api.body import decode_body
-from coordinator.api.errors import ApiError
+from coordinator.api.body import read_json
+from coordinator.core.errors import NotFound
 from coordinator.rollouts.config import Plan
-from coordinator.rollouts.interface import RolloutError, RolloutsAPI
+from coordinator.rollouts.interface import RolloutsAPI
 from events.payloads.commands import Component, Sha256, Version
 
 LIST_PATH = "/v1/rollouts"
@@ -31,10 +31,6 @@ class StartRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     plan: Plan | None = None
 
 
-def _refused(exc: RolloutError) -> ApiError:
-    return ApiError(exc.status, str(exc), field=exc.field)
-
-
 def routes(api: RolloutsAPI) -> list[web.RouteDef]:
     async def listing(request: web.Request) -> web.Response:
         return web.json_response({"items": msgspec.to_builtins(api.rollouts())})
@@ -43,27 +39,19 @@ def routes(api: RolloutsAPI) -> list[web.RouteDef]:
         name = request.match_info["name"]
         rec = api.rollout(name)
         if rec is None:
-            raise ApiError(404, f"no rollout named {name!r}", field="name", hint="GET /v1/rollouts lists them")
+            raise NotFound(f"no rollout named {name!r}", field="name", hint="GET /v1/rollouts lists them")
         return web.json_response(msgspec.to_builtins(rec))
 
     async def start(request: web.Request) -> web.Response:
-        body = decode_body(await request.read(), StartRequest, _HINT)
-        try:
-            rec = await api.start(
-                body.component, body.version, body.artifact, body.sha256, caller(request).by, body.plan
-            )
-        except RolloutError as exc:
-            raise _refused(exc) from None
+        body = await read_json(request, StartRequest, _HINT)
+        rec = await api.start(body.component, body.version, body.artifact, body.sha256, caller(request).by, body.plan)
         return web.json_response(msgspec.to_builtins(rec), status=201)
 
     async def act(request: web.Request) -> web.Response:
         name, action = request.match_info["name"], request.match_info["action"]
         if action not in ACTIONS:
-            raise ApiError(404, f"no action {action!r}; one of {', '.join(ACTIONS)}", field="action")
-        try:
-            rec = await api.act(name, action, caller(request).by)
-        except RolloutError as exc:
-            raise _refused(exc) from None
+            raise NotFound(f"no action {action!r}; one of {', '.join(ACTIONS)}", field="action")
+        rec = await api.act(name, action, caller(request).by)
         return web.json_response(msgspec.to_builtins(rec))
 
     return [
