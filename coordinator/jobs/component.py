@@ -25,11 +25,11 @@ from coordinator.jobs import routes
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.metrics import JobMetrics
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
 from coordinator.jobs.records import JobProgress, JobRecord
+from coordinator.jobs.runtime import JobRuntime
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
@@ -52,11 +52,8 @@ class Jobs(Component):
         super().__init__(ctx)
         self.cfg: JobsConfig = ctx.config
         self.fleet = ctx.peers.require(FleetNodes)
-        self.records: dict[str, JobRecord] = {}
-        self.metrics: dict[str, JobMetrics] = {}
-        self._evidence: dict[str, Evidence] = {}
-        self._rates: dict[str, dict[int, float]] = {}  # the latest tokens/s of each replica, per job
-        self._missing: dict[str, dict[str, float]] = {}  # per job: members whose samples show no worker, since
+        self.records: dict[str, JobRecord] = {}  # as on the state topic
+        self.runtime: dict[str, JobRuntime] = {}  # what was heard of each job since (memory only)
         self._on_node: dict[str, set[str]] = {}  # node -> jobs with a member there
         self._lock = asyncio.Lock()
         self.reconciler = Reconciler(
@@ -107,7 +104,7 @@ class Jobs(Component):
             rec = JobRecord(name=spec.name, spec=spec, manifest=manifest, created=now, updated=now)
             rec.reason = "waiting for its first placement"
             await self._save(rec)
-            self.metrics[spec.name] = JobMetrics()
+            self.runtime[spec.name] = JobRuntime()
             log.info("job applied", job=spec.name, by=by)
         return rec, True
 
@@ -157,14 +154,22 @@ class Jobs(Component):
         if self.ctx.leadership.is_leader:
             return  # memory is ahead of the log: we wrote it
         if record is None:
-            self.records.pop(key, None)
-            self.metrics.pop(key, None)
+            self._forget(key)
         elif isinstance(record, JobRecord):
             mine = self.records.get(key)
             if mine is not None and mine.progress.step > record.progress.step:
                 record.progress = mine.progress  # our own reading of the progress topic may be newer
             self.records[key] = record
-            self.metrics.setdefault(key, JobMetrics())
+            self._runtime(key)
+        self._index()
+
+    def _runtime(self, name: str) -> JobRuntime:
+        return self.runtime.setdefault(name, JobRuntime())
+
+    def _forget(self, name: str) -> None:
+        """A job gone: its record and everything heard of it."""
+        self.records.pop(name, None)
+        self.runtime.pop(name, None)
         self._index()
 
     # ---- events -------------------------------------------------------------------------------------------
@@ -182,7 +187,7 @@ class Jobs(Component):
                 async with self._lock:
                     await self._save(rec)
             return
-        evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
+        evidence = self._runtime(rec.name).evidence
         if isinstance(data, TrainingFault):
             if len(evidence.faults) < MAX_FAULTS:  # the first ones tell the cause; a standby never drains them
                 evidence.faults.append(data)
@@ -194,8 +199,9 @@ class Jobs(Component):
             await self._step(rec, now)  # act now, not at the next tick
 
     def _progress(self, rec: JobRecord, p: TrainingProgress, now: float) -> None:
-        self.metrics.setdefault(rec.name, JobMetrics()).add_progress(p, now)
-        rates = self._rates.setdefault(rec.name, {})
+        runtime = self._runtime(rec.name)
+        runtime.metrics.add_progress(p, now)
+        rates = runtime.rates
         rates[p.dp_rank] = p.tokens_per_s
         if p.step >= rec.progress.step:
             prev = rec.progress
@@ -222,17 +228,17 @@ class Jobs(Component):
             member = gen.member(node.node_id) if gen is not None and gen.stage == "running" else None
             if member is None or gen is None:
                 continue
-            self.metrics.setdefault(name, JobMetrics()).add_gpu_util(node.node_id, member.gpus, sample, now)
+            runtime = self._runtime(name)
+            runtime.metrics.add_gpu_util(node.node_id, member.gpus, sample, now)
             if sample.workers is not None:
                 alive = any(
                     w.job_id == name and w.generation == gen.number and w.state in ("starting", "running")
                     for w in sample.workers
                 )
-                missing = self._missing.setdefault(name, {})
                 if alive:
-                    missing.pop(node.node_id, None)
+                    runtime.missing.pop(node.node_id, None)
                 else:
-                    missing.setdefault(node.node_id, now)
+                    runtime.missing.setdefault(node.node_id, now)
 
     def _index(self) -> None:
         """Which jobs' generations have members on each node (samples are many, jobs few)."""
@@ -246,7 +252,8 @@ class Jobs(Component):
     def _gone_workers(self, rec: JobRecord, now: float) -> list[TrainingFault]:
         """The generation's members whose samples have shown none of its workers for ``workers_missing_s``."""
         gen = rec.generation
-        missing = self._missing.get(rec.name, {})
+        runtime = self.runtime.get(rec.name)
+        missing = runtime.missing if runtime is not None else {}
         if gen is None or gen.stage != "running" or gen.started is None:
             return []
         out = []
@@ -276,7 +283,8 @@ class Jobs(Component):
             if self.records.get(rec.name) is not rec:
                 return
             gen_before = rec.generation.number if rec.generation else None
-            evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
+            runtime = self._runtime(rec.name)
+            evidence = runtime.evidence
             if not evidence.faults:
                 gone = self._gone_workers(rec, now)
                 if gone:
@@ -291,24 +299,18 @@ class Jobs(Component):
             if not acted:  # no verdict, or none that could be placed: the usual step
                 await self.reconciler.step(rec, now, evidence)
             gen = rec.generation
-            if (gen.number if gen is not None else None) != gen_before:  # the evidence was about the old one
-                self._rates.pop(rec.name, None)
-                self._evidence.pop(rec.name, None)
-                self._missing.pop(rec.name, None)
-                if gen is not None:
-                    self.metrics.setdefault(rec.name, JobMetrics()).reset(gen.number, gen.replicas)
+            if (gen.number if gen is not None else None) != gen_before:
+                runtime.next_generation(gen)
             if Reconciler.gone(rec):
                 await self.ctx.store.delete(STATE_JOBS, rec.name, "job")
-                self.records.pop(rec.name, None)
-                self.metrics.pop(rec.name, None)
-                self._rates.pop(rec.name, None)
-                self._index()
+                self._forget(rec.name)
                 log.info("job deleted", job=rec.name)
 
     def _policy(self, rec: JobRecord, now: float) -> Verdict | None:
         """What the job's policies and the straggler check ask for, if anything."""
         gen = rec.generation
-        metrics = self.metrics.get(rec.name)
+        runtime = self.runtime.get(rec.name)
+        metrics = runtime.metrics if runtime is not None else None
         if gen is None or metrics is None:
             return None
         spec = rec.spec
@@ -338,7 +340,8 @@ class Jobs(Component):
         return None
 
     async def on_lead(self, epoch: int) -> None:
-        self._evidence.clear()
+        for runtime in self.runtime.values():
+            runtime.evidence = Evidence()  # a new term judges faults it hears itself
         now = self.ctx.clock.now()
         adopted = 0
         for rec in list(self.records.values()):

@@ -13,7 +13,7 @@ gone) -> ``starting`` (``start_workers`` to each member; each agent answers once
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -38,8 +38,8 @@ class Evidence:
     """What the job's workers reported about its current generation (leader's memory, until the generation
     changes): worker faults, in arrival order, and each node's completion."""
 
-    faults: list[TrainingFault]
-    completed: dict[str, TrainingCompleted]
+    faults: list[TrainingFault] = field(default_factory=list)
+    completed: dict[str, TrainingCompleted] = field(default_factory=dict)
     first_fault_at: float | None = None  # when the first fault arrived (coordinator clock)
 
 

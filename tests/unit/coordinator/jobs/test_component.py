@@ -177,6 +177,22 @@ async def test_scale_and_delete(sim: JobSim) -> None:
     assert sim.jobs.job("tiny") is None and sim.written()[-1] is None
 
 
+async def test_a_deleted_job_leaves_nothing_of_what_was_heard_about_it(sim: JobSim) -> None:
+    sim.workers = {n: [("tiny", 1)] for n in ("n1", "n2")}  # n3's samples show no worker of the job
+    rec = await running(sim)
+    await sim.progress("tiny", rec.generation.number, 1, rec.generation.replicas)
+    await sim.second()
+    runtime = sim.jobs.runtime["tiny"]
+    assert "n3" in runtime.missing and runtime.rates and runtime.metrics.generation == 1
+    await sim.jobs.delete("tiny", "operator:bob")
+    await sim.second()
+    await sim.ack_all("stop_workers")
+    await sim.second()
+    assert sim.jobs.job("tiny") is None and "tiny" not in sim.jobs.runtime
+    await sim.jobs.apply(manifest(), "alice")  # the same name again: a job of its own, heard of afresh
+    assert sim.jobs.runtime["tiny"].missing == {} and sim.jobs.runtime["tiny"].evidence.faults == []
+
+
 async def test_apply_changes_bounds_but_not_the_training(sim: JobSim) -> None:
     await running(sim)
     rec, created = await sim.jobs.apply(manifest(lo=1, hi=2), "alice")
