@@ -340,3 +340,24 @@ async def test_the_one_member_silent_after_a_fault_is_left_out_after_the_settle_
         assert rec.restarts == 0 and sim.fleet.node("n2").liveness != "Lost"
     finally:
         await sim.close()
+
+
+async def test_a_refused_state_write_leaves_the_job_as_it_was_and_sends_nothing(sim: JobSim) -> None:
+    from tests.unit.coordinator.failing import WriteRefused, refused_writes
+
+    with refused_writes(sim.coord.store, STATE_JOBS), pytest.raises(WriteRefused):
+        await sim.jobs.apply(manifest(), "alice")
+    assert sim.jobs.job("tiny") is None and "tiny" not in sim.jobs.runtime
+    await sim.jobs.apply(manifest(), "alice")
+    pending = sim.job()
+    with refused_writes(sim.coord.store, STATE_JOBS) as refused:
+        await sim.second(3)  # the leader's steps: the first placement cannot be recorded
+        with pytest.raises(WriteRefused):
+            await sim.jobs.scale("tiny", 2, "operator:bob")
+        with pytest.raises(WriteRefused):
+            await sim.jobs.delete("tiny", "operator:bob")
+    assert refused and set(refused) == {"tiny"}
+    assert sim.job() is pending and pending.generation is None and not pending.deleting
+    assert sim.sent("start_workers") == []  # nothing acted on a decision that was not recorded
+    rec = await sim.run_generation()  # the broker is back: the same steps go through
+    assert rec.generation is not None and rec.generation.stage == "running" and rec.desired_replicas is None
