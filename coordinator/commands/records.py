@@ -10,7 +10,7 @@ CommandStatus = Literal["pending", "accepted", "done", "rejected", "failed", "du
 TERMINAL: frozenset[str] = frozenset({"done", "rejected", "failed", "duplicate", "expired"})
 
 
-class CommandIntent(msgspec.Struct, kw_only=True):
+class CommandIntent(msgspec.Struct, kw_only=True, frozen=True):
     """A command the leader decided to send, and what became of it. Written before the command is sent, and
     again on every change, so a new leader resumes exactly the unfinished ones with the same ids."""
 

@@ -2,10 +2,9 @@
 
 Every coordinator reads ``myolo.drift.samples`` and keeps the same monitors (same windows, same seeds), so a
 new leader judges drift from the traffic it already saw. Only the leader writes: the references it learned,
-each evaluation (``status/``), and on a detection the retraining run (``retrain/``) *before* it submits the
-job and publishes ``ai.myolo.drift.detected.v1``. When the job succeeds, the version its rank 0 exported
-(carried by its completion event) is registered with its lineage: the champion it started from and the drift
-event that caused it.
+each evaluation (``status/``), and publishes ``ai.myolo.drift.detected.v1`` on a detection, after the
+retraining controller (:mod:`coordinator.drift.retrainer`) recorded and submitted the retraining job it
+causes, and registered what it exports.
 
 Which traffic is watched: a version with references (set from a file), or the model's champion (or any
 version of a model without one) — those learn their references from their first samples. Samples of other
@@ -24,8 +23,7 @@ import structlog
 
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
-from coordinator.core.errors import NotLeader
-from coordinator.drift import retrain, routes
+from coordinator.drift import routes
 from coordinator.drift.config import DriftConfig
 from coordinator.drift.interface import DriftView, LearningInfo, ReferenceInfo
 from coordinator.drift.monitor import Monitor
@@ -36,24 +34,20 @@ from coordinator.drift.records import (
     RuleRecord,
     StatusRecord,
     reference_key,
-    retrain_key,
     rule_key,
     status_key,
 )
 from coordinator.drift.reference import Reference
+from coordinator.drift.retrainer import Retrainer
 from coordinator.drift.rule import DriftRule, Evaluation
-from coordinator.jobs.interface import JobConflict, JobsAPI
-from coordinator.jobs.manifest import ManifestError
-from coordinator.registry.errors import RegistryError
-from coordinator.registry.interface import ModelRegistry, NewVersion
+from coordinator.jobs.interface import JobsAPI
+from coordinator.registry.interface import ModelRegistry
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import DriftDetected, DriftSample, TrainingCompleted
-from events.payloads.models import ModelExport
 from events.topics import STATE_DRIFT
 
 log = structlog.get_logger("myolo.coordinator.drift")
-EXPORT_WAIT_S = 300.0  # a succeeded job whose export has not been heard of after this long failed to export
 Key = tuple[str, str]  # (model, version)
 
 
@@ -77,9 +71,8 @@ class Drift(Component):
         self.references: dict[Key, dict[str, ReferenceRecord]] = {}
         self.rules: dict[str, RuleRecord] = {}
         self.statuses: dict[Key, StatusRecord] = {}
-        self.runs: dict[str, RetrainRun] = {}
         self.monitors: dict[Key, Monitor] = {}
-        self.exports: dict[str, tuple[int, ModelExport]] = {}  # job -> (generation, export), from completions
+        self.retrainer = Retrainer(self.cfg, ctx.store, self.registry, self.jobs)
         self._stored: dict[Key, set[str]] = {}  # learned features already written
         self.counters: dict[str, int] = {
             "samples": 0,
@@ -88,8 +81,6 @@ class Drift(Component):
             "refused_features": 0,
             "evaluations": 0,
             "detections": 0,
-            "retrainings": 0,
-            "registered": 0,
         }
 
     # ---- DriftAPI ---------------------------------------------------------------------------------------
@@ -117,7 +108,7 @@ class Drift(Component):
             for (m, v), mon in sorted(self.monitors.items())
             if m == model and mon.learning
         ]
-        run = self.runs.get(model)
+        run = self.retrainer.runs.get(model)
         own = self.rules.get(model)
         return DriftView(
             model=model,
@@ -175,7 +166,7 @@ class Drift(Component):
         elif isinstance(record, StatusRecord):
             self.statuses[(record.model, record.version)] = record
         elif isinstance(record, RetrainRun):
-            self.runs[record.model] = record
+            self.retrainer.apply_state(record)
 
     def _apply_reference(self, rec: ReferenceRecord) -> None:
         key = (rec.model, rec.version)
@@ -202,7 +193,7 @@ class Drift(Component):
         if isinstance(event.data, DriftSample):
             self._observe(event.data)
         elif isinstance(event.data, TrainingCompleted) and event.data.export is not None:
-            await self._completed(event.data)
+            await self.retrainer.completed(event.data, self.ctx.leadership.is_leader)
 
     def _observe(self, sample: DriftSample) -> None:
         self.counters["samples"] += 1
@@ -249,15 +240,6 @@ class Drift(Component):
         self.monitors[key] = monitor
         return monitor
 
-    async def _completed(self, done: TrainingCompleted) -> None:
-        run = next((r for r in self.runs.values() if r.job == done.job_id), None)
-        if run is None or done.export is None:
-            return
-        self.exports[done.job_id] = (done.generation, done.export)
-        if self.ctx.leadership.is_leader and run.export is None:
-            run = msgspec.structs.replace(run, export=done.export, generation=done.generation)
-            await self._save_run(run)
-
     # ---- tick -------------------------------------------------------------------------------------------
     async def tick(self, now: float) -> None:
         leading = self.ctx.leadership.is_leader
@@ -271,9 +253,7 @@ class Drift(Component):
             if leading:
                 await self._evaluated(key, monitor, result, now)
         if leading:
-            for run in list(self.runs.values()):
-                if run.state == "running":
-                    await self._follow(run, now)
+            await self.retrainer.tick(now)
 
     async def _store_learned(self, key: Key, monitor: Monitor, now: float) -> None:
         done = self._stored.setdefault(key, set())
@@ -312,7 +292,7 @@ class Drift(Component):
         if detection_id is None:
             return
         self.counters["detections"] += 1
-        job = await self._maybe_retrain(model, version, detection_id, now)
+        job = await self.retrainer.detected(model, version, detection_id, now)
         rule = monitor.rule
         await self.ctx.producer.send(
             DriftDetected(
@@ -338,94 +318,13 @@ class Drift(Component):
             retraining_job=job,
         )
 
-    # ---- retraining -------------------------------------------------------------------------------------
-    async def _maybe_retrain(self, model: str, version: str, detection_id: str, now: float) -> str | None:
-        """Submit the model's retraining job for this detection (written first), or say in the log why not."""
-        entry = self.registry.model(model)
-        template = entry.retrain if entry else None
-        last = self.runs.get(model)
-        why = None
-        if not self.cfg.retrain:
-            why = "retraining is off (drift.retrain = false)"
-        elif template is None:
-            why = f"model {model} has no retraining template (myoloctl registry model set {model} --retrain ...)"
-        elif last is not None and last.state == "running":
-            why = f"retraining job {last.job} still runs"
-        elif last is not None and now < last.submitted + template.cooldown_s:
-            why = f"in cooldown until {last.submitted + template.cooldown_s:.0f} (retrain.cooldown_s)"
-        if why is not None or template is None:
-            log.info("no retraining for this drift", model=model, detection=detection_id, reason=why)
-            return None
-        champion = self.registry.champion(model)
-        job = retrain.job_name(model, detection_id)
-        run = RetrainRun(
-            model=model,
-            job=job,
-            detection_id=detection_id,
-            version=version,
-            parent=champion.version if champion else None,
-            submitted=now,
-        )
-        await self._save_run(run)
-        try:
-            text = retrain.manifest(template, model, job, detection_id, champion if template.from_champion else None)
-            await self.jobs.apply(text, f"drift:{detection_id}")
-        except NotLeader:
-            raise
-        except (ManifestError, JobConflict, ValueError) as exc:
-            await self._save_run(msgspec.structs.replace(run, state="failed", reason=f"not submitted: {exc}"))
-            log.error("retraining job refused", model=model, job=job, error=str(exc))
-            return None
-        self.counters["retrainings"] += 1
-        log.info("retraining job submitted", model=model, job=job, detection=detection_id, parent=run.parent)
-        return job
-
-    async def _follow(self, run: RetrainRun, now: float) -> None:
-        """A running retraining: register its export once the job succeeded; record why when it did not."""
-        job = self.jobs.job(run.job)
-        if job is None:
-            await self._save_run(msgspec.structs.replace(run, state="failed", reason="the job was deleted"))
-            return
-        if job.phase == "Failed":
-            await self._save_run(msgspec.structs.replace(run, state="failed", reason=f"job failed: {job.reason}"))
-            return
-        if job.phase != "Succeeded":
-            return
-        heard = self.exports.get(run.job)
-        export, generation = run.export, run.generation
-        if export is None and heard is not None:
-            generation, export = heard
-        if export is None:
-            if now - job.updated > EXPORT_WAIT_S:
-                reason = "the job succeeded but no node reported its export (spec.trainer.exportPath)"
-                await self._save_run(msgspec.structs.replace(run, state="failed", reason=reason))
-            return
-        new = NewVersion.from_export(
-            export, job=run.job, generation=generation or 0, parent=run.parent, drift_event=run.detection_id
-        )
-        try:
-            version = await self.registry.register(run.model, new, f"drift:{run.detection_id}")
-        except RegistryError as exc:
-            await self._save_run(msgspec.structs.replace(run, state="failed", reason=f"not registered: {exc}"))
-            return
-        self.counters["registered"] += 1
-        await self._save_run(
-            msgspec.structs.replace(
-                run, state="registered", export=export, generation=generation, registered=version.version
-            )
-        )
-        log.info("retrained version registered", model=run.model, version=version.version, job=run.job)
-
-    async def _save_run(self, run: RetrainRun) -> None:
-        await self.ctx.store.put(STATE_DRIFT, retrain_key(run.model), run)
-        self.runs[run.model] = run
-
     # ---- API, stats -------------------------------------------------------------------------------------
     def api(self) -> RouteSet:
         return RouteSet(routes.routes(self), self.openapi, health=lambda: {"drift_monitors": len(self.monitors)})
 
     def stats(self) -> dict[str, int]:
-        return {**self.counters, "monitors": len(self.monitors)}
+        retrained = {"retrainings": self.retrainer.submitted, "registered": self.retrainer.registered}
+        return {**self.counters, **retrained, "monitors": len(self.monitors)}
 
     def status(self) -> dict[str, Any]:
         return {"drift": [msgspec.to_builtins(s) for s in self.summary()]}

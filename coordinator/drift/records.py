@@ -20,7 +20,7 @@ from events.payloads.models import FeatureDrift, ModelExport
 MAX_DETECTIONS = 20  # the newest detection ids kept on a status record
 
 
-class ReferenceRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ReferenceRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """One feature's reference distribution for one version of a model."""
 
     model: str
@@ -44,7 +44,7 @@ class ReferenceRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
         return self.numeric or self.categorical
 
 
-class RuleRecord(msgspec.Struct, kw_only=True):
+class RuleRecord(msgspec.Struct, kw_only=True, frozen=True):
     """A model's own drift rule (without one, the ``[drift]`` section's default applies)."""
 
     model: str
@@ -53,7 +53,7 @@ class RuleRecord(msgspec.Struct, kw_only=True):
     updated: float
 
 
-class StatusRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StatusRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """The latest evaluation of one version: each feature's statistics and whether the rule fired."""
 
     model: str
@@ -72,7 +72,7 @@ class StatusRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
 RunState = Literal["running", "registered", "failed"]
 
 
-class RetrainRun(msgspec.Struct, kw_only=True, omit_defaults=True):
+class RetrainRun(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """The newest retraining job a drift caused for a model (one at a time per model)."""
 
     model: str

@@ -40,7 +40,7 @@ class FaultEntry(msgspec.Struct, kw_only=True):
         )
 
 
-class CordonRecord(msgspec.Struct, kw_only=True):
+class CordonRecord(msgspec.Struct, kw_only=True, frozen=True):
     """Why a node gets no new work. Written to ``myolo.state.nodes`` (keyed by node id) before acting."""
 
     node_id: str

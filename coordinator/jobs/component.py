@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 import structlog
+from msgspec.structs import replace
 
 from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
@@ -25,11 +26,11 @@ from coordinator.jobs import routes
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.metrics import JobMetrics
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
 from coordinator.jobs.records import JobProgress, JobRecord
+from coordinator.jobs.runtime import JobRuntime
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
@@ -52,11 +53,8 @@ class Jobs(Component):
         super().__init__(ctx)
         self.cfg: JobsConfig = ctx.config
         self.fleet = ctx.peers.require(FleetNodes)
-        self.records: dict[str, JobRecord] = {}
-        self.metrics: dict[str, JobMetrics] = {}
-        self._evidence: dict[str, Evidence] = {}
-        self._rates: dict[str, dict[int, float]] = {}  # the latest tokens/s of each replica, per job
-        self._missing: dict[str, dict[str, float]] = {}  # per job: members whose samples show no worker, since
+        self.records: dict[str, JobRecord] = {}  # as on the state topic
+        self.runtime: dict[str, JobRuntime] = {}  # what was heard of each job since (memory only)
         self._on_node: dict[str, set[str]] = {}  # node -> jobs with a member there
         self._lock = asyncio.Lock()
         self.reconciler = Reconciler(
@@ -96,18 +94,24 @@ class Jobs(Component):
                         f"cannot change on a running job (only replica bounds, policies, maxRestarts and labels "
                         f"can); delete job {spec.name} first or apply under another name",
                     )
-                rec.spec, rec.manifest = spec, manifest
-                if rec.desired_replicas is not None and rec.desired_replicas not in replica_counts(spec):
-                    rec.desired_replicas = None
-                decide(rec, "scale", f"manifest applied ({', '.join(changed) or 'unchanged'})", now, by=by)
-                await self._save(rec)
-                return rec, False
+                desired = rec.desired_replicas
+                if desired is not None and desired not in replica_counts(spec):
+                    desired = None
+                rec = replace(rec, spec=spec, manifest=manifest, desired_replicas=desired)
+                rec = decide(rec, "scale", f"manifest applied ({', '.join(changed) or 'unchanged'})", now, by=by)
+                return await self._save(rec), False
             if rec is None and len(self.records) >= self.cfg.max_jobs:
                 raise JobConflict("metadata.name", f"this coordinator holds {self.cfg.max_jobs} jobs (jobs.max_jobs)")
-            rec = JobRecord(name=spec.name, spec=spec, manifest=manifest, created=now, updated=now)
-            rec.reason = "waiting for its first placement"
-            await self._save(rec)
-            self.metrics[spec.name] = JobMetrics()
+            rec = JobRecord(
+                name=spec.name,
+                spec=spec,
+                manifest=manifest,
+                created=now,
+                updated=now,
+                reason="waiting for its first placement",
+            )
+            rec = await self._save(rec)
+            self.runtime[spec.name] = JobRuntime()
             log.info("job applied", job=spec.name, by=by)
         return rec, True
 
@@ -122,11 +126,10 @@ class Jobs(Component):
                     f"and maxReplicas {rec.spec.max_replicas}, dividing the global batch "
                     f"{rec.spec.trainer.global_batch}: one of {sorted(allowed)}"
                 )
-            rec.desired_replicas = replicas
-            rec.last_resize = None  # an operator's scale is not held back by the growth cooldown
-            decide(rec, "scale", f"target set to {replicas} replica(s)", self.ctx.clock.now(), by=by)
-            await self._save(rec)
-            return rec
+            # an operator's scale is not held back by the growth cooldown
+            rec = replace(rec, desired_replicas=replicas, last_resize=None)
+            rec = decide(rec, "scale", f"target set to {replicas} replica(s)", self.ctx.clock.now(), by=by)
+            return await self._save(rec)
 
     async def delete(self, name: str, by: str) -> JobRecord:
         self.ctx.leadership.require()
@@ -135,9 +138,9 @@ class Jobs(Component):
             if rec is None:
                 raise UnknownJob(name)
             if not rec.deleting:
-                rec.deleting = True
-                decide(rec, "delete", "deleted: its workers stop with a checkpoint", self.ctx.clock.now(), by=by)
-                await self._save(rec)
+                why = "deleted: its workers stop with a checkpoint"
+                rec = decide(replace(rec, deleting=True), "delete", why, self.ctx.clock.now(), by=by)
+                rec = await self._save(rec)
             return rec
 
     def _live(self, name: str) -> JobRecord:
@@ -147,24 +150,37 @@ class Jobs(Component):
         return rec
 
     # ---- state --------------------------------------------------------------------------------------------
-    async def _save(self, rec: JobRecord) -> None:
-        rec.updated = self.ctx.clock.now()
+    async def _save(self, rec: JobRecord) -> JobRecord:
+        """Write ``rec`` (with the newest progress heard meanwhile), then keep it: memory never runs ahead of the
+        state topic with a decision. Returns the record written."""
+        mine = self.records.get(rec.name)
+        progress = mine.progress if mine is not None and mine.progress.step > rec.progress.step else rec.progress
+        rec = replace(rec, updated=self.ctx.clock.now(), progress=progress)
         await self.ctx.store.put(STATE_JOBS, rec.name, rec)
         self.records[rec.name] = rec
         self._index()
+        return rec
 
     def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:
         if self.ctx.leadership.is_leader:
             return  # memory is ahead of the log: we wrote it
         if record is None:
-            self.records.pop(key, None)
-            self.metrics.pop(key, None)
+            self._forget(key)
         elif isinstance(record, JobRecord):
             mine = self.records.get(key)
             if mine is not None and mine.progress.step > record.progress.step:
-                record.progress = mine.progress  # our own reading of the progress topic may be newer
+                record = replace(record, progress=mine.progress)  # our own reading of the progress may be newer
             self.records[key] = record
-            self.metrics.setdefault(key, JobMetrics())
+            self._runtime(key)
+        self._index()
+
+    def _runtime(self, name: str) -> JobRuntime:
+        return self.runtime.setdefault(name, JobRuntime())
+
+    def _forget(self, name: str) -> None:
+        """A job gone: its record and everything heard of it."""
+        self.records.pop(name, None)
+        self.runtime.pop(name, None)
         self._index()
 
     # ---- events -------------------------------------------------------------------------------------------
@@ -178,11 +194,10 @@ class Jobs(Component):
         if isinstance(data, TrainingProgress):
             self._progress(rec, data, now)
             if gen.first_step_at is None and self.ctx.leadership.is_leader:
-                gen.first_step_at, gen.resumed_from = now, data.step - 1
                 async with self._lock:
-                    await self._save(rec)
+                    await self._first_step(rec.name, data, now)
             return
-        evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
+        evidence = self._runtime(rec.name).evidence
         if isinstance(data, TrainingFault):
             if len(evidence.faults) < MAX_FAULTS:  # the first ones tell the cause; a standby never drains them
                 evidence.faults.append(data)
@@ -191,15 +206,26 @@ class Jobs(Component):
         elif isinstance(data, TrainingCompleted):
             evidence.completed[data.node_id] = data
         if self.ctx.leadership.is_leader:
-            await self._step(rec, now)  # act now, not at the next tick
+            await self._step(rec.name, now)  # act now, not at the next tick
+
+    async def _first_step(self, name: str, p: TrainingProgress, now: float) -> None:
+        """Record when the generation trained its first step, and from which (once per generation)."""
+        rec = self.records.get(name)
+        gen = rec.generation if rec is not None else None
+        if rec is None or gen is None or gen.number != p.generation or gen.first_step_at is not None:
+            return
+        await self._save(replace(rec, generation=replace(gen, first_step_at=now, resumed_from=p.step - 1)))
 
     def _progress(self, rec: JobRecord, p: TrainingProgress, now: float) -> None:
-        self.metrics.setdefault(rec.name, JobMetrics()).add_progress(p, now)
-        rates = self._rates.setdefault(rec.name, {})
+        """The job's latest numbers. Observations, not decisions: kept in memory at once and written with the
+        job's next record."""
+        runtime = self._runtime(rec.name)
+        runtime.metrics.add_progress(p, now)
+        rates = runtime.rates
         rates[p.dp_rank] = p.tokens_per_s
         if p.step >= rec.progress.step:
             prev = rec.progress
-            rec.progress = JobProgress(
+            progress = JobProgress(
                 step=p.step,
                 loss=p.loss if p.dp_rank == 0 or prev.loss is None or p.step > prev.step else prev.loss,
                 # each replica reports the job's rate (global batch tokens / its step time): their mean is the job's
@@ -208,6 +234,7 @@ class Jobs(Component):
                 gradient_staleness=p.gradient_staleness,
                 updated=now,
             )
+            self.records[rec.name] = replace(rec, progress=progress)
 
     def _on_sample(self, node: NodeState, event: Event) -> None:
         """GPU utilisation for the policies, and whether the generation's workers still run on the node (a
@@ -222,17 +249,17 @@ class Jobs(Component):
             member = gen.member(node.node_id) if gen is not None and gen.stage == "running" else None
             if member is None or gen is None:
                 continue
-            self.metrics.setdefault(name, JobMetrics()).add_gpu_util(node.node_id, member.gpus, sample, now)
+            runtime = self._runtime(name)
+            runtime.metrics.add_gpu_util(node.node_id, member.gpus, sample, now)
             if sample.workers is not None:
                 alive = any(
                     w.job_id == name and w.generation == gen.number and w.state in ("starting", "running")
                     for w in sample.workers
                 )
-                missing = self._missing.setdefault(name, {})
                 if alive:
-                    missing.pop(node.node_id, None)
+                    runtime.missing.pop(node.node_id, None)
                 else:
-                    missing.setdefault(node.node_id, now)
+                    runtime.missing.setdefault(node.node_id, now)
 
     def _index(self) -> None:
         """Which jobs' generations have members on each node (samples are many, jobs few)."""
@@ -246,7 +273,8 @@ class Jobs(Component):
     def _gone_workers(self, rec: JobRecord, now: float) -> list[TrainingFault]:
         """The generation's members whose samples have shown none of its workers for ``workers_missing_s``."""
         gen = rec.generation
-        missing = self._missing.get(rec.name, {})
+        runtime = self.runtime.get(rec.name)
+        missing = runtime.missing if runtime is not None else {}
         if gen is None or gen.stage != "running" or gen.started is None:
             return []
         out = []
@@ -265,18 +293,20 @@ class Jobs(Component):
     async def tick(self, now: float) -> None:
         if not self.ctx.leadership.is_leader:
             return
-        for rec in list(self.records.values()):
+        for name in list(self.records):
             try:
-                await self._step(rec, now)
+                await self._step(name, now)
             except Exception as exc:  # one job's trouble (a broker error, not leading) must not stop the others
-                log.warning("job step failed", job=rec.name, error=repr(exc))
+                log.warning("job step failed", job=name, error=repr(exc))
 
-    async def _step(self, rec: JobRecord, now: float) -> None:
+    async def _step(self, name: str, now: float) -> None:
         async with self._lock:
-            if self.records.get(rec.name) is not rec:
+            rec = self.records.get(name)
+            if rec is None:
                 return
             gen_before = rec.generation.number if rec.generation else None
-            evidence = self._evidence.setdefault(rec.name, Evidence([], {}))
+            runtime = self._runtime(rec.name)
+            evidence = runtime.evidence
             if not evidence.faults:
                 gone = self._gone_workers(rec, now)
                 if gone:
@@ -285,30 +315,24 @@ class Jobs(Component):
             if rec.generation is not None and rec.generation.stage == "running" and not evidence.faults:
                 verdict = self._policy(rec, now)
             acted = verdict is not None and rec.generation is not None
-            if acted:
-                await self.reconciler.resize(rec, rec.generation, now, verdict)
+            if acted and rec.generation is not None:
+                rec = await self.reconciler.resize(rec, rec.generation, now, verdict)
                 acted = (rec.generation.number if rec.generation else None) != gen_before
             if not acted:  # no verdict, or none that could be placed: the usual step
-                await self.reconciler.step(rec, now, evidence)
+                rec = await self.reconciler.step(rec, now, evidence)
             gen = rec.generation
-            if (gen.number if gen is not None else None) != gen_before:  # the evidence was about the old one
-                self._rates.pop(rec.name, None)
-                self._evidence.pop(rec.name, None)
-                self._missing.pop(rec.name, None)
-                if gen is not None:
-                    self.metrics.setdefault(rec.name, JobMetrics()).reset(gen.number, gen.replicas)
+            if (gen.number if gen is not None else None) != gen_before:
+                runtime.next_generation(gen)
             if Reconciler.gone(rec):
                 await self.ctx.store.delete(STATE_JOBS, rec.name, "job")
-                self.records.pop(rec.name, None)
-                self.metrics.pop(rec.name, None)
-                self._rates.pop(rec.name, None)
-                self._index()
+                self._forget(rec.name)
                 log.info("job deleted", job=rec.name)
 
     def _policy(self, rec: JobRecord, now: float) -> Verdict | None:
         """What the job's policies and the straggler check ask for, if anything."""
         gen = rec.generation
-        metrics = self.metrics.get(rec.name)
+        runtime = self.runtime.get(rec.name)
+        metrics = runtime.metrics if runtime is not None else None
         if gen is None or metrics is None:
             return None
         spec = rec.spec
@@ -338,23 +362,19 @@ class Jobs(Component):
         return None
 
     async def on_lead(self, epoch: int) -> None:
-        self._evidence.clear()
+        for runtime in self.runtime.values():
+            runtime.evidence = Evidence()  # a new term judges faults it hears itself
         now = self.ctx.clock.now()
         adopted = 0
         for rec in list(self.records.values()):
             if rec.terminal or rec.generation is None:
                 continue
             gen = rec.generation
-            decide(
-                rec,
-                "adopt",
-                f"adopted in epoch {epoch} by {self.ctx.instance_id}: generation {gen.number} "
-                f"({gen.stage}) kept as it is",
-                now,
-            )
+            why = f"adopted in epoch {epoch} by {self.ctx.instance_id}: generation {gen.number} ({gen.stage})"
+            why += " kept as it is"
             try:
                 async with self._lock:
-                    await self._save(rec)
+                    await self._save(decide(rec, "adopt", why, now))
             except Exception as exc:
                 log.warning("adoption not recorded", job=rec.name, error=repr(exc))
             adopted += 1

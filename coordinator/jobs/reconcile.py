@@ -13,9 +13,10 @@ gone) -> ``starting`` (``start_workers`` to each member; each agent answers once
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
+from msgspec.structs import replace
 
 from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
@@ -38,8 +39,8 @@ class Evidence:
     """What the job's workers reported about its current generation (leader's memory, until the generation
     changes): worker faults, in arrival order, and each node's completion."""
 
-    faults: list[TrainingFault]
-    completed: dict[str, TrainingCompleted]
+    faults: list[TrainingFault] = field(default_factory=list)
+    completed: dict[str, TrainingCompleted] = field(default_factory=dict)
     first_fault_at: float | None = None  # when the first fault arrived (coordinator clock)
 
 
@@ -66,23 +67,24 @@ def why_unschedulable(node: NodeState | None) -> str | None:
     return None
 
 
-def decide(rec: JobRecord, kind: DecisionKind, reason: str, now: float, **extra) -> None:
+def decide(rec: JobRecord, kind: DecisionKind, reason: str, now: float, **extra) -> JobRecord:
+    """``rec`` with one more decision (the newest ``MAX_DECISIONS`` kept); not written yet."""
     gen = rec.generation
-    rec.decisions.append(
-        Decision(
-            time=now,
-            kind=kind,
-            reason=reason,
-            generation=extra.pop("generation", gen.number if gen else None),
-            replicas=extra.pop("replicas", gen.replicas if gen else None),
-            **extra,
-        )
+    decision = Decision(
+        time=now,
+        kind=kind,
+        reason=reason,
+        generation=extra.pop("generation", gen.number if gen else None),
+        replicas=extra.pop("replicas", gen.replicas if gen else None),
+        **extra,
     )
-    del rec.decisions[:-MAX_DECISIONS]
+    return replace(rec, decisions=[*rec.decisions, decision][-MAX_DECISIONS:])
 
 
 class Reconciler:
-    """The steps; ``save`` writes a record to the state topic (acknowledged) and keeps it in memory."""
+    """The steps. Records are frozen: a step builds the next record and hands it to ``save``, which writes it
+    to the state topic (acknowledged), keeps it in memory and returns it; each step returns the job's newest
+    record (written, or not yet when nothing needed writing)."""
 
     def __init__(
         self,
@@ -90,7 +92,7 @@ class Reconciler:
         fleet: FleetNodes,
         commands: CommandSender,
         cordons: AutoCordons,
-        save: Callable[[JobRecord], Awaitable[None]],
+        save: Callable[[JobRecord], Awaitable[JobRecord]],
         records: Callable[[], list[JobRecord]],
         clock: Clock,
     ) -> None:
@@ -138,35 +140,38 @@ class Reconciler:
         )
 
     # ---- the step -------------------------------------------------------------------------------------------
-    async def step(self, rec: JobRecord, now: float, evidence: Evidence) -> None:
+    async def step(self, rec: JobRecord, now: float, evidence: Evidence) -> JobRecord:
         if rec.terminal:
-            return
+            return rec
         gen = rec.generation
         if rec.deleting:
-            await self._deleting(rec, now)
-        elif gen is None:
-            await self._pending(rec, now)
-        elif gen.stage == "stopping":
-            await self._stopping(rec, gen, now)
-        elif gen.stage == "starting":
-            await self._starting(rec, gen, now, evidence)
-        elif gen.stage == "running":
-            await self._running(rec, gen, now, evidence)
+            return await self._deleting(rec, now)
+        if gen is None:
+            return await self._pending(rec, now)
+        if gen.stage == "stopping":
+            return await self._stopping(rec, gen, now)
+        if gen.stage == "starting":
+            return await self._starting(rec, gen, now, evidence)
+        if gen.stage == "running":
+            return await self._running(rec, gen, now, evidence)
+        return rec
 
-    async def _pending(self, rec: JobRecord, now: float) -> None:
-        if rec.previous is not None and not await self._previous_stopped(rec, now):
-            return
+    async def _pending(self, rec: JobRecord, now: float) -> JobRecord:
+        stopping = rec.previous is not None
+        if stopping:
+            stopped, rec = await self._previous_stopped(rec, now)
+            if not stopped:
+                return rec
         if rec.not_before is not None and now < rec.not_before:
-            return
+            return rec
         placement = self.place(rec)
         if placement is None:
             reason = self.pending_reason(rec)
-            if rec.phase != "Pending" or rec.reason != reason or rec.previous is not None:
+            if rec.phase != "Pending" or rec.reason != reason or stopping:
                 if rec.phase != "Pending":
-                    decide(rec, "pending", reason, now)
-                rec.phase, rec.reason, rec.previous = "Pending", reason, None
-                await self.save(rec)
-            return
+                    rec = decide(rec, "pending", reason, now)
+                rec = await self.save(replace(rec, phase="Pending", reason=reason, previous=None))
+            return rec
         first = rec.generations == 0
         kind: DecisionKind = "start" if first else "restart"
         reason = (
@@ -174,7 +179,7 @@ class Reconciler:
             if first
             else f"capacity for {placement.replicas} replica(s) is back"
         )
-        await self.begin(rec, placement, kind, reason, now)
+        return await self.begin(rec, placement, kind, reason, now)
 
     async def begin(
         self,
@@ -187,26 +192,23 @@ class Reconciler:
         checkpoint: bool = True,
         metrics: dict[str, float] | None = None,
         by: str = "auto",
-    ) -> None:
+    ) -> JobRecord:
         """End the current generation (if it started) and make the next one from ``placement`` (None: the job
         waits in Pending). The record is written before any stop goes out."""
         old = rec.generation
         if old is not None and old.stage in ("starting", "running"):
-            old.stage = "ended"
-            rec.previous = old
+            rec = replace(rec, previous=replace(old, stage="ended"))
         number = rec.generations + 1
         if placement is not None:
             addr = self.address(placement.nodes[0][0])
             port = master_port(rec.name, number, self.cfg.port_min, self.cfg.port_max)
-            rec.generation = new_generation(number, placement, addr, port, f"{kind}: {reason}", now)
-            rec.generations = number
-            rec.phase, rec.reason = "Resizing", reason
+            gen = new_generation(number, placement, addr, port, f"{kind}: {reason}", now)
+            rec = replace(rec, generation=gen, generations=number, phase="Resizing", reason=reason)
         else:
-            rec.generation = None
-            rec.phase, rec.reason = "Pending", reason
+            rec = replace(rec, generation=None, phase="Pending", reason=reason)
         if kind in ("shrink", "grow", "scale", "replace", "restart"):
-            rec.last_resize = now
-        decide(rec, kind, reason, now, metrics=metrics or {}, by=by)
+            rec = replace(rec, last_resize=now)
+        rec = decide(rec, kind, reason, now, metrics=metrics or {}, by=by)
         log.info(
             "job decision",
             job=rec.name,
@@ -215,26 +217,33 @@ class Reconciler:
             generation=rec.generation.number if rec.generation else None,
             replicas=rec.generation.replicas if rec.generation else None,
         )
-        await self.save(rec)
+        rec = await self.save(rec)
         if rec.previous is not None:
-            await self._send_stops(rec, rec.previous, checkpoint)
+            rec = await self._send_stops(rec, rec.previous, checkpoint)
+        return rec
 
-    async def _send_stops(self, rec: JobRecord, prev: Generation, checkpoint: bool) -> None:
+    async def _send_stops(self, rec: JobRecord, prev: Generation, checkpoint: bool) -> JobRecord:
         sent = False
+        members = []
         for m in prev.members:
             node = self.fleet.node(m.node_id)
             if m.stop_command is not None or node is None or node.liveness == "Lost":
+                members.append(m)
                 continue  # a Lost node cannot answer: its workers are fenced by the generation number
             intent = await self.commands.issue(m.node_id, "stop_workers", stop_args(rec, prev, checkpoint))
-            m.stop_command, sent = intent.command_id, True
+            members.append(replace(m, stop_command=intent.command_id))
+            sent = True
         if sent:
-            await self.save(rec)
+            rec = await self.save(replace(rec, previous=replace(prev, members=members)))
+        return rec
 
-    async def _previous_stopped(self, rec: JobRecord, now: float) -> bool:
-        prev = rec.previous
-        if prev is None:
-            return True
-        await self._send_stops(rec, prev, checkpoint=False)  # after a failover: members not told yet
+    async def _previous_stopped(self, rec: JobRecord, now: float) -> tuple[bool, JobRecord]:
+        """Whether the previous generation's workers are gone (or were waited for long enough), with the record
+        that says so (``previous`` cleared, not written yet)."""
+        if rec.previous is None:
+            return True, rec
+        told = await self._send_stops(rec, rec.previous, checkpoint=False)  # after a failover: members not told yet
+        prev, rec = told.previous or rec.previous, told
         waiting = []
         for m in prev.members:
             node = self.fleet.node(m.node_id)
@@ -245,38 +254,41 @@ class Reconciler:
                 waiting.append(m.node_id)
         created = rec.generation.created if rec.generation else (rec.last_resize or now)
         if waiting and now - created < self.cfg.stop_timeout_s:
-            return False
+            return False, rec
         if waiting:
             log.warning("stop not confirmed in time: going on", job=rec.name, nodes=waiting)
-        rec.previous = None
-        return True
+        return True, replace(rec, previous=None)
 
-    async def _stopping(self, rec: JobRecord, gen: Generation, now: float) -> None:
-        if not await self._previous_stopped(rec, now):
-            return
+    async def _stopping(self, rec: JobRecord, gen: Generation, now: float) -> JobRecord:
+        stopped, rec = await self._previous_stopped(rec, now)
+        if not stopped:
+            return rec
         if rec.not_before is not None and now < rec.not_before:
-            return
+            return rec
         lost = self._unschedulable(gen)
         if lost:  # a member went away before its generation started: place again
             placement = self.place(rec)
             node, why = lost[0]
-            await self.begin(rec, placement, "shrink", f"{node} {why} before generation {gen.number} started", now)
-            return
-        gen.stage = "starting"
-        await self.save(rec)
-        await self._send_starts(rec, gen)
+            reason = f"{node} {why} before generation {gen.number} started"
+            return await self.begin(rec, placement, "shrink", reason, now)
+        starting = replace(gen, stage="starting")
+        rec = await self.save(replace(rec, generation=starting))
+        return await self._send_starts(rec, starting)
 
-    async def _send_starts(self, rec: JobRecord, gen: Generation) -> None:
+    async def _send_starts(self, rec: JobRecord, gen: Generation) -> JobRecord:
         sent = False
+        members = []
         for m in gen.members:
             if m.start_command is None:
                 intent = await self.commands.issue(m.node_id, "start_workers", start_args(rec, gen, m))
-                m.start_command, sent = intent.command_id, True
+                m, sent = replace(m, start_command=intent.command_id), True
+            members.append(m)
         if sent:
             self.generations_started += 1
-            await self.save(rec)
+            rec = await self.save(replace(rec, generation=replace(gen, members=members)))
+        return rec
 
-    async def _starting(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
+    async def _starting(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> JobRecord:
         unanswered = {
             m.node_id
             for m in gen.members
@@ -286,21 +298,20 @@ class Reconciler:
         lost = self._unschedulable(gen, faults=bool(evidence.faults), suspect=unanswered)
         if lost:
             node, why = lost[0]
-            await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=False)
-            return
-        await self._send_starts(rec, gen)  # after a failover: members not told yet
+            return await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=False)
+        rec = await self._send_starts(rec, gen)  # after a failover: members not told yet
+        gen = rec.generation or gen
         answers = {m.node_id: self.commands.intent(m.start_command or "") for m in gen.members}
         refused = [(n, i) for n, i in answers.items() if i is not None and i.status in FAILED_COMMAND]
         if refused:
             node, intent = refused[0]
             why = f"start_workers {intent.status} on {node}: {intent.reason or 'no reason given'}"
             if intent.status == "failed":  # the workers could not run there: the job's failure
-                await self._failed(rec, gen, node, why, now)
-                return
+                return await self._failed(rec, gen, node, why, now)
             # the node refused (draining, GPUs taken) or did not answer: its state, not the job's failure;
             # place without it for a while, without spending the restart budget
-            self._avoid(rec, [node], now)
-            await self.begin(
+            rec = self._avoid(rec, [node], now)
+            return await self.begin(
                 rec,
                 self.place(rec),
                 "restart",
@@ -308,60 +319,58 @@ class Reconciler:
                 now,
                 checkpoint=False,
             )
-            return
         if evidence.faults:
-            await self._on_faults(rec, gen, evidence, now)
-            return
+            return await self._on_faults(rec, gen, evidence, now)
         if all(i is not None and i.status == "done" for i in answers.values()):
-            gen.stage, gen.started = "running", now
-            rec.phase, rec.reason = "Running", f"generation {gen.number}: {gen.replicas} replica(s)"
-            await self.save(rec)
-        elif now - gen.created > self.cfg.start_timeout_s:
+            running = replace(gen, stage="running", started=now)
+            reason = f"generation {gen.number}: {gen.replicas} replica(s)"
+            return await self.save(replace(rec, generation=running, phase="Running", reason=reason))
+        if now - gen.created > self.cfg.start_timeout_s:
             silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
-            self._avoid(rec, silent, now)
+            rec = self._avoid(rec, silent, now)
             why = f"no start confirmed by {', '.join(silent)} in {self.cfg.start_timeout_s:g} s"
-            await self.begin(rec, self.place(rec), "restart", why, now, checkpoint=False)
+            return await self.begin(rec, self.place(rec), "restart", why, now, checkpoint=False)
+        return rec
 
-    def _avoid(self, rec: JobRecord, nodes: list[str], now: float) -> None:
+    def _avoid(self, rec: JobRecord, nodes: list[str], now: float) -> JobRecord:
         """Leave ``nodes`` out of this job's placements for ``avoid_s`` (expired entries are dropped)."""
-        rec.avoid = {n: t for n, t in rec.avoid.items() if t > now} | dict.fromkeys(nodes, now + self.cfg.avoid_s)
+        avoid = {n: t for n, t in rec.avoid.items() if t > now} | dict.fromkeys(nodes, now + self.cfg.avoid_s)
+        return replace(rec, avoid=avoid)
 
-    async def _running(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> None:
+    async def _running(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> JobRecord:
         lost = self._unschedulable(gen, faults=bool(evidence.faults))
         if lost:
             node, why = lost[0]
             alive = all((n := self.fleet.node(m.node_id)) is not None and n.liveness == "Ready" for m in gen.members)
-            await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=alive)
-            return
+            return await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=alive)
         if evidence.faults:
-            await self._on_faults(rec, gen, evidence, now)
-            return
+            return await self._on_faults(rec, gen, evidence, now)
         if evidence.completed and set(evidence.completed) >= set(gen.node_ids):
-            await self._completed(rec, gen, evidence, now)
-            return
-        await self.resize(rec, gen, now)
+            return await self._completed(rec, gen, evidence, now)
+        return await self.resize(rec, gen, now)
 
-    async def resize(self, rec: JobRecord, gen: Generation, now: float, verdict: Verdict | None = None) -> None:
+    async def resize(self, rec: JobRecord, gen: Generation, now: float, verdict: Verdict | None = None) -> JobRecord:
         target = self.target(rec)
         if gen.replicas > target:
             placement = self.place(rec, want=target)
             if placement is not None and placement.replicas < gen.replicas:
-                await self.begin(rec, placement, "scale", f"scaled to {target} replica(s)", now)
-            return
+                return await self.begin(rec, placement, "scale", f"scaled to {target} replica(s)", now)
+            return rec
         if verdict is not None:
             placement = self.place(rec, want=verdict.replicas, avoid=verdict.avoid)
             if placement is not None and (placement.replicas != gen.replicas or verdict.avoid):
-                if verdict.kind in ("grow", "shrink"):
-                    rec.desired_replicas = placement.replicas  # the policy's size holds until the next verdict
-                await self.begin(rec, placement, verdict.kind, verdict.reason, now, metrics=verdict.metrics)
-            return
+                if verdict.kind in ("grow", "shrink"):  # the policy's size holds until the next verdict
+                    rec = replace(rec, desired_replicas=placement.replicas)
+                return await self.begin(rec, placement, verdict.kind, verdict.reason, now, metrics=verdict.metrics)
+            return rec
         cooled = rec.last_resize is None or now - rec.last_resize >= self.cfg.grow_cooldown_s
         if gen.replicas < target and cooled:
             placement = self.place(rec, want=target)
             if placement is not None and placement.replicas > gen.replicas:
                 reason = f"capacity for {placement.replicas} replica(s) (was {gen.replicas}, target {target})"
                 kind: DecisionKind = "grow" if rec.desired_replicas is None else "scale"
-                await self.begin(rec, placement, kind, reason, now)
+                return await self.begin(rec, placement, kind, reason, now)
+        return rec
 
     def silent_members(self, gen: Generation, evidence: Evidence, now: float) -> list[str] | None:
         """The members that gave no sign of life since the first fault (no fault of theirs, no sample), once
@@ -379,48 +388,45 @@ class Reconciler:
             return None
         return silent
 
-    async def _on_faults(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> None:
+    async def _on_faults(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> JobRecord:
         silent = self.silent_members(gen, evidence, now)
         if silent is None:
-            return  # a member may still speak up: decide once it did, or the settle time passed
+            return rec  # a member may still speak up: decide once it did, or the settle time passed
         if silent:
             quiet = now - (evidence.first_fault_at or now)
             reason = f"{', '.join(silent)} silent since the first worker fault ({quiet:.1f} s: no sample, no fault)"
             placement = self.place(rec, avoid=frozenset(silent))
-            await self.begin(rec, placement, "shrink", reason, now, checkpoint=False)
-            return
+            return await self.begin(rec, placement, "shrink", reason, now, checkpoint=False)
         first = evidence.faults[0]  # in arrival order: the first one is nearest the cause
         what = f"rank {first.rank} on {first.node_id}: {first.kind}"
         if first.signal or first.exit_code is not None:
             what += f" ({first.signal or f'exit code {first.exit_code}'})"
         elif first.message:
             what = f"{first.node_id}: {first.message}"
-        await self._failed(rec, gen, first.node_id, what, now)
+        return await self._failed(rec, gen, first.node_id, what, now)
 
-    async def _failed(self, rec: JobRecord, gen: Generation, node_id: str | None, why: str, now: float) -> None:
+    async def _failed(self, rec: JobRecord, gen: Generation, node_id: str | None, why: str, now: float) -> JobRecord:
         """A generation failed on a node that stays schedulable: restart (the same layout when it still fits),
         within the restart budget, after a back-off; cordon a node that fails this job again and again."""
-        rec.restarts += 1
-        count = 0
+        failures, count = dict(rec.node_failures), 0
         if node_id is not None:
-            count = rec.node_failures[node_id] = rec.node_failures.get(node_id, 0) + 1
+            count = failures[node_id] = failures.get(node_id, 0) + 1
+        rec = replace(rec, restarts=rec.restarts + 1, node_failures=failures)
         if rec.restarts > rec.spec.max_restarts:
             reason = f"{why}; restart budget spent ({rec.spec.max_restarts} restart(s))"
-            await self.begin(rec, None, "fail", reason, now, checkpoint=False)
-            rec.phase, rec.reason = "Failed", reason
-            await self.save(rec)
-            return
+            rec = await self.begin(rec, None, "fail", reason, now, checkpoint=False)
+            return await self.save(replace(rec, phase="Failed", reason=reason))
         avoid: frozenset[str] = frozenset()
         if node_id is not None and self.cfg.cordon_after_failures and count >= self.cfg.cordon_after_failures:
             reason = f"job {rec.name}: {count} failures on this node (last: {why})"
             self.cordons.cordon_automatically(node_id, reason, AUTO_JOB)
             avoid = frozenset({node_id})
         backoff = min(self.cfg.max_backoff_s, self.cfg.restart_backoff_s * 2 ** (rec.restarts - 1))
-        rec.not_before = now + backoff
+        rec = replace(rec, not_before=now + backoff)
         placement = self._same(gen) if not avoid else None
         placement = placement or self.place(rec, avoid=avoid)
         reason = f"{why}; restart {rec.restarts}/{rec.spec.max_restarts} after {backoff:g} s"
-        await self.begin(rec, placement, "restart", reason, now, checkpoint=False)
+        return await self.begin(rec, placement, "restart", reason, now, checkpoint=False)
 
     def _same(self, gen: Generation) -> Placement | None:
         """The generation's own layout, when all its nodes and GPUs are still usable (a restart then finds its
@@ -432,22 +438,22 @@ class Reconciler:
         nodes = tuple((m.node_id, tuple(m.gpus)) for m in gen.members)
         return Placement(replicas=gen.replicas, workers_per_node=gen.workers_per_node, nodes=nodes)
 
-    async def _completed(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> None:
+    async def _completed(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> JobRecord:
         steps = rec.spec.trainer.steps
         last = max((c.last_step or 0) for c in evidence.completed.values())
-        if last >= steps:
-            gen.stage = "ended"
-            rec.phase, rec.reason = "Succeeded", f"trained {steps} steps"
-            decide(rec, "succeed", f"every worker of generation {gen.number} finished step {steps}", now)
-            await self.save(rec)
-        else:
-            await self._failed(rec, gen, None, f"the workers stopped at step {last} of {steps}", now)
+        if last < steps:
+            return await self._failed(rec, gen, None, f"the workers stopped at step {last} of {steps}", now)
+        ended = replace(gen, stage="ended")
+        rec = replace(rec, generation=ended, phase="Succeeded", reason=f"trained {steps} steps")
+        rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished step {steps}", now)
+        return await self.save(rec)
 
-    async def _deleting(self, rec: JobRecord, now: float) -> None:
+    async def _deleting(self, rec: JobRecord, now: float) -> JobRecord:
         """Stop the generation (with a checkpoint); the component forgets the job once nothing runs."""
         if rec.generation is not None:
-            await self.begin(rec, None, "delete", "deleted: stopping its workers", now, checkpoint=True)
-        await self._previous_stopped(rec, now)
+            rec = await self.begin(rec, None, "delete", "deleted: stopping its workers", now, checkpoint=True)
+        _, rec = await self._previous_stopped(rec, now)
+        return rec
 
     @staticmethod
     def gone(rec: JobRecord) -> bool:

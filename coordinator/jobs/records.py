@@ -3,7 +3,8 @@
 The record holds the manifest as applied, the job's phase, its current generation (nodes, ranks, GPUs, the
 rendezvous and the commands that start and stop it) and the decisions taken with the metric values that
 caused them. It is written before any command goes out, so a new leader resumes each job where the last
-one left it, without restarting workers that are healthy.
+one left it, without restarting workers that are healthy. Records are frozen: a change is a new record
+(``msgspec.structs.replace``), kept in memory once written.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ DecisionKind = Literal[
 MAX_DECISIONS = 50
 
 
-class Decision(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Decision(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """One decision about a job, with why and the measurements behind it (newest last in the record)."""
 
     time: float
@@ -36,7 +37,7 @@ class Decision(msgspec.Struct, kw_only=True, omit_defaults=True):
     by: str = "auto"  # "auto", or "operator:<name>" for scale/delete
 
 
-class Member(msgspec.Struct, kw_only=True):
+class Member(msgspec.Struct, kw_only=True, frozen=True):
     """One node of a generation: its node rank and the GPUs its workers use (one worker per GPU)."""
 
     node_id: str
@@ -46,7 +47,7 @@ class Member(msgspec.Struct, kw_only=True):
     stop_command: str | None = None  # the stop_workers command id once issued (this generation's end)
 
 
-class Generation(msgspec.Struct, kw_only=True):
+class Generation(msgspec.Struct, kw_only=True, frozen=True):
     """One layout of the job: from its start to its stop, the same workers on the same nodes."""
 
     number: int
@@ -74,7 +75,7 @@ class Generation(msgspec.Struct, kw_only=True):
         return next((m for m in self.members if m.node_id == node_id), None)
 
 
-class JobProgress(msgspec.Struct, kw_only=True, omit_defaults=True):
+class JobProgress(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """The job's latest numbers, from its workers' progress (kept in memory, written with the record)."""
 
     step: int = 0
@@ -85,7 +86,7 @@ class JobProgress(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated: float | None = None
 
 
-class JobRecord(msgspec.Struct, kw_only=True):
+class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     name: str
     spec: ElasticJobSpec
     manifest: str = ""  # the YAML as applied (for `myoloctl get job -o yaml`)

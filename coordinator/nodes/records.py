@@ -7,7 +7,7 @@ import msgspec
 KIND = "node-key"
 
 
-class NodeKeyRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class NodeKeyRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """A node's enrolled Ed25519 public key (PEM), its key id (what the node's events name in ``ce_sigkeyid``),
     who enrolled it and when; a revoked key stays on record (who revoked it, when) and verifies nothing."""
 

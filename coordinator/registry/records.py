@@ -29,7 +29,7 @@ CooldownS = Annotated[float, msgspec.Meta(ge=0.0, le=30 * 86_400.0)]
 Source = Literal["job", "external"]
 
 
-class RetrainTemplate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+class RetrainTemplate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, frozen=True):
     """What drift-triggered retraining submits for a model. ``manifest`` is an ElasticJob YAML without
     ``metadata.name``, ``spec.trainer.exportPath`` or ``spec.trainer.initFrom``: each run sets them (its job
     name, ``<artifact_dir>/<job name>/model.safetensors``, and the champion's weights when ``from_champion``).
@@ -41,7 +41,7 @@ class RetrainTemplate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, 
     cooldown_s: CooldownS = 3600.0
 
 
-class ModelRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ModelRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """A registered model. ``promote_margin``: a new version whose held-out loss is below the champion's by
     at least this fraction (on the same evaluation dataset, by sha256) becomes champion on its own; None:
     only operators promote. ``latest_version``: the newest version's number (0: none yet)."""
@@ -57,12 +57,12 @@ class ModelRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 # ---- evaluation results, in the shape of the Hugging Face model card's ``model-index`` ----------------------
-class IndexTask(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IndexTask(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     type: str  # e.g. text-generation
     name: str | None = None
 
 
-class IndexDataset(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IndexDataset(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """``type`` identifies the dataset (here its path or URL), ``name`` is for people; ``revision`` is the
     dataset's sha256 when known (what auto-promotion compares)."""
 
@@ -73,26 +73,26 @@ class IndexDataset(msgspec.Struct, kw_only=True, omit_defaults=True):
     args: dict[str, int | float | str] = {}
 
 
-class IndexMetric(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IndexMetric(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     type: str  # loss, perplexity
     value: float
     name: str | None = None
 
 
-class IndexResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+class IndexResult(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     task: IndexTask
     dataset: IndexDataset
     metrics: list[IndexMetric] = []
 
 
-class ModelIndex(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ModelIndex(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """One entry of ``model-index``: the model's name and its evaluation results."""
 
     name: str
     results: list[IndexResult] = []
 
 
-class VersionRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class VersionRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """One version of a model (numbered 1, 2, ... per model), immutable once written but for ``announced``.
 
     ``source`` is ``job`` when a training job (``job``, ``generation``) produced it, else ``external``.
@@ -124,7 +124,7 @@ class VersionRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     announced: bool = False
 
 
-class AliasChange(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AliasChange(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """One move of an alias: to ``version`` (None: removed) from ``previous``, by whom, when and why."""
 
     version: int | None
@@ -134,7 +134,7 @@ class AliasChange(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str
 
 
-class AliasRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+class AliasRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """An alias of a model (``models:/<model>@<alias>``): the version it points at now (None once removed)
     and its history, oldest first, the newest ``HISTORY_MAX`` entries (``dropped`` counts those let go)."""
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 import msgspec
 import structlog
+from msgspec.structs import replace
 
 from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
@@ -33,7 +35,7 @@ from coordinator.rollouts import gates, routes
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
 from coordinator.rollouts.interface import RolloutConflict, RolloutError, UnknownRollout
 from coordinator.rollouts.plan import waves
-from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, RolloutRecord, Wave
+from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, Phase, RolloutRecord, Step, Wave
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import LeakReport, NodeFault, ReleasePublished
@@ -43,6 +45,7 @@ from events.topics import STATE_ROLLOUTS
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)
 FAILED = frozenset({"failed", "rejected", "expired", "duplicate"})
+StepHandler = Callable[[RolloutRecord, Wave, float], Awaitable[None]]
 
 
 def _series(r: LeakReport) -> str:
@@ -74,6 +77,13 @@ class Rollouts(Component):
         self.throughput: dict[str, deque[tuple[float, float]]] = {}
         self._seen_progress: dict[str, float] = {}
         self._lock = asyncio.Lock()
+        # a wave's step -> what the leader does in it (a passed or failed wave has none)
+        self._steps: dict[Step, StepHandler] = {
+            "pending": self._plan_wave,
+            "draining": self._drain,
+            "upgrading": self._upgrading,
+            "baking": self._baking,
+        }
 
     @classmethod
     def check_config(cls, section: RolloutsConfig, core: Any) -> None:
@@ -139,7 +149,7 @@ class Rollouts(Component):
                 skipped=skipped,
             )
             sizes = "/".join(str(len(w.nodes)) for w in rec.waves)
-            await self._save(rec, "Progressing", f"planned {len(rec.waves)} wave(s) of {sizes} node(s)", by)
+            rec = await self._save(rec, "Progressing", f"planned {len(rec.waves)} wave(s) of {sizes} node(s)", by)
             log.info("rollout started", rollout=name, version=version, waves=sizes, by=by)
             return rec
 
@@ -151,16 +161,17 @@ class Rollouts(Component):
                 raise UnknownRollout("name", f"no rollout named {name!r} (myoloctl rollout history lists them)")
             if action == "pause":
                 self._expect(rec, action, ("Progressing",))
-                await self._save(rec, "Paused", "paused", by)
+                rec = await self._save(rec, "Paused", "paused", by)
             elif action == "resume":
                 self._expect(rec, action, ("Paused",))
-                await self._save(rec, "Progressing", "resumed", by)
+                rec = await self._save(rec, "Progressing", "resumed", by)
             elif action in ("abort", "undo"):
                 allowed = ("Progressing", "Paused") if action == "abort" else ("Progressing", "Paused", "Succeeded")
                 self._expect(rec, action, allowed)
-                rec.ending = "Aborted" if action == "abort" else "RolledBack"
-                await self._save(rec, "RollingBack", f"{action} by {by}: rolling the upgraded nodes back", by)
-                await self._rolling_back(rec, self.ctx.clock.now())
+                ending: Phase = "Aborted" if action == "abort" else "RolledBack"
+                reason = f"{action} by {by}: rolling the upgraded nodes back"
+                rec = await self._save(rec, "RollingBack", reason, by, ending=ending)
+                rec = await self._rolling_back(rec, self.ctx.clock.now())
             else:
                 raise RolloutError("action", f"{action!r} is not one of pause, resume, abort, undo")
             return rec
@@ -229,41 +240,46 @@ class Rollouts(Component):
                 return
             if rec.phase == "RollingBack":
                 await self._rolling_back(rec, now)
-            else:
-                await self._step(rec, rec.waves[rec.wave], now)
-
-    async def _step(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
-        nodes = set(wave.nodes)
-        if wave.step == "pending":
-            wave.previous = {n: (s.agent_version if (s := self.fleet.node(n)) else None) or "" for n in wave.nodes}
-            since = now - rec.plan.baseline_s
-            wave.baseline = {j: fmean(rates) for j in self._jobs_on(nodes) if (rates := self._mean_rate(j, since, now))}
-            wave.step, wave.started, wave.step_since = "draining", now, now
-            await self._save(rec, rec.phase, f"wave {wave.index + 1}: cordon and drain {', '.join(wave.nodes)}")
-            for n in wave.nodes:
-                self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
-        elif wave.step == "draining":
-            left = nodes & self._busy_nodes()
-            if left and now - (wave.step_since or now) < rec.plan.drain_timeout_s:
                 return
-            for n in wave.nodes:
-                if n in wave.commands:
-                    continue
-                args = {"component": rec.component, "version": rec.version, "artifact": rec.artifact}
-                args |= {"sha256": rec.sha256, "rollout": rec.name}
-                try:
-                    intent = await self.commands.issue(n, "upgrade", args)
-                except ValueError as exc:
-                    await self._fail(rec, wave, GateResult(gate="upgrade", passed=False, detail=str(exc)), now)
-                    return
-                wave.commands[n] = intent.command_id
-            wave.step, wave.step_since = "upgrading", now
-            why = f"still running jobs after {rec.plan.drain_timeout_s:.0f} s: {sorted(left)}; " if left else ""
-            await self._save(rec, rec.phase, f"wave {wave.index + 1}: {why}upgrade sent to {len(wave.nodes)} node(s)")
-        elif wave.step == "upgrading":
-            await self._upgrading(rec, wave, now)
-        elif wave.step == "baking":
-            await self._baking(rec, wave, now)
+            wave = rec.waves[rec.wave]
+            handler = self._steps.get(wave.step)
+            if handler is not None:  # a passed or failed wave has nothing left to do
+                await handler(rec, wave, now)
+
+    async def _plan_wave(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
+        """``pending``: note each node's version and the jobs' throughput before the wave, cordon its nodes."""
+        previous = {n: (s.agent_version if (s := self.fleet.node(n)) else None) or "" for n in wave.nodes}
+        since = now - rec.plan.baseline_s
+        jobs = self._jobs_on(set(wave.nodes))
+        baseline = {j: fmean(rates) for j in jobs if (rates := self._mean_rate(j, since, now))}
+        wave = replace(wave, previous=previous, baseline=baseline, step="draining", started=now, step_since=now)
+        reason = f"wave {wave.index + 1}: cordon and drain {', '.join(wave.nodes)}"
+        rec = await self._save(rec, rec.phase, reason, waves=rec.with_wave(wave))
+        for n in wave.nodes:
+            self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
+
+    async def _drain(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
+        """``draining``: once the wave's nodes run no job (or the drain timed out), send each its upgrade."""
+        left = set(wave.nodes) & self._busy_nodes()
+        if left and now - (wave.step_since or now) < rec.plan.drain_timeout_s:
+            return
+        commands = dict(wave.commands)
+        for n in wave.nodes:
+            if n in commands:
+                continue
+            args = {"component": rec.component, "version": rec.version, "artifact": rec.artifact}
+            args |= {"sha256": rec.sha256, "rollout": rec.name}
+            try:
+                intent = await self.commands.issue(n, "upgrade", args)
+            except ValueError as exc:
+                gate = GateResult(gate="upgrade", passed=False, detail=str(exc))
+                await self._fail(rec, replace(wave, commands=commands), gate, now)
+                return
+            commands[n] = intent.command_id
+        wave = replace(wave, commands=commands, step="upgrading", step_since=now)
+        why = f"still running jobs after {rec.plan.drain_timeout_s:.0f} s: {sorted(left)}; " if left else ""
+        reason = f"wave {wave.index + 1}: {why}upgrade sent to {len(wave.nodes)} node(s)"
+        await self._save(rec, rec.phase, reason, waves=rec.with_wave(wave))
 
     def _back(self, rec: RolloutRecord, node_id: str, command_id: str) -> str | None:
         """None when the node is back healthy on the new version; else what it still lacks."""
@@ -281,6 +297,7 @@ class Rollouts(Component):
         return None
 
     async def _upgrading(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
+        """``upgrading``: wait until every node is back healthy on the new version, then uncordon and bake."""
         lacking = {n: why for n, c in wave.commands.items() if (why := self._back(rec, n, c))}
         broken = {
             n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.status in FAILED
@@ -296,18 +313,19 @@ class Rollouts(Component):
                 )
                 await self._fail(rec, wave, GateResult(gate="health", passed=False, detail=detail), now)
             return
-        wave.step, wave.step_since, wave.upgraded_at = "baking", now, now
-        wave.bake_until = now + rec.plan.bake_s
-        wave.gates = [
-            GateResult(gate="health", passed=True, detail=f"{len(wave.nodes)} node(s) Ready on {rec.version}")
-        ]
-        await self._save(rec, rec.phase, f"wave {wave.index + 1}: upgraded and healthy; uncordoned, baking")
+        healthy = GateResult(gate="health", passed=True, detail=f"{len(wave.nodes)} node(s) Ready on {rec.version}")
+        wave = replace(
+            wave, step="baking", step_since=now, upgraded_at=now, bake_until=now + rec.plan.bake_s, gates=[healthy]
+        )
+        reason = f"wave {wave.index + 1}: upgraded and healthy; uncordoned, baking"
+        rec = await self._save(rec, rec.phase, reason, waves=rec.with_wave(wave))
         for n in wave.nodes:
             await self.cordons.uncordon_automatically(
                 n, f"rollout {rec.name}: wave {wave.index + 1} upgraded", ROLLOUT_BY
             )
 
     async def _baking(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
+        """``baking``: a FAIL node or fault ends the wave at once; at the bake's end, judge every gate."""
         nodes, since = set(wave.nodes), wave.upgraded_at or now
         sick = [
             n for n in wave.nodes if (s := self.fleet.node(n)) is None or s.liveness == "Lost" or s.health == "fail"
@@ -328,85 +346,91 @@ class Rollouts(Component):
             gates.leaks(self.leaks, nodes, since, now, rec.plan.leak_pct_per_h),
             gates.throughput(wave.baseline, during, rec.plan.throughput_tolerance),
         ]
-        wave.gates = [*wave.gates[:1], *judged]
+        wave = replace(wave, gates=[*wave.gates[:1], *judged])
         failed = next((g for g in judged if g.passed is False), None)
         if failed is not None:
             await self._fail(rec, wave, failed, now)
             return
-        wave.step = "passed"
+        waves = rec.with_wave(replace(wave, step="passed"))
         if wave.index + 1 == len(rec.waves):
-            await self._save(
-                rec, "Succeeded", f"every wave passed: {len(rec.upgraded_nodes())} node(s) on {rec.version}"
-            )
+            reason = f"every wave passed: {len(rec.upgraded_nodes())} node(s) on {rec.version}"
+            await self._save(rec, "Succeeded", reason, waves=waves)
             return
-        rec.wave += 1
-        await self._save(rec, rec.phase, f"wave {wave.index + 1} passed its gates; wave {rec.wave + 1} next")
+        reason = f"wave {wave.index + 1} passed its gates; wave {rec.wave + 2} next"
+        await self._save(rec, rec.phase, reason, waves=waves, wave=rec.wave + 1)
 
     async def _fail(self, rec: RolloutRecord, wave: Wave, gate: GateResult, now: float) -> None:
-        wave.step = "failed"
-        wave.gates = [*[g for g in wave.gates if g.gate != gate.gate], gate]
-        rec.failed_gate, rec.ending = gate, "RolledBack"
-        await self._save(rec, "RollingBack", f"gate {gate.gate} failed on wave {wave.index + 1}: {gate.detail}")
+        wave = replace(wave, step="failed", gates=[*[g for g in wave.gates if g.gate != gate.gate], gate])
+        reason = f"gate {gate.gate} failed on wave {wave.index + 1}: {gate.detail}"
+        rec = await self._save(
+            rec, "RollingBack", reason, waves=rec.with_wave(wave), failed_gate=gate, ending="RolledBack"
+        )
         log.warning("rollout gate failed", rollout=rec.name, wave=wave.index + 1, gate=gate.gate, detail=gate.detail)
         await self._rolling_back(rec, now)
 
-    async def _rolling_back(self, rec: RolloutRecord, now: float) -> None:
+    async def _rolling_back(self, rec: RolloutRecord, now: float) -> RolloutRecord:
         """Send each upgraded node a rollback to what it ran before (once), then lift the rollout's cordons."""
         sent = False
+        waves = []
         for wave in rec.waves:
+            rollbacks = dict(wave.rollbacks)
             for n, cmd in wave.commands.items():
-                if n in wave.rollbacks:
+                if n in rollbacks:
                     continue
                 intent = self.commands.intent(cmd)
                 before = (intent.result.get("previous") if intent else None) or wave.previous.get(n)
                 if not before or (intent is not None and intent.status in FAILED):
-                    wave.rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
+                    rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
                     continue
                 args = {"component": rec.component, "version": str(before), "rollout": rec.name}
                 try:
-                    wave.rollbacks[n] = (await self.commands.issue(n, "rollback", args)).command_id
+                    rollbacks[n] = (await self.commands.issue(n, "rollback", args)).command_id
                 except ValueError as exc:
                     log.error("rollback not sent", rollout=rec.name, node=n, error=str(exc))
-                    wave.rollbacks[n] = ""
+                    rollbacks[n] = ""
                 sent = True
+            waves.append(replace(wave, rollbacks=rollbacks) if rollbacks != wave.rollbacks else wave)
         if sent:
-            await self._save(rec, "RollingBack", f"rollback sent to {len(rec.upgraded_nodes())} node(s)")
-            return
+            reason = f"rollback sent to {len(rec.upgraded_nodes())} node(s)"
+            return await self._save(rec, "RollingBack", reason, waves=waves)
         pending = [
-            c
-            for w in rec.waves
-            for c in w.rollbacks.values()
-            if c and (i := self.commands.intent(c)) and not i.terminal
+            c for w in waves for c in w.rollbacks.values() if c and (i := self.commands.intent(c)) and not i.terminal
         ]
         if pending:
-            return
+            return rec
         for wave in rec.waves:
             for n in wave.nodes:
                 await self.cordons.uncordon_automatically(n, f"rollout {rec.name} ended", ROLLOUT_BY)
         gate = rec.failed_gate
         why = f"gate {gate.gate}: {gate.detail}" if gate else rec.reason
-        await self._save(rec, rec.ending, f"rolled back ({why})")
+        return await self._save(rec, rec.ending, f"rolled back ({why})", waves=waves)
 
-    async def _save(self, rec: RolloutRecord, phase: str, reason: str, by: str = "auto") -> None:
+    async def _save(
+        self, rec: RolloutRecord, phase: Phase, reason: str, by: str = "auto", **changes: Any
+    ) -> RolloutRecord:
+        """Write the next record (``rec`` with ``changes``, the phase and a history entry), then keep it and
+        announce the phase: memory never runs ahead of the state topic. Returns the record written."""
         now = self.ctx.clock.now()
-        rec.phase, rec.reason, rec.updated = phase, reason, now  # type: ignore[assignment]
-        rec.history = [*rec.history, Change(time=now, phase=phase, wave=rec.wave, reason=reason, by=by)][-MAX_HISTORY:]
-        await self.ctx.store.put(STATE_ROLLOUTS, rec.name, rec)
-        self.records[rec.name] = rec
-        wave = rec.waves[rec.wave] if rec.waves else None
+        new = replace(rec, phase=phase, reason=reason, updated=now, **changes)
+        change = Change(time=now, phase=phase, wave=new.wave, reason=reason, by=by)
+        new = replace(new, history=[*rec.history, change][-MAX_HISTORY:])
+        await self.ctx.store.put(STATE_ROLLOUTS, new.name, new)
+        self.records[new.name] = new
+        wave = new.waves[new.wave] if new.waves else None
         await self.ctx.producer.send(
             RolloutPhaseChanged(
-                rollout=rec.name,
-                component=rec.component,
-                version=rec.version,
+                rollout=new.name,
+                component=new.component,
+                version=new.version,
                 phase=phase,
-                wave=rec.wave + 1,
-                waves=len(rec.waves),
+                wave=new.wave + 1,
+                waves=len(new.waves),
                 reason=reason[:2000],
                 by=by,
                 gates=wave.gates if wave else [],
             )
         )
+        return new
 
     # ---- state, API -----------------------------------------------------------------------------------------
     def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:

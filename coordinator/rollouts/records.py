@@ -1,6 +1,7 @@
 """What the rollouts component writes to ``myolo.state.rollouts`` (keyed by rollout name): one record per
 rollout, with its plan, its waves (nodes, step, the commands sent, each node's version before) and its
-history. It is written before every action, so a new leader resumes the rollout where it was."""
+history. It is written before every action, so a new leader resumes the rollout where it was. Records are
+frozen: a step makes a new one (``msgspec.structs.replace``), kept in memory only once the state topic took it."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ MAX_HISTORY = 200
 ROLLOUT_BY = "auto:rollout"  # the author of the cordons a rollout sets (and only it lifts)
 
 
-class Wave(msgspec.Struct, kw_only=True):
+class Wave(msgspec.Struct, kw_only=True, frozen=True):
     index: int
     percent: float
     nodes: list[str]
@@ -35,7 +36,7 @@ class Wave(msgspec.Struct, kw_only=True):
     gates: list[GateResult] = []
 
 
-class Change(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Change(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     time: float
     phase: str
     wave: int | None = None
@@ -43,7 +44,7 @@ class Change(msgspec.Struct, kw_only=True, omit_defaults=True):
     by: str = "auto"
 
 
-class RolloutRecord(msgspec.Struct, kw_only=True):
+class RolloutRecord(msgspec.Struct, kw_only=True, frozen=True):
     name: str
     component: str  # agent | trainer
     version: str
@@ -66,6 +67,10 @@ class RolloutRecord(msgspec.Struct, kw_only=True):
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL
+
+    def with_wave(self, wave: Wave) -> list[Wave]:
+        """The waves with ``wave`` in place of the one of its index (for a ``msgspec.structs.replace``)."""
+        return [wave if w.index == wave.index else w for w in self.waves]
 
     def upgraded_nodes(self) -> list[str]:
         """Nodes an upgrade command was sent to (whatever became of it): what a rollback must cover."""

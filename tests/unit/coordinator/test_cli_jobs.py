@@ -19,6 +19,7 @@ import msgspec
 import pytest
 import yaml
 from aiohttp import web
+from msgspec.structs import replace
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -213,9 +214,16 @@ def test_get_jobs_table_when_piped(cluster: Cluster) -> None:
     empty = run("get", "jobs", "--api", cluster.standby.url)
     assert empty.exit_code == 0 and "No jobs yet" in empty.output
     cluster.standby_jobs.add(running_job(time.time()))
-    pending = cluster.standby_jobs.add(running_job(time.time(), name="waiting"))
-    pending.phase, pending.reason, pending.generation = "Pending", "needs 1 GPU, 0 free", None
-    pending.progress = type(pending.progress)()
+    waiting = running_job(time.time(), name="waiting")
+    cluster.standby_jobs.add(
+        replace(
+            waiting,
+            phase="Pending",
+            reason="needs 1 GPU, 0 free",
+            generation=None,
+            progress=type(waiting.progress)(),
+        )
+    )
     result = run("get", "jobs", "--api", cluster.standby.url)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -255,8 +263,7 @@ def test_get_or_describe_an_unknown_job_exits_2(cluster: Cluster) -> None:
 
 def test_describe_job_shows_generation_members_progress_and_decisions(cluster: Cluster) -> None:
     now = cluster.leader_jobs.clock.now()
-    record = cluster.leader_jobs.add(running_job(now))
-    record.desired_replicas = 3
+    cluster.leader_jobs.add(replace(running_job(now), desired_replicas=3))
     result = run("describe", "job", "tiny-pretrain", "--api", cluster.leader.url)
     assert result.exit_code == 0, result.output
     out = result.output
@@ -294,8 +301,8 @@ def test_describe_job_shows_generation_members_progress_and_decisions(cluster: C
 
 
 def test_describe_a_job_that_waits(cluster: Cluster) -> None:
-    record = cluster.leader_jobs.add(running_job(cluster.leader_jobs.clock.now()))
-    record.phase, record.reason, record.generation, record.decisions = "Pending", "needs 1 GPU", None, []
+    job = running_job(cluster.leader_jobs.clock.now())
+    cluster.leader_jobs.add(replace(job, phase="Pending", reason="needs 1 GPU", generation=None, decisions=[]))
     result = run("describe", "job", "tiny-pretrain", "--api", cluster.leader.url)
     assert result.exit_code == 0, result.output
     assert "none yet (the job waits for capacity)" in result.output
@@ -372,8 +379,8 @@ def test_logs_follow_reads_until_the_worker_ends(cluster: Cluster) -> None:
 def test_logs_errors_say_what_to_do(cluster: Cluster) -> None:
     now = cluster.leader_jobs.clock.now()
     cluster.leader_jobs.add(running_job(now))
-    waiting = cluster.leader_jobs.add(running_job(now, name="waiting"))
-    waiting.phase, waiting.reason, waiting.generation = "Pending", "needs 1 GPU", None
+    waiting = running_job(now, name="waiting")
+    cluster.leader_jobs.add(replace(waiting, phase="Pending", reason="needs 1 GPU", generation=None))
 
     no_gen = run("logs", "job", "waiting", "--api", cluster.leader.url)
     assert no_gen.exit_code == 1 and "has no generation yet (Pending: needs 1 GPU)" in no_gen.output
@@ -402,8 +409,7 @@ def test_logs_errors_say_what_to_do(cluster: Cluster) -> None:
 
 
 def test_on_a_terminal_the_phase_is_coloured_and_a_deletion_shows() -> None:
-    record = running_job(time.time())
-    record.deleting = True
+    record = replace(running_job(time.time()), deleting=True)
     buf = io.StringIO()
     render.print_jobs(
         Console(file=buf, force_terminal=True, color_system="standard", width=160),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from coordinator.commands.records import CommandIntent
@@ -52,8 +53,7 @@ def test_intent_terminal_states() -> None:
     i = CommandIntent(command_id="a", node_id="n", action="report_sample", epoch=1, created=0.0)
     assert not i.terminal
     for status in ("done", "rejected", "failed", "duplicate", "expired"):
-        i.status = status
-        assert i.terminal
+        assert msgspec.structs.replace(i, status=status).terminal
 
 
 def test_epochs_strictly_increase() -> None:

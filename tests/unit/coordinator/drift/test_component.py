@@ -87,7 +87,7 @@ async def test_drift_retrains_from_the_champion_and_registers_the_new_version_wi
     assert detected.model == "credit-risk" and detected.version == "1" and detected.windows == 2
     assert {f.feature for f in detected.features} == {"f1", "f4", "f7"}
     assert all(f.drifted and f.by for f in detected.features)
-    run = sim.drift.runs["credit-risk"]
+    run = sim.drift.retrainer.runs["credit-risk"]
     assert (run.state, run.parent, run.detection_id, detected.retraining_job) == (
         "running",
         1,
@@ -122,7 +122,7 @@ async def test_drift_retrains_from_the_champion_and_registers_the_new_version_wi
     await sim.deliver(done, "/x/n1")
     await sim.second(3)
     assert sim.job(run.job).phase == "Succeeded"
-    run = sim.drift.runs["credit-risk"]
+    run = sim.drift.retrainer.runs["credit-risk"]
     assert (run.state, run.registered) == ("registered", 2)
     v2 = sim.registry.version("credit-risk", 2)
     assert (v2.parent, v2.drift_event, v2.job, v2.sha256, v2.data_sha256) == (
@@ -145,18 +145,18 @@ async def test_a_second_drift_within_the_cooldown_submits_no_job(sim, tmp_path) 
     await champion_with_template(sim, tmp_path)
     await minutes(sim, rng, 30)
     await minutes(sim, rng, 12, {"f1": 2.0, "f2": 2.0})
-    first = sim.drift.runs["credit-risk"]
+    first = sim.drift.retrainer.runs["credit-risk"]
     await sim.jobs.delete(first.job, "operator:alice")  # the run fails (its job is gone): only the cooldown holds
     for _ in range(5):
         await sim.ack_all("stop_workers")
         await sim.second()
     assert sim.jobs.job(first.job) is None
-    assert sim.drift.runs["credit-risk"].state == "failed"
+    assert sim.drift.retrainer.runs["credit-risk"].state == "failed"
     await minutes(sim, rng, 30, {"f1": 2.0, "f2": 2.0})  # the window turns over: detected again
     detections = sent(sim, DriftDetected)
     assert len(detections) >= 2 and detections[0].retraining_job == first.job
     assert all(d.retraining_job is None for d in detections[1:])  # each said why not in the log: the cooldown
-    assert sim.drift.runs["credit-risk"].job == first.job  # no new run inside retrain.cooldown_s
+    assert sim.drift.retrainer.runs["credit-risk"].job == first.job  # no new run inside retrain.cooldown_s
 
 
 async def test_other_versions_are_not_watched_and_a_file_reference_restarts_the_window(sim, tmp_path) -> None:

@@ -9,6 +9,7 @@ change a running job cannot take, ``UnknownJob``, and ``ValueError`` naming the 
 from __future__ import annotations
 
 from aiohttp import web
+from msgspec.structs import replace
 
 from coordinator.api.app import create_app
 from coordinator.core.component import RouteSet
@@ -51,8 +52,7 @@ class MemoryJobs:
             return self.add(JobRecord(name=spec.name, spec=spec, manifest=manifest, created=now, updated=now)), True
         if old.spec.trainer.model != spec.trainer.model:
             raise JobConflict("spec.trainer.model", f"the job trains {old.spec.trainer.model!r}; it cannot change")
-        old.spec, old.manifest, old.updated = spec, manifest, now
-        return old, False
+        return self.add(replace(old, spec=spec, manifest=manifest, updated=now)), False
 
     async def scale(self, name: str, replicas: int, by: str) -> JobRecord:
         self._lead()
@@ -61,18 +61,16 @@ class MemoryJobs:
         if not low <= replicas <= high:
             raise ValueError(f"{replicas} is outside the job's bounds: minReplicas {low}, maxReplicas {high}")
         self.writes.append(("scale", name, by))
-        record.desired_replicas = replicas
-        record.decisions.append(
-            Decision(time=self.clock.now(), kind="scale", reason=f"scaled to {replicas}", replicas=replicas, by=by)
+        decision = Decision(
+            time=self.clock.now(), kind="scale", reason=f"scaled to {replicas}", replicas=replicas, by=by
         )
-        return record
+        return self.add(replace(record, desired_replicas=replicas, decisions=[*record.decisions, decision]))
 
     async def delete(self, name: str, by: str) -> JobRecord:
         self._lead()
         record = self._get(name)
         self.writes.append(("delete", name, by))
-        record.deleting = True
-        return record
+        return self.add(replace(record, deleting=True))
 
     def _lead(self) -> None:
         if not self.is_leader:

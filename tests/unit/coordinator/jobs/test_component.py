@@ -177,6 +177,22 @@ async def test_scale_and_delete(sim: JobSim) -> None:
     assert sim.jobs.job("tiny") is None and sim.written()[-1] is None
 
 
+async def test_a_deleted_job_leaves_nothing_of_what_was_heard_about_it(sim: JobSim) -> None:
+    sim.workers = {n: [("tiny", 1)] for n in ("n1", "n2")}  # n3's samples show no worker of the job
+    rec = await running(sim)
+    await sim.progress("tiny", rec.generation.number, 1, rec.generation.replicas)
+    await sim.second()
+    runtime = sim.jobs.runtime["tiny"]
+    assert "n3" in runtime.missing and runtime.rates and runtime.metrics.generation == 1
+    await sim.jobs.delete("tiny", "operator:bob")
+    await sim.second()
+    await sim.ack_all("stop_workers")
+    await sim.second()
+    assert sim.jobs.job("tiny") is None and "tiny" not in sim.jobs.runtime
+    await sim.jobs.apply(manifest(), "alice")  # the same name again: a job of its own, heard of afresh
+    assert sim.jobs.runtime["tiny"].missing == {} and sim.jobs.runtime["tiny"].evidence.faults == []
+
+
 async def test_apply_changes_bounds_but_not_the_training(sim: JobSim) -> None:
     await running(sim)
     rec, created = await sim.jobs.apply(manifest(lo=1, hi=2), "alice")
@@ -324,3 +340,24 @@ async def test_the_one_member_silent_after_a_fault_is_left_out_after_the_settle_
         assert rec.restarts == 0 and sim.fleet.node("n2").liveness != "Lost"
     finally:
         await sim.close()
+
+
+async def test_a_refused_state_write_leaves_the_job_as_it_was_and_sends_nothing(sim: JobSim) -> None:
+    from tests.unit.coordinator.failing import WriteRefused, refused_writes
+
+    with refused_writes(sim.coord.store, STATE_JOBS), pytest.raises(WriteRefused):
+        await sim.jobs.apply(manifest(), "alice")
+    assert sim.jobs.job("tiny") is None and "tiny" not in sim.jobs.runtime
+    await sim.jobs.apply(manifest(), "alice")
+    pending = sim.job()
+    with refused_writes(sim.coord.store, STATE_JOBS) as refused:
+        await sim.second(3)  # the leader's steps: the first placement cannot be recorded
+        with pytest.raises(WriteRefused):
+            await sim.jobs.scale("tiny", 2, "operator:bob")
+        with pytest.raises(WriteRefused):
+            await sim.jobs.delete("tiny", "operator:bob")
+    assert refused and set(refused) == {"tiny"}
+    assert sim.job() is pending and pending.generation is None and not pending.deleting
+    assert sim.sent("start_workers") == []  # nothing acted on a decision that was not recorded
+    rec = await sim.run_generation()  # the broker is back: the same steps go through
+    assert rec.generation is not None and rec.generation.stage == "running" and rec.desired_replicas is None

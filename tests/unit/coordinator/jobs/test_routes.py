@@ -51,7 +51,8 @@ async def test_list_and_get_answer_the_full_record(client: TestClient, jobs: Mem
 
 
 async def test_a_loss_that_is_not_finite_is_null(client: TestClient, jobs: MemoryJobs) -> None:
-    jobs.add(running_job(jobs.clock.now())).progress.loss = float("nan")
+    job = running_job(jobs.clock.now())
+    jobs.add(msgspec.structs.replace(job, progress=msgspec.structs.replace(job.progress, loss=float("nan"))))
     text = await (await client.get("/v1/jobs/tiny-pretrain")).text()
     assert json.loads(text)["progress"]["loss"] is None and "NaN" not in text
 

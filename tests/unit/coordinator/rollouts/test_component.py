@@ -263,3 +263,21 @@ async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: Fl
     assert rec.phase == "RolledBack" and rec.failed_gate.gate == "upgrade"
     assert node in rec.failed_gate.detail and "sha256 mismatch" in rec.failed_gate.detail
     assert sim.upgraded() == {node} and sim.sent("rollback") == []  # it never switched: nothing to undo
+
+
+async def test_a_refused_state_write_leaves_the_rollout_as_it_was(sim: FleetSim) -> None:
+    from tests.unit.coordinator.failing import WriteRefused, refused_writes
+
+    rec = await start(sim)
+    before = sim.rollouts.rollout(rec.name)
+    with refused_writes(sim.coord.store, STATE_ROLLOUTS) as refused:
+        with pytest.raises(WriteRefused):
+            await sim.rollouts.tick(sim.clock.now())  # the first wave's step: plan, then cordon its nodes
+        with pytest.raises(WriteRefused):
+            await sim.rollouts.act(rec.name, "pause", "op")
+    assert refused == [rec.name, rec.name]
+    assert sim.rollouts.rollout(rec.name) is before  # memory is what the state topic holds
+    assert before.phase == "Progressing" and [w.step for w in before.waves] == ["pending"] * 3
+    assert not any(n.cordoned for n in sim.fleet.nodes())  # nothing acted on a step that was not recorded
+    await sim.rollouts.tick(sim.clock.now())  # the broker is back: the same step goes through
+    assert sim.rollouts.rollout(rec.name).waves[0].step == "draining"
