@@ -11,6 +11,7 @@ import structlog
 from coordinator.commands import routes
 from coordinator.commands.config import DispatchConfig, check
 from coordinator.commands.dispatcher import Dispatcher
+from coordinator.commands.interface import CommandSender
 from coordinator.commands.records import CommandIntent
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
@@ -24,6 +25,7 @@ log = structlog.get_logger("myolo.coordinator.commands")
 
 class Commands(Component):
     name = "commands"
+    provides = (CommandSender,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = DispatchConfig
     consumes = (CommandAck,)

@@ -27,7 +27,7 @@ from coordinator.core.context import Context
 from coordinator.core.errors import NotLeader
 from coordinator.drift import retrain, routes
 from coordinator.drift.config import DriftConfig
-from coordinator.drift.interface import DriftView, LearningInfo, ReferenceInfo
+from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
 from coordinator.drift.monitor import Monitor
 from coordinator.drift.records import (
     MAX_DETECTIONS,
@@ -59,6 +59,11 @@ Key = tuple[str, str]  # (model, version)
 
 class Drift(Component):
     name = "drift"
+    requires = (
+        ModelRegistry,
+        JobsAPI,
+    )
+    provides = (DriftAPI,)
     config = DriftConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (DriftSample, TrainingCompleted)
@@ -72,8 +77,8 @@ class Drift(Component):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: DriftConfig = ctx.config
-        self.registry = ctx.peers.require(ModelRegistry)
-        self.jobs = ctx.peers.require(JobsAPI)
+        self.registry = ctx.need(ModelRegistry)
+        self.jobs = ctx.need(JobsAPI)
         self.references: dict[Key, dict[str, ReferenceRecord]] = {}
         self.rules: dict[str, RuleRecord] = {}
         self.statuses: dict[Key, StatusRecord] = {}

@@ -23,7 +23,7 @@ from coordinator.fleet.interface import FleetNodes
 from coordinator.fleet.model import NodeState
 from coordinator.jobs import routes
 from coordinator.jobs.config import JobsConfig, check
-from coordinator.jobs.interface import JobConflict, UnknownJob
+from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.metrics import JobMetrics
 from coordinator.jobs.placement import replica_counts
@@ -43,6 +43,12 @@ MUTABLE = ("min_replicas", "max_replicas", "policies", "max_restarts", "labels")
 
 class Jobs(Component):
     name = "jobs"
+    requires = (
+        FleetNodes,
+        CommandSender,
+        AutoCordons,
+    )
+    provides = (JobsAPI,)
     config = JobsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (TrainingProgress, TrainingFault, TrainingCompleted)
@@ -51,7 +57,7 @@ class Jobs(Component):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: JobsConfig = ctx.config
-        self.fleet = ctx.peers.require(FleetNodes)
+        self.fleet = ctx.need(FleetNodes)
         self.records: dict[str, JobRecord] = {}
         self.metrics: dict[str, JobMetrics] = {}
         self._evidence: dict[str, Evidence] = {}
@@ -62,8 +68,8 @@ class Jobs(Component):
         self.reconciler = Reconciler(
             self.cfg,
             self.fleet,
-            ctx.peers.require(CommandSender),
-            ctx.peers.require(AutoCordons),
+            ctx.need(CommandSender),
+            ctx.need(AutoCordons),
             self._save,
             lambda: list(self.records.values()),
             ctx.clock,

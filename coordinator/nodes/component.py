@@ -18,7 +18,7 @@ import structlog
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.nodes import routes
-from coordinator.nodes.interface import NotEnrolled
+from coordinator.nodes.interface import NodeKeys, NotEnrolled
 from coordinator.nodes.records import KIND, NodeKeyRecord
 from coordinator.nodes.verify import Enrolled, check_node_event
 from events.envelope import Event
@@ -33,6 +33,7 @@ log = structlog.get_logger("myolo.coordinator.nodes")
 
 class Nodes(Component):
     name = "nodes"
+    provides = (NodeKeys,)
     openapi = Path(__file__).with_name("openapi.yaml")
     owns = (StateTopic(STATE_NODE_KEYS, {KIND: NodeKeyRecord}),)
     guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted, NodeSample)  # events.signing.must_sign

@@ -21,7 +21,7 @@ from coordinator.core.context import Context
 from coordinator.registry import checks, evals, routes
 from coordinator.registry.config import RegistryConfig
 from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
-from coordinator.registry.interface import NewVersion
+from coordinator.registry.interface import ModelRegistry, NewVersion
 from coordinator.registry.records import (
     CHALLENGER,
     CHAMPION,
@@ -47,6 +47,7 @@ ANNOUNCE_PER_TICK = 16
 
 class Registry(Component):
     name = "registry"
+    provides = (ModelRegistry,)
     config = RegistryConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     owns = (StateTopic(STATE_REGISTRY, KINDS),)

@@ -31,7 +31,7 @@ from coordinator.fleet.interface import FleetNodes
 from coordinator.jobs.interface import JobsAPI
 from coordinator.rollouts import gates, routes
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
-from coordinator.rollouts.interface import RolloutError
+from coordinator.rollouts.interface import RolloutError, RolloutsAPI
 from coordinator.rollouts.plan import waves
 from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, RolloutRecord, Wave
 from events.bus import RecordInfo
@@ -56,6 +56,13 @@ def _series(r: LeakReport) -> str:
 
 class Rollouts(Component):
     name = "rollouts"
+    requires = (
+        FleetNodes,
+        JobsAPI,
+        CommandSender,
+        AutoCordons,
+    )
+    provides = (RolloutsAPI,)
     config = RolloutsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (ReleasePublished, NodeFault, LeakReport)
@@ -64,10 +71,10 @@ class Rollouts(Component):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: RolloutsConfig = ctx.config
-        self.fleet = ctx.peers.require(FleetNodes)
-        self.jobs = ctx.peers.require(JobsAPI)
-        self.commands = ctx.peers.require(CommandSender)
-        self.cordons = ctx.peers.require(AutoCordons)
+        self.fleet = ctx.need(FleetNodes)
+        self.jobs = ctx.need(JobsAPI)
+        self.commands = ctx.need(CommandSender)
+        self.cordons = ctx.need(AutoCordons)
         self.records: dict[str, RolloutRecord] = {}
         self.faults: deque[gates.Fault] = deque(maxlen=EVIDENCE)
         self.leaks: deque[gates.Leak] = deque(maxlen=EVIDENCE)

@@ -34,8 +34,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from agent.fleetsim import FleetSimulator
+from coordinator.api.config import ApiConfig
 from coordinator.cli.client import ApiClient
-from coordinator.config import ApiConfig, SigningConfig, default_config
+from coordinator.components import COMPONENTS
+from coordinator.config import default_config
+from coordinator.core.config import SigningConfig
 from coordinator.core.coordinator import Coordinator, state_codec
 from coordinator.core.leadership import TERM_KEY, LeaderTerm
 from coordinator.fleet.component import Fleet
@@ -106,6 +109,7 @@ async def bare_ingest(settings: KafkaSettings, expected: int) -> dict:
 async def coordinator_ingest(settings: KafkaSettings, key_file: str, expected: int) -> dict:
     """The real service, reading the same records from the start; timed from its first handled sample."""
     cfg = default_config(
+        COMPONENTS,
         instance_id=f"bench-ingest-{uuid.uuid4().hex[:6]}",
         # the backlog is minutes old: keep liveness out of a throughput measurement
         fleet=FleetConfig(lost_after_s=3600.0, suspect_after_intervals=1000),
@@ -114,7 +118,7 @@ async def coordinator_ingest(settings: KafkaSettings, key_file: str, expected: i
         signing=SigningConfig(key_file=key_file),
         kafka=settings,
     )
-    service = Coordinator(cfg)
+    service = Coordinator(cfg, COMPONENTS)
     runner = asyncio.create_task(service.run())
     stats = service.ingest.stats
     t0 = 0.0
@@ -249,7 +253,7 @@ class LagSampler:
             await admin.close()
 
 
-STATE_CODEC = state_codec()
+STATE_CODEC = state_codec(COMPONENTS)
 
 
 def _parts(*topics: str) -> list[TopicPartition]:

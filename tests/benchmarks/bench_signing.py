@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from coordinator.components import COMPONENTS
 from coordinator.cordons.policy import AUTO_FAULT, record
 from coordinator.core.context import Context
 from coordinator.core.coordinator import state_codec
@@ -126,7 +127,7 @@ def measure(nodes: int = 1000, n: int = 5000) -> dict[str, Any]:
         ),
     }
 
-    codec = state_codec()
+    codec = state_codec(COMPONENTS)
     hmac = derive_hmac(Ed25519Signer.generate(), "state")
     cordon = record("node-0001", True, "FAIL xid 79 on GPU 3: XID 79", AUTO_FAULT, 1_700_000_000.0, 7, None)
     value, headers = codec.encode(cordon)

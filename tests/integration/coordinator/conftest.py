@@ -11,8 +11,10 @@ from typer.testing import CliRunner, Result
 
 from coordinator.cli.main import app
 from coordinator.commands.component import Commands
-from coordinator.config import CoreConfig, load_coordinator_config
+from coordinator.components import COMPONENTS
+from coordinator.config import load_coordinator_config
 from coordinator.cordons.component import Cordons
+from coordinator.core.config import CoreConfig
 from coordinator.core.coordinator import Coordinator, state_codec
 from coordinator.fleet.component import Fleet
 from events.bus import EventProducer
@@ -55,7 +57,7 @@ def make_config(settings: KafkaSettings, key_file: Path, api_tokens) -> Callable
             "MYOLO_API_TOKENS_FILE": str(api_tokens[0]),
             "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
         }
-        return load_coordinator_config(None, env={**base, **env})
+        return load_coordinator_config(None, components=COMPONENTS, env={**base, **env})
 
     return make
 
@@ -79,7 +81,7 @@ class Services:
         self.running: list[Coordinator] = []
 
     async def start(self, cfg: CoreConfig, clock: Clock) -> Coordinator:
-        svc = Coordinator(cfg, clock)
+        svc = Coordinator(cfg, COMPONENTS, clock)
         await svc.start()
         self.running.append(svc)
         return svc
@@ -115,7 +117,7 @@ async def read_topic(settings: KafkaSettings, topic: str) -> list:
 
 
 async def state_records(settings: KafkaSettings, topic: str, key: str) -> list:
-    codec = state_codec()
+    codec = state_codec(COMPONENTS)
     return [codec.decode(v, h) for k, v, h in await read_topic(settings, topic) if k == key and v is not None]
 
 

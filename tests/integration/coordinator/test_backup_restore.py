@@ -24,7 +24,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from coordinator.backup.state_read import existing_topics
-from coordinator.config import CoreConfig, load_coordinator_config
+from coordinator.components import COMPONENTS
+from coordinator.config import load_coordinator_config
+from coordinator.core.config import CoreConfig
 from coordinator.jobs.interface import JobsAPI
 from coordinator.registry.interface import ModelRegistry, NewVersion
 from events.broker import LocalBroker
@@ -81,7 +83,7 @@ def config(bootstrap: str, key: Path, name: str) -> CoreConfig:
         "MYOLO_API_ENABLED": "false",
         "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
     }
-    return load_coordinator_config(None, env=env)
+    return load_coordinator_config(None, components=COMPONENTS, env=env)
 
 
 async def myoloctl(tmp_path: Path, *args: str) -> tuple[int, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 
 from coordinator.commands.records import CommandIntent
+from coordinator.components import COMPONENTS
 from coordinator.core.coordinator import Coordinator, state_codec
 from coordinator.core.leadership import TERM_KEY, LeaderTerm
 from coordinator.fleet.model import CordonRecord
@@ -21,7 +22,7 @@ from events.topics import COMMANDS, STATE_COMMANDS, STATE_COORDINATOR, STATE_NOD
 from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import commands, cordons, fleet, one_leader, read_topic, wait_until
 
-CODEC = state_codec()
+CODEC = state_codec(COMPONENTS)
 ATTACKER = StateKeys.derive(Ed25519Signer.generate())  # a key of their own: not derived from ours
 
 

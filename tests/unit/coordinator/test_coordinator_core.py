@@ -116,10 +116,11 @@ class Toy(Component):
     config = ToyConfig
     consumes = (ReleasePublished,)
     owns = (StateTopic(STATE_TOY, {"toy": ToyRecord}),)
+    requires = (FleetNodes,)  # a narrow interface of a component listed before it
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.fleet = ctx.peers.require(FleetNodes)  # a narrow interface of a component listed before it
+        self.fleet = ctx.need(FleetNodes)
         self.seen: list[Any] = []
         self.failures_left = 0
 

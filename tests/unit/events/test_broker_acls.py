@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.commands import command_group_id
-from coordinator.config import LeaderConfig
+from coordinator.core.config import LeaderConfig
 from events import topics as t
 from events.broker import acls, security
 from events.broker.scram import ScramClient, ScramError
