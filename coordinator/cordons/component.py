@@ -18,6 +18,7 @@ from coordinator.cordons import routes
 from coordinator.cordons.config import CordonsConfig
 from coordinator.cordons.interface import AutoCordons
 from coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
+from coordinator.cordons.records import STATE_NODES
 from coordinator.cordons.writer import CordonWriter, Decision
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
@@ -27,7 +28,6 @@ from coordinator.fleet.liveness import Transition
 from coordinator.fleet.model import CordonRecord, NodeState
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
-from events.topics import STATE_NODES
 
 log = structlog.get_logger("myolo.coordinator.cordons")
 
@@ -41,7 +41,15 @@ class Cordons(Component):
     provides = (AutoCordons,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = CordonsConfig
-    owns = (StateTopic(STATE_NODES, {"cordon": CordonRecord}),)
+    owns = (
+        StateTopic(
+            STATE_NODES,
+            {"cordon": CordonRecord},
+            partitions=6,
+            key="node id",
+            description="coordinator state: cordons, versions",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

@@ -38,6 +38,7 @@ class StateTopic:
     key: str = "record key"
     description: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)  # topic configs, e.g. {"segment.ms": "600000"}
+    backup: bool = True  # in a backup that names no topics (False: restoring it would replay stale intents)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", MappingProxyType(dict(self.kinds)))

@@ -28,7 +28,7 @@ from coordinator.core.config import CoreConfig, previous_signers, section
 from coordinator.core.context import Context
 from coordinator.core.guard import IngestGuard
 from coordinator.core.ingest import ConsumerHealth
-from coordinator.core.leadership import TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
+from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
 from coordinator.core.router import EventRouter
 from coordinator.leader.election import LeaderElector
 from coordinator.state import StateCodec, StateKeys, StateStore, StateTail
@@ -37,7 +37,7 @@ from events.clock import Clock, SystemClock
 from events.files import atomic_write
 from events.keys import load_signer
 from events.signing import GUARDED_NODE_EVENTS
-from events.topics import CATALOGUE, STATE_COORDINATOR, Topic
+from events.topics import CATALOGUE, Topic
 
 log = structlog.get_logger("myolo.coordinator")
 CORE_STATE = StateTopic(

@@ -31,6 +31,7 @@ from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, Refer
 from coordinator.drift.monitor import Monitor
 from coordinator.drift.records import (
     MAX_DETECTIONS,
+    STATE_DRIFT,
     ReferenceRecord,
     RetrainRun,
     RuleRecord,
@@ -50,7 +51,6 @@ from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import DriftDetected, DriftSample, TrainingCompleted
 from events.payloads.models import ModelExport
-from events.topics import STATE_DRIFT
 
 log = structlog.get_logger("myolo.coordinator.drift")
 EXPORT_WAIT_S = 300.0  # a succeeded job whose export has not been heard of after this long failed to export
@@ -71,6 +71,9 @@ class Drift(Component):
         StateTopic(
             STATE_DRIFT,
             {"reference": ReferenceRecord, "rule": RuleRecord, "status": StatusRecord, "retrain": RetrainRun},
+            partitions=3,
+            key="model",
+            description="coordinator state: drift references, rules and latest statistics",
         ),
     )
 

@@ -29,11 +29,10 @@ from coordinator.jobs.metrics import JobMetrics
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
-from coordinator.jobs.records import JobProgress, JobRecord
+from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
-from events.topics import STATE_JOBS
 
 log = structlog.get_logger("myolo.coordinator.jobs")
 # what may change in a running job's manifest (the rest is its training: a new job)
@@ -52,7 +51,15 @@ class Jobs(Component):
     config = JobsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (TrainingProgress, TrainingFault, TrainingCompleted)
-    owns = (StateTopic(STATE_JOBS, {"job": JobRecord}),)
+    owns = (
+        StateTopic(
+            STATE_JOBS,
+            {"job": JobRecord},
+            partitions=6,
+            key="job id",
+            description="coordinator state: elastic jobs and their generations",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

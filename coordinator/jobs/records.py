@@ -109,3 +109,6 @@ class JobRecord(msgspec.Struct, kw_only=True):
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+
+STATE_JOBS = "myolo.state.jobs"  # the compacted topic they are written to

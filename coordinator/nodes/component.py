@@ -19,14 +19,13 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.nodes import routes
 from coordinator.nodes.interface import NodeKeys, NotEnrolled
-from coordinator.nodes.records import KIND, NodeKeyRecord
+from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from coordinator.nodes.verify import Enrolled, check_node_event
 from events.envelope import Event
 from events.errors import ConfigError, SignatureError
 from events.keys import Ed25519Public, public_key_from_pem
 from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted, TrainingFault
 from events.signing import must_sign
-from events.topics import STATE_NODE_KEYS
 
 log = structlog.get_logger("myolo.coordinator.nodes")
 
@@ -35,7 +34,15 @@ class Nodes(Component):
     name = "nodes"
     provides = (NodeKeys,)
     openapi = Path(__file__).with_name("openapi.yaml")
-    owns = (StateTopic(STATE_NODE_KEYS, {KIND: NodeKeyRecord}),)
+    owns = (
+        StateTopic(
+            STATE_NODE_KEYS,
+            {KIND: NodeKeyRecord},
+            partitions=6,
+            key="node id",
+            description="coordinator state: enrolled node public keys (node events that cause action are verified)",
+        ),
+    )
     guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted, NodeSample)  # events.signing.must_sign
 
     def __init__(self, ctx: Context) -> None:

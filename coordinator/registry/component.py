@@ -27,6 +27,7 @@ from coordinator.registry.records import (
     CHAMPION,
     HISTORY_MAX,
     KINDS,
+    STATE_REGISTRY,
     AliasChange,
     AliasRecord,
     ModelRecord,
@@ -37,7 +38,6 @@ from coordinator.registry.records import (
 )
 from coordinator.registry.view import RegistryView
 from events.payloads import ModelAliasSet, ModelRegistered
-from events.topics import STATE_REGISTRY
 
 log = structlog.get_logger("myolo.coordinator.registry")
 AUTO = "auto"
@@ -50,7 +50,15 @@ class Registry(Component):
     provides = (ModelRegistry,)
     config = RegistryConfig
     openapi = Path(__file__).with_name("openapi.yaml")
-    owns = (StateTopic(STATE_REGISTRY, KINDS),)
+    owns = (
+        StateTopic(
+            STATE_REGISTRY,
+            KINDS,
+            partitions=3,
+            key="model:version or model@alias",
+            description="coordinator state: model registry (models, versions, aliases with their history)",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

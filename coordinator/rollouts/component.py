@@ -33,12 +33,11 @@ from coordinator.rollouts import gates, routes
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
 from coordinator.rollouts.interface import RolloutError, RolloutsAPI
 from coordinator.rollouts.plan import waves
-from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, RolloutRecord, Wave
+from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, STATE_ROLLOUTS, Change, RolloutRecord, Wave
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import LeakReport, NodeFault, ReleasePublished
 from events.payloads.models import GateResult, RolloutPhaseChanged
-from events.topics import STATE_ROLLOUTS
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)
@@ -66,7 +65,15 @@ class Rollouts(Component):
     config = RolloutsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (ReleasePublished, NodeFault, LeakReport)
-    owns = (StateTopic(STATE_ROLLOUTS, {"rollout": RolloutRecord}),)
+    owns = (
+        StateTopic(
+            STATE_ROLLOUTS,
+            {"rollout": RolloutRecord},
+            partitions=1,
+            key="rollout id",
+            description="coordinator state: rolling upgrades",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

@@ -38,8 +38,9 @@ from coordinator.api.config import ApiConfig
 from coordinator.cli.client import ApiClient
 from coordinator.components import COMPONENTS
 from coordinator.config import default_config
+from coordinator.cordons.records import STATE_NODES
 from coordinator.core.config import SigningConfig
-from coordinator.core.coordinator import Coordinator, state_codec
+from coordinator.core.coordinator import Coordinator, state_codec, topic_specs
 from coordinator.core.leadership import TERM_KEY, LeaderTerm
 from coordinator.fleet.component import Fleet
 from coordinator.fleet.config import FleetConfig
@@ -48,7 +49,7 @@ from coordinator.localstack.identity import enroll_nodes
 from events.codec import decode
 from events.payloads import Command
 from events.settings import KafkaSettings
-from events.topics import BY_NAME, COMMANDS, NODE_SAMPLES, STATE_NODES, ensure_topics
+from events.topics import COMMANDS, NODE_SAMPLES, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, write_result
 from tests.helpers import new_ed25519_key
@@ -254,6 +255,7 @@ class LagSampler:
 
 
 STATE_CODEC = state_codec(COMPONENTS)
+BY_NAME = {t.name: t for t in topic_specs(COMPONENTS)}
 
 
 def _parts(*topics: str) -> list[TopicPartition]:
@@ -277,7 +279,7 @@ def _coordinator_config(tmp: Path, bootstrap: str, key_file: str, instance: str)
 async def wait_for_leader(
     settings: KafkaSettings, instance: str, proc: subprocess.Popen, timeout_s: float = 60
 ) -> LeaderTerm:
-    from events.topics import STATE_COORDINATOR
+    from coordinator.core.leadership import STATE_COORDINATOR
 
     c = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False, group_id=None)
     await c.start()
@@ -440,7 +442,7 @@ async def fault_latency(settings: KafkaSettings, bootstrap: str, key_file: str, 
 
 async def run(bootstrap: str, broker_pid: int) -> dict:
     settings = KafkaSettings(bootstrap=bootstrap, client_id="bench-coordinator")
-    await ensure_topics(settings.client_kwargs())
+    await ensure_topics(settings.client_kwargs(), topic_specs(COMPONENTS))
     with tempfile.TemporaryDirectory(prefix="myolo-bench-coord-") as d:
         tmp = Path(d)
         key_file = tmp / "signing.key"

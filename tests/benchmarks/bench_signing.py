@@ -24,7 +24,7 @@ from coordinator.core.context import Context
 from coordinator.core.coordinator import state_codec
 from coordinator.core.guard import IngestGuard
 from coordinator.nodes.component import Nodes
-from coordinator.nodes.records import KIND, NodeKeyRecord
+from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from events.codec import decode, encode
 from events.envelope import new_event
 from events.examples import node_sample
@@ -32,7 +32,6 @@ from events.keys import Ed25519Signer, HmacKey, derive_hmac
 from events.payloads import NodeFault
 from events.signing import SIGNED_NODE_EVENTS, sign, verify_with
 from events.sources import agent_source
-from events.topics import STATE_NODE_KEYS
 from tests.benchmarks.common import write_result
 
 

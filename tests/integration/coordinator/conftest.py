@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,11 @@ from coordinator.commands.component import Commands
 from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from coordinator.cordons.component import Cordons
+from coordinator.core.component import Component
 from coordinator.core.config import CoreConfig
 from coordinator.core.coordinator import Coordinator, state_codec
 from coordinator.fleet.component import Fleet
+from events.broker import LocalBroker
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
@@ -60,6 +63,36 @@ def make_config(settings: KafkaSettings, key_file: Path, api_tokens) -> Callable
         return load_coordinator_config(None, components=COMPONENTS, env={**base, **env})
 
     return make
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Iterator[tuple[LocalBroker, LocalBroker]]:
+    """Two brokers of their own (the session's holds other tests' state, sealed with other keys)."""
+    pair = (LocalBroker(tmp_path / "src", tied_to_parent=True), LocalBroker(tmp_path / "dst", tied_to_parent=True))
+    try:
+        for b in pair:
+            b.start()
+        yield pair
+    finally:
+        for b in pair:
+            b.clean()
+        shutil.rmtree(tmp_path / "src", ignore_errors=True)
+        shutil.rmtree(tmp_path / "dst", ignore_errors=True)
+
+
+def cluster_config(
+    bootstrap: str, key: Path, name: str, components: Sequence[type[Component]] = COMPONENTS
+) -> CoreConfig:
+    """A coordinator of ``components`` on a broker of ``brokers``: its own leader group, no API."""
+    env = {
+        "MYOLO_INSTANCE_ID": name,
+        "MYOLO_KAFKA_BOOTSTRAP": bootstrap,
+        "MYOLO_SIGNING_KEY_FILE": str(key),
+        "MYOLO_LEADER_GROUP_ID": f"lead-{name}",
+        "MYOLO_API_ENABLED": "false",
+        "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
+    }
+    return load_coordinator_config(None, components=components, env=env)
 
 
 def fleet(coord: Coordinator) -> Fleet:

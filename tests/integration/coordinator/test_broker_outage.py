@@ -15,10 +15,10 @@ import uuid
 from pathlib import Path
 
 from coordinator.components import COMPONENTS
+from coordinator.cordons.records import STATE_NODES
 from coordinator.core.coordinator import state_codec
 from coordinator.fleet.model import CordonRecord
 from coordinator.localstack.identity import agent_public_keys
-from events.topics import STATE_NODES
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.integration.coordinator.identity import enroll_over_api
 from tests.integration.coordinator.procs import Procs, start_coordinator, status

@@ -14,6 +14,7 @@ import pytest
 
 from coordinator.cordons.component import Cordons
 from coordinator.cordons.policy import AUTO_ALIVE, AUTO_LOST, never_stopped
+from coordinator.cordons.records import STATE_NODES
 from coordinator.core.coordinator import Coordinator
 from coordinator.core.ingest import IngestState
 from coordinator.core.leadership import LeaderTerm
@@ -26,7 +27,6 @@ from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import Command, GpuReading, NodeSample
-from events.topics import STATE_NODES
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers
 

@@ -9,14 +9,13 @@ import pytest
 import yaml
 
 from coordinator.drift.component import Drift
-from coordinator.drift.records import StatusRecord
+from coordinator.drift.records import STATE_DRIFT, StatusRecord
 from coordinator.drift.rule import DriftRule
 from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import RetrainTemplate
 from events.payloads import DriftDetected, DriftSample, FeatureSummary, TrainingCompleted
 from events.payloads.models import EvalResult, ModelExport, ModelRegistered
-from events.topics import STATE_DRIFT
 from tests.unit.coordinator.jobs.sim import JobSim
 
 FEATURES = [f"f{i}" for i in range(10)]

@@ -14,10 +14,9 @@ import pytest
 from coordinator.rollouts.component import Rollouts
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.interface import RolloutError
-from coordinator.rollouts.records import RolloutRecord
+from coordinator.rollouts.records import STATE_ROLLOUTS, RolloutRecord
 from events.payloads import Command, GpuReading, LeakReport, NodeSample
 from events.payloads.models import RolloutPhaseChanged
-from events.topics import STATE_ROLLOUTS
 from tests.unit.coordinator.jobs.sim import JobSim, manifest
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
