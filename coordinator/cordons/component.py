@@ -18,14 +18,12 @@ from coordinator.cordons import routes
 from coordinator.cordons.config import CordonsConfig
 from coordinator.cordons.interface import AutoCordons
 from coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
-from coordinator.cordons.records import STATE_NODES
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.cordons.writer import CordonWriter, Decision
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.core.errors import UnknownNode
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.liveness import Transition
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState, Transition
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
 

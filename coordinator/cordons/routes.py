@@ -12,7 +12,7 @@ from aiohttp import web
 
 from coordinator.api.auth import by_refused, caller
 from coordinator.api.errors import ApiError
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import CordonRecord
 
 MAX_REASON = 500
 _FIELD = re.compile(r"at `\$\.([A-Za-z_][\w]*)")

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 import structlog
 
 from coordinator.cordons.policy import AUTO_LOST, record
-from coordinator.cordons.records import STATE_NODES
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import CordonRecord
 from coordinator.state import StateStore
 from events.clock import Clock
 

@@ -43,10 +43,8 @@ from coordinator.drift.records import (
 )
 from coordinator.drift.reference import Reference
 from coordinator.drift.rule import DriftRule, Evaluation
-from coordinator.jobs.interface import JobConflict, JobsAPI
-from coordinator.jobs.manifest import ManifestError
-from coordinator.registry.errors import RegistryError
-from coordinator.registry.interface import ModelRegistry, NewVersion
+from coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
+from coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import DriftDetected, DriftSample, TrainingCompleted

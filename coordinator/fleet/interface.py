@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from coordinator.fleet.liveness import Transition
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.cordons.interface import CordonRecord
+from coordinator.fleet.model import Liveness, NodeState
 from events.envelope import Event
+
+__all__ = ["Applied", "Changed", "FleetNodes", "NodeState", "Transition"]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A node's liveness changed (``silent_s``: how long it had been silent when it did)."""
+
+    node: NodeState
+    before: Liveness
+    after: Liveness
+    silent_s: float
+
 
 Applied = Callable[[NodeState, Event], None]
 Changed = Callable[[Transition], None]

@@ -19,8 +19,7 @@ from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs import routes
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob

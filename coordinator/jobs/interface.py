@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordinator.jobs.manifest import MAX_JSON_MANIFEST_BODY, ManifestError, load_yaml, parse_manifest
 from coordinator.jobs.records import JobRecord
+
+__all__ = [
+    "MAX_JSON_MANIFEST_BODY",
+    "JobConflict",
+    "JobRecord",
+    "JobsAPI",
+    "ManifestError",
+    "UnknownJob",
+    "load_yaml",
+    "parse_manifest",
+]
 
 
 @runtime_checkable

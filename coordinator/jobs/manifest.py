@@ -25,6 +25,8 @@ from events.errors import validation_problem
 from events.payloads.trainer_job import TrainerJob
 
 MAX_MANIFEST_BYTES = 256 * 1024
+# a manifest wrapped in JSON: every byte may be escaped (\u00XX is six bytes for one)
+MAX_JSON_MANIFEST_BODY = 6 * MAX_MANIFEST_BYTES + 4096
 MAX_DEPTH = 16
 API_VERSIONS = ("myolo.ai/v1", "training.myolo.ai/v1")
 Metric = Literal["gpu_util", "gradient_staleness", "step_time", "tokens_per_s"]

@@ -14,30 +14,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import msgspec
 from aiohttp import web
 
 from coordinator.api.audit import set_target
-from coordinator.api.auth import by_refused, caller
+from coordinator.api.auth import caller
 from coordinator.api.errors import ApiError
+from coordinator.api.request import MAX_SMALL_BODY, decode_json, no_query, read_bounded
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError
+from coordinator.jobs.manifest import MAX_JSON_MANIFEST_BODY, MAX_MANIFEST_BYTES, ManifestError
 from coordinator.jobs.records import JobRecord
-from events.errors import validation_problem
 
 OPENAPI = Path(__file__).with_name("openapi.yaml")
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
 JSON = "application/json"
 APPLY = ("POST", "/v1/jobs")
 BODY_TYPES = {APPLY: YAML_TYPES | {JSON}}  # the API's gate lets these through to the route (RouteSet.body_types)
-# a manifest wrapped in JSON: every byte may be escaped (\u00XX is six bytes for one)
-MAX_JSON_MANIFEST_BODY = 6 * MAX_MANIFEST_BYTES + 4096
-MAX_SMALL_BODY = 4096  # scale and delete bodies
-_CHUNK = 64 * 1024
-
-T = TypeVar("T", bound=msgspec.Struct)
 
 
 class ApplyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -63,49 +57,6 @@ def job_response(record: JobRecord, status: int = 200, headers: dict[str, str] |
 
 def unknown_job(name: str) -> ApiError:
     return ApiError(404, f"job {name!r} is not known", field="name", hint="list the jobs with GET /v1/jobs")
-
-
-def _invalid(exc: msgspec.ValidationError, hint: str) -> ApiError:
-    field = validation_problem(exc).field.lstrip(".") or None
-    if field == "by":
-        return by_refused()
-    return ApiError(400, f"invalid request: {exc}", field=field, hint=hint)
-
-
-def decode_json(raw: bytes, kind: type[T], hint: str) -> T:
-    """A JSON body (empty means every default), or ApiError 400 naming the field at fault."""
-    try:
-        return msgspec.json.decode(raw if raw.strip() else b"{}", type=kind)
-    except msgspec.ValidationError as exc:
-        raise _invalid(exc, hint) from None
-    except msgspec.DecodeError as exc:
-        raise ApiError(400, f"request body is not JSON: {exc}", hint="send Content-Type: application/json") from None
-
-
-def no_query(request: web.Request) -> None:
-    """The writes take no query parameters (``?by=`` was one: the caller's token says who asks now)."""
-    if "by" in request.query:
-        raise by_refused()
-    if request.query:
-        name = next(iter(request.query))
-        raise ApiError(400, f"unknown query parameter {name!r}", field=name, hint="this route takes no query")
-
-
-async def read_bounded(request: web.Request, limit: int, what: str) -> bytes:
-    """The body, refused with 413 past ``limit`` bytes (checked as it arrives, whatever Content-Length says)."""
-
-    def too_large(size: int | str) -> ApiError:
-        return ApiError(413, f"the {what} is {size} bytes; the limit is {limit}", field=what)
-
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large(request.content_length)
-    chunks, size = [], 0
-    while chunk := await request.content.read(_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise too_large(f"more than {limit}")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def manifest_request(request: web.Request) -> str:

@@ -20,8 +20,7 @@ import structlog
 from coordinator.commands.interface import CommandSender
 from coordinator.core.component import Component, RouteSet
 from coordinator.core.context import Context
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs.interface import JobsAPI
 from coordinator.preflight import routes
 from coordinator.preflight.config import PreflightConfig, check

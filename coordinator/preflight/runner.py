@@ -17,10 +17,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.interface import CommandSender
-from coordinator.commands.records import CommandIntent
-from coordinator.fleet.model import NodeState
-from coordinator.jobs.records import JobRecord
+from coordinator.commands.interface import CommandIntent, CommandSender
+from coordinator.fleet.interface import NodeState
+from coordinator.jobs.interface import JobRecord
 from coordinator.preflight import checks
 from coordinator.preflight.config import PreflightConfig
 from coordinator.preflight.records import (

@@ -12,6 +12,7 @@ from typing import Annotated, Protocol, runtime_checkable
 
 import msgspec
 
+from coordinator.registry.errors import RegistryError as RegistryError  # re-exported: what callers catch
 from coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
 from events.payloads.common import Id, NonNegInt
 from events.payloads.external import Sha256

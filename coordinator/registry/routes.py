@@ -20,8 +20,9 @@ from aiohttp import web
 
 from coordinator.api.auth import caller
 from coordinator.api.errors import ApiError
+from coordinator.api.request import MAX_SMALL_BODY, decode_json, no_query, read_bounded
 from coordinator.api.tokens import RANK
-from coordinator.jobs.routes import MAX_JSON_MANIFEST_BODY, MAX_SMALL_BODY, decode_json, no_query, read_bounded
+from coordinator.jobs.interface import MAX_JSON_MANIFEST_BODY
 from coordinator.registry.answers import (
     AliasHistory,
     AliasList,

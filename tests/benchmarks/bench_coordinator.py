@@ -38,13 +38,12 @@ from coordinator.api.config import ApiConfig
 from coordinator.cli.client import ApiClient
 from coordinator.components import COMPONENTS
 from coordinator.config import default_config
-from coordinator.cordons.records import STATE_NODES
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.config import SigningConfig
 from coordinator.core.coordinator import Coordinator, state_codec, topic_specs
 from coordinator.core.leadership import TERM_KEY, LeaderTerm
 from coordinator.fleet.component import Fleet
 from coordinator.fleet.config import FleetConfig
-from coordinator.fleet.model import CordonRecord
 from coordinator.localstack.identity import enroll_nodes
 from events.codec import decode
 from events.payloads import Command

@@ -15,9 +15,8 @@ import uuid
 from pathlib import Path
 
 from coordinator.components import COMPONENTS
-from coordinator.cordons.records import STATE_NODES
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.coordinator import state_codec
-from coordinator.fleet.model import CordonRecord
 from coordinator.localstack.identity import agent_public_keys
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.integration.coordinator.identity import enroll_over_api

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.cordons.records import STATE_NODES
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from events.clock import SimClock
 from events.payloads import GpuReading, NodeFault, NodeSample
 from tests.api_auth import VIEWER

@@ -9,10 +9,9 @@ import uuid
 
 from coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from coordinator.components import COMPONENTS
-from coordinator.cordons.records import STATE_NODES
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.coordinator import Coordinator, state_codec
 from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
-from coordinator.fleet.model import CordonRecord
 from coordinator.state import StateKeys
 from coordinator.state.codec import KIND_HEADER
 from events.bus import EventProducer

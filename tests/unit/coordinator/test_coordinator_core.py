@@ -18,13 +18,12 @@ from coordinator.api.app import create_app
 from coordinator.commands.component import Commands
 from coordinator.components import COMPONENTS
 from coordinator.cordons.component import Cordons
-from coordinator.cordons.records import STATE_NODES
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.coordinator import Coordinator
 from coordinator.core.errors import ComponentError, NotLeader, UnknownNode
 from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
 from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import CordonRecord
 from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event

@@ -10,9 +10,9 @@ from structlog.testing import capture_logs
 from coordinator.commands.records import CommandIntent
 from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
+from coordinator.cordons.records import CordonRecord
 from coordinator.core.config import previous_signers
 from coordinator.core.leadership import LeaderTerm
-from coordinator.fleet.model import CordonRecord
 from coordinator.state import ForgedStateRecord, StateCodec, StateKeys, StateStore, StateTail
 from coordinator.state.codec import KIND_HEADER
 from coordinator.state.seal import PURPOSE, SEAL_HEADER

@@ -8,8 +8,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.cordons.records import STATE_NODES
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.jobs.interface import JobConflict
 from coordinator.jobs.manifest import ManifestError
 from coordinator.jobs.records import STATE_JOBS, JobRecord
