@@ -99,8 +99,8 @@ class Drift(Component):
         }
 
     # ---- DriftAPI ---------------------------------------------------------------------------------------
-    def summary(self) -> list[StatusRecord]:
-        return [self.statuses[k] for k in sorted(self.statuses)]
+    def summary(self) -> tuple[StatusRecord, ...]:
+        return tuple(self.statuses[k] for k in sorted(self.statuses))
 
     def view(self, model: str) -> DriftView:
         versions = [s for (m, _), s in sorted(self.statuses.items()) if m == model]

@@ -62,8 +62,8 @@ class Fleet(Component):
     def node(self, node_id: str) -> NodeState | None:
         return self.view.node(node_id)
 
-    def nodes(self) -> list[NodeState]:
-        return self.view.nodes()
+    def nodes(self) -> tuple[NodeState, ...]:
+        return tuple(self.view.nodes())
 
     def set_cordon(self, record: CordonRecord) -> None:
         self.view.set_cordon(record, self.ctx.clock.now())

@@ -87,8 +87,8 @@ class Jobs(Component):
         check(section, core)
 
     # ---- JobsAPI --------------------------------------------------------------------------------------------
-    def jobs(self) -> list[JobRecord]:
-        return sorted(self.records.values(), key=lambda r: r.name)
+    def jobs(self) -> tuple[JobRecord, ...]:
+        return tuple(sorted(self.records.values(), key=lambda r: r.name))
 
     def job(self, name: str) -> JobRecord | None:
         return self.records.get(name)

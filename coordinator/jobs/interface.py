@@ -21,7 +21,7 @@ __all__ = [
 
 @runtime_checkable
 class JobsAPI(Protocol):
-    def jobs(self) -> list[JobRecord]:
+    def jobs(self) -> tuple[JobRecord, ...]:
         """Every job known (deleted ones are gone), by name."""
 
     def job(self, name: str) -> JobRecord | None: ...

@@ -104,8 +104,8 @@ class Nodes(Component):
         found = self._enrolled.get(node_id)
         return found.record if found is not None else None
 
-    def key_records(self) -> list[NodeKeyRecord]:
-        return [self._enrolled[n].record for n in sorted(self._enrolled)]
+    def key_records(self) -> tuple[NodeKeyRecord, ...]:
+        return tuple(self._enrolled[n].record for n in sorted(self._enrolled))
 
     # ---- hooks ----------------------------------------------------------------------------------------------
     def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:

@@ -72,11 +72,11 @@ class Registry(Component):
     def model(self, name: str) -> ModelRecord | None:
         return self.view.model(name)
 
-    def models(self) -> list[ModelRecord]:
-        return self.view.all_models()
+    def models(self) -> tuple[ModelRecord, ...]:
+        return tuple(self.view.all_models())
 
-    def versions(self, name: str) -> list[VersionRecord]:
-        return self.view.versions_of(name)
+    def versions(self, name: str) -> tuple[VersionRecord, ...]:
+        return tuple(self.view.versions_of(name))
 
     def version(self, name: str, n: int) -> VersionRecord | None:
         return self.view.version(name, n)
@@ -84,14 +84,14 @@ class Registry(Component):
     def alias(self, name: str, alias: str) -> AliasRecord | None:
         return self.view.alias(name, alias)
 
-    def aliases(self, name: str) -> list[AliasRecord]:
-        return self.view.aliases_of(name)
+    def aliases(self, name: str) -> tuple[AliasRecord, ...]:
+        return tuple(self.view.aliases_of(name))
 
     def champion(self, name: str) -> VersionRecord | None:
         return self.view.champion(name)
 
-    def lineage(self, name: str, n: int) -> list[VersionRecord]:
-        return self.view.lineage(name, n)
+    def lineage(self, name: str, n: int) -> tuple[VersionRecord, ...]:
+        return tuple(self.view.lineage(name, n))
 
     def registered(self, model: str, new: NewVersion) -> VersionRecord | None:
         n = self.view.registered(model, new.job, new.generation, new.artifact, new.sha256)

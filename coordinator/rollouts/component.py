@@ -94,8 +94,8 @@ class Rollouts(Component):
         check(section, core)
 
     # ---- RolloutsAPI ----------------------------------------------------------------------------------------
-    def rollouts(self) -> list[RolloutRecord]:
-        return sorted(self.records.values(), key=lambda r: (-r.created, r.name))
+    def rollouts(self) -> tuple[RolloutRecord, ...]:
+        return tuple(sorted(self.records.values(), key=lambda r: (-r.created, r.name)))
 
     def rollout(self, name: str) -> RolloutRecord | None:
         return self.records.get(name)

@@ -18,7 +18,7 @@ class RolloutError(ValueError):
 
 @runtime_checkable
 class RolloutsAPI(Protocol):
-    def rollouts(self) -> list[RolloutRecord]:
+    def rollouts(self) -> tuple[RolloutRecord, ...]:
         """Every rollout, newest first."""
 
     def rollout(self, name: str) -> RolloutRecord | None: ...

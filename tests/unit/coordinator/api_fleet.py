@@ -129,8 +129,8 @@ class MemoryFleet:
         self.fleet[state.node_id] = state
         return state
 
-    def nodes(self) -> list[NodeState]:
-        return list(self.fleet.values())
+    def nodes(self) -> tuple[NodeState, ...]:
+        return tuple(self.fleet.values())
 
     def node(self, node_id: str) -> NodeState | None:
         return self.fleet.get(node_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coordinator.components import COMPONENTS
+from coordinator.core.assembly import members
 from tests.import_graph import import_graph
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,6 +45,20 @@ def test_the_core_imports_no_component_and_not_the_composition_root() -> None:
     reached = sorted(f"{m} -> {t}" for m, ts in core.items() for t in ts if folder(t) in FOLDERS)
     assert reached == []
     assert [m for m, ts in core.items() if "coordinator.components" in ts] == []
+
+
+def test_no_interface_hands_out_a_list_or_a_dict() -> None:
+    """What a Protocol returns is the caller's to read, not to change: tuples and frozen views, never a list or
+    a dict the caller could edit in place."""
+    editable = sorted(
+        f"{interface.__name__}.{name} -> {returns}"
+        for comp in COMPONENTS
+        for interface in comp.provides
+        for name in members(interface)
+        if (returns := str(getattr(getattr(interface, name), "__annotations__", {}).get("return", "")))
+        and returns.startswith(("list[", "dict[", "set["))
+    )
+    assert editable == []
 
 
 def test_the_rule_sees_a_crossing_import(tmp_path: Path) -> None:

@@ -226,9 +226,9 @@ async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_doe
     from events.payloads import ReleasePublished
 
     await sim.deliver(ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl"), "/ci")
-    assert sim.rollouts.rollouts() == []  # nothing unverifiable is installed
+    assert sim.rollouts.rollouts() == ()  # nothing unverifiable is installed
     await sim.deliver(ReleasePublished(component="web-ui", version="9", artifact="/srv/x", sha256=SHA), "/ci")
-    assert sim.rollouts.rollouts() == []  # not something agents install
+    assert sim.rollouts.rollouts() == ()  # not something agents install
     await sim.deliver(
         ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl", sha256=SHA), "/ci"
     )
