@@ -8,7 +8,9 @@ from pathlib import Path
 
 import typer
 
-from coordinator.config import CoreConfig, load_coordinator_config
+from coordinator.components import COMPONENTS
+from coordinator.config import load_coordinator_config
+from coordinator.core.config import CoreConfig
 from events.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/myolo/coordinator.toml")
@@ -24,14 +26,14 @@ app = typer.Typer(
 
 @app.callback()
 def _main() -> None:
-    """(keeps `run` a sub-command, so more can follow)"""
+    """(keeps `run` and `components` sub-commands)"""
 
 
 def _config(path: Path | None, api_port: int | None) -> CoreConfig:
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
     try:
-        return load_coordinator_config(path, api_port=api_port)
+        return load_coordinator_config(path, components=COMPONENTS, api_port=api_port)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -58,14 +60,14 @@ def run(
     configure_logging(cfg.log_level, json=log_json)
 
     async def main() -> int:
-        from coordinator.core.coordinator import Coordinator
+        from coordinator.core.coordinator import Coordinator, topic_specs
 
         try:
-            await ensure_topics(cfg.kafka.client_kwargs())
+            await ensure_topics(cfg.kafka.client_kwargs(), topic_specs(COMPONENTS))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             return 2
-        service = Coordinator(cfg)
+        service = Coordinator(cfg, COMPONENTS)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, service.request_stop)
@@ -73,6 +75,21 @@ def run(
         return 0
 
     raise typer.Exit(asyncio.run(main()))
+
+
+@app.command()
+def components(
+    as_json: bool = typer.Option(False, "--json", help="One JSON document instead of text."),
+) -> None:
+    """Print each component of this coordinator, in the order it is built: the event types it consumes, the
+    state topics (and record kinds) it owns, what it needs and from whom, what it provides, the routes it
+    serves. Read from the declarations alone: nothing is started, no config is read."""
+    import msgspec
+
+    from coordinator.describe import describe, render
+
+    infos = describe(COMPONENTS)
+    typer.echo(msgspec.json.encode(infos).decode() if as_json else render(infos))
 
 
 if __name__ == "__main__":

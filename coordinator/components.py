@@ -1,7 +1,9 @@
-"""The coordinator's components, in the order they are built and handed each event.
+"""The composition root: the coordinator daemon's components, in the order they are built and handed each event.
 
-A component may depend on those listed before it (through their interfaces). Adding one is adding its
-folder and one line here.
+Chosen once, here, and passed to everything that assembles a coordinator or reads its declarations (the
+daemon, its config, state codec and topics, backup and restore, the local stack); nothing in ``core/`` or
+``config.py`` imports this module. A component requires interfaces provided by components listed before it
+(checked at assembly). Adding one is adding its folder and one line here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""The topic catalogue: every Kafka topic of Myolotrain, in one place.
+"""The topic catalogue: every event topic of Myolotrain, in one place.
 
 Each topic says what it is keyed by (so all events about one entity stay in order on one partition), how
-long it keeps data (or that it is compacted: the coordinator's durable state), and which event types may be
-written to it. ``ensure_topics`` creates them idempotently at start-up.
+long it keeps data, and which event types may be written to it. The coordinator's durable state lives in
+compacted ``myolo.state.*`` topics that its components declare (the coordinator passes their specs, built
+with this module's ``Topic(compacted=True)``); ``ensure_topics`` creates any list of topics idempotently.
 """
 
 from __future__ import annotations
@@ -53,14 +54,6 @@ COMMANDS = "myolo.commands"
 COMMAND_ACKS = "myolo.command.acks"
 DEAD_LETTER = "myolo.deadletter"
 AUDIT = "myolo.audit"
-STATE_NODES = "myolo.state.nodes"
-STATE_NODE_KEYS = "myolo.state.node-keys"
-STATE_COMMANDS = "myolo.state.commands"
-STATE_JOBS = "myolo.state.jobs"
-STATE_ROLLOUTS = "myolo.state.rollouts"
-STATE_REGISTRY = "myolo.state.registry"
-STATE_DRIFT = "myolo.state.drift"
-STATE_COORDINATOR = "myolo.state.coordinator"
 LEADER = "myolo.coordinator.leader"
 
 CATALOGUE: tuple[Topic, ...] = (
@@ -159,65 +152,6 @@ CATALOGUE: tuple[Topic, ...] = (
         (),
         30 * DAY_MS,
         description="records no consumer could accept, with the reason and where they came from",
-    ),
-    Topic(
-        STATE_NODES, 6, "node id", compacted=True, retention_ms=None, description="coordinator state: cordons, versions"
-    ),
-    Topic(
-        STATE_NODE_KEYS,
-        6,
-        "node id",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: enrolled node public keys (node events that cause action are verified)",
-    ),
-    Topic(
-        STATE_COMMANDS,
-        6,
-        "command id",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: command intents and outcomes",
-    ),
-    Topic(
-        STATE_JOBS,
-        6,
-        "job id",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: elastic jobs and their generations",
-    ),
-    Topic(
-        STATE_ROLLOUTS,
-        1,
-        "rollout id",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: rolling upgrades",
-    ),
-    Topic(
-        STATE_REGISTRY,
-        3,
-        "model:version or model@alias",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: model registry (models, versions, aliases with their history)",
-    ),
-    Topic(
-        STATE_DRIFT,
-        3,
-        "model",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: drift references, rules and latest statistics",
-    ),
-    Topic(
-        STATE_COORDINATOR,
-        1,
-        "record name",
-        compacted=True,
-        retention_ms=None,
-        description="coordinator state: the leadership term (its epoch), owned by the core",
     ),
     Topic(LEADER, 1, "-", retention_ms=1 * DAY_MS, description="one partition: leadership by group membership"),
 )

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.components import COMPONENTS
+from coordinator.core.coordinator import topic_specs
 from coordinator.localstack.broker import BrokerError, LocalBroker
 from events.settings import KafkaSettings
-from events.topics import CATALOGUE, ensure_topics
+from events.topics import ensure_topics
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -51,9 +53,10 @@ _topics_ready: set[str] = set()
 
 @pytest.fixture
 async def settings(kafka: LocalBroker) -> KafkaSettings:
-    """Client settings for the session broker, with the catalogue's topics created (once per broker)."""
+    """Client settings for the session broker, with every topic created (once per broker): the events'
+    catalogue and the state topics of the coordinator's components."""
     s = KafkaSettings(bootstrap=kafka.bootstrap, client_id="myolo-test")
     if kafka.bootstrap not in _topics_ready:
-        await ensure_topics(s.client_kwargs(), CATALOGUE)
+        await ensure_topics(s.client_kwargs(), topic_specs(COMPONENTS))
         _topics_ready.add(kafka.bootstrap)
     return s

@@ -38,6 +38,13 @@ def assemble(fragments: Iterable[Path]) -> dict[str, Any]:
     return doc
 
 
+def fragment_routes(path: Path) -> tuple[str, ...]:
+    """The routes a fragment documents, as ``"METHOD /path"``, in the fragment's order."""
+    methods = ("get", "put", "post", "delete", "patch", "head")
+    paths = _load(path).get("paths", {})
+    return tuple(f"{m.upper()} {p}" for p, ops in paths.items() for m in ops if m in methods)
+
+
 def _merge(into: dict[str, Any], items: dict[str, Any], where: str) -> None:
     for name, value in items.items():
         if name in into and into[name] != value:

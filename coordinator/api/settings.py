@@ -23,7 +23,7 @@ from events.errors import ConfigError
 from events.keys import check_private
 
 if TYPE_CHECKING:
-    from coordinator.config import ApiConfig
+    from coordinator.api.config import ApiConfig
 
 log = structlog.get_logger("myolo.coordinator.api")
 CREATE = "myoloctl token create admin --role admin --tokens-file /etc/myolo/api-tokens"

@@ -8,6 +8,7 @@ so a failed backup never leaves a partial file under the name asked for.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -17,22 +18,18 @@ from coordinator.backup.archive import ArchiveWriter
 from coordinator.backup.files import Collected, collect_checkpoints, collect_configs, job_checkpoint_dirs
 from coordinator.backup.schema import FORMAT, FORMAT_VERSION, Cluster, Manifest, TopicInfo, encode_records, topic_member
 from coordinator.backup.state_read import Progress, TopicDump, cluster_id, read_topics
-from events import topics as t
+from coordinator.core.component import StateTopic
+from coordinator.jobs.records import STATE_JOBS
 from events.settings import KafkaSettings
 
 PREFIX = "myolo.state."
-# the leadership term is one record, and restoring it keeps epochs growing: agents fence commands whose epoch is
-# below the highest they saw, so a restored cluster starting again at epoch 1 would be refused by every agent
-DEFAULT_TOPICS = (
-    t.STATE_JOBS,
-    t.STATE_REGISTRY,
-    t.STATE_ROLLOUTS,
-    t.STATE_NODES,
-    t.STATE_DRIFT,
-    t.STATE_NODE_KEYS,
-    t.STATE_COORDINATOR,
-)
-STATE_TOPICS = tuple(x.name for x in t.CATALOGUE if x.name.startswith(PREFIX))
+
+
+def default_topics(state: Sequence[StateTopic]) -> list[str]:
+    """The state topics a backup takes when none is named: each that its owner marks for backup. The leadership
+    term is among them (restoring it keeps epochs growing: agents fence commands whose epoch is below the highest
+    they saw, so a restored cluster starting again at epoch 1 would be refused by every agent)."""
+    return [st.topic for st in state if st.backup]
 
 
 class BackupError(Exception):
@@ -42,7 +39,7 @@ class BackupError(Exception):
 @dataclass
 class BackupRequest:
     output: Path
-    topics: list[str] = field(default_factory=lambda: list(DEFAULT_TOPICS))
+    topics: list[str]  # full state topic names (see default_topics, resolve_topics)
     configs: list[Path] = field(default_factory=list)
     checkpoints: bool = True
 
@@ -55,14 +52,16 @@ class BackupResult:
     absent: list[str]
 
 
-def resolve_topics(names: list[str]) -> list[str]:
-    """Short names (``jobs``, ``node-keys``) or full ones (``myolo.state.jobs``), comma-separated or repeated."""
+def resolve_topics(names: list[str], state: Sequence[StateTopic]) -> list[str]:
+    """Short names (``jobs``, ``node-keys``) or full ones (``myolo.state.jobs``), comma-separated or repeated;
+    each must be one of ``state`` (the state topics of the coordinator's components)."""
+    known = [st.topic for st in state]
     out: list[str] = []
     for raw in names:
         for name in filter(None, (n.strip() for n in raw.split(","))):
             full = name if name.startswith(PREFIX) else PREFIX + name
-            if full not in STATE_TOPICS:
-                short = ", ".join(s.removeprefix(PREFIX) for s in STATE_TOPICS)
+            if full not in known:
+                short = ", ".join(s.removeprefix(PREFIX) for s in known)
                 raise BackupError(f"--topics: {name!r} is not a state topic (one of: {short})")
             if full not in out:
                 out.append(full)
@@ -105,7 +104,7 @@ async def make_backup(settings: KafkaSettings, req: BackupRequest, progress: Pro
             f"none of the topics asked for exists on {settings.resolved_bootstrap()} ({', '.join(absent)}): is it the "
             "cluster's bootstrap address (--bootstrap, --kafka-config)?"
         )
-    jobs = next((d for d in dumps if d.name == t.STATE_JOBS), None)
+    jobs = next((d for d in dumps if d.name == STATE_JOBS), None)
     if req.checkpoints and jobs is not None:
         dirs = job_checkpoint_dirs(jobs.records)
         progress(f"reading the checkpoint manifests of {len(dirs)} jobs")

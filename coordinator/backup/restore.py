@@ -10,7 +10,7 @@ before the first record is written.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from coordinator.leader.aiokafka_internals import load_metadata
 from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
 from events.files import atomic_write
 from events.settings import KafkaSettings
-from events.topics import BY_NAME, CATALOGUE, Topic, ensure_topics
+from events.topics import Topic, ensure_topics
 
 Progress = Callable[[str], None]
 IDLE_POLLS = 120  # empty polls of 0.5 s in a row before reading back is given up
@@ -41,14 +41,16 @@ class TopicRestored:
     verified: int
 
 
-def catalogue_topics(archive: Archive) -> list[Topic]:
-    """The archive's topics as this version's catalogue defines them, with the backup's partition count (a key's
-    partition is its hash modulo the count: with another count, the coordinators' next write of a key would land
-    on another partition than its restored record, and which one a reader applies last would be arbitrary).
-    Refused when one is not a state topic of this version."""
+def catalogue_topics(archive: Archive, catalogue: Sequence[Topic]) -> list[Topic]:
+    """The archive's topics as ``catalogue`` (every topic of the coordinator: the events' and its components'
+    state topics) defines them, with the backup's partition count (a key's partition is its hash modulo the
+    count: with another count, the coordinators' next write of a key would land on another partition than its
+    restored record, and which one a reader applies last would be arbitrary). Refused when one is not a state
+    topic of this version."""
+    by_name = {t.name: t for t in catalogue}
     out = []
     for info in archive.manifest.topics:
-        topic = BY_NAME.get(info.name)
+        topic = by_name.get(info.name)
         if topic is None or not topic.compacted:
             raise RestoreRefused(
                 f"topic {info.name!r} is not a state topic of this version (restore with the "
@@ -79,10 +81,12 @@ async def existing_records(settings: KafkaSettings, names: list[str]) -> dict[st
         await consumer.stop()
 
 
-async def check_target(settings: KafkaSettings, archive: Archive, force: bool) -> list[Topic]:
+async def check_target(
+    settings: KafkaSettings, archive: Archive, force: bool, catalogue: Sequence[Topic]
+) -> list[Topic]:
     """The topics to write, once the target is known to take them: refused naming a topic that holds records
     (unless ``force``) or exists with another partition count than the backup's."""
-    topics = catalogue_topics(archive)
+    topics = catalogue_topics(archive, catalogue)
     wanted = {i.name: i for i in archive.manifest.topics}
     found = await existing_records(settings, list(wanted))
     for name, (partitions, _) in found.items():
@@ -107,6 +111,7 @@ async def restore_topics(
     archive: Archive,
     topics: list[Topic],
     *,
+    catalogue: Sequence[Topic],
     replication_factor: int,
     progress: Progress,
 ) -> list[TopicRestored]:
@@ -115,7 +120,7 @@ async def restore_topics(
     read the new records back and compare them with the archive's (count, key, value, headers): ``RuntimeError``
     naming the first difference. ``topics``: the archive's, as :func:`check_target` found them."""
     names = {t.name for t in topics}
-    wanted = (*topics, *(t for t in CATALOGUE if t.name not in names))
+    wanted = (*topics, *(t for t in catalogue if t.name not in names))
     created = await ensure_topics(settings.client_kwargs(), wanted, replication_factor=replication_factor)
     if created:
         progress(f"created {len(created)} topics: {', '.join(created)}")

@@ -26,18 +26,28 @@ from rich.markup import escape
 from coordinator.backup import restore as rs
 from coordinator.backup.archive import Archive, Limits, read_archive
 from coordinator.backup.files import RefusedFile, default_configs
-from coordinator.backup.make import DEFAULT_TOPICS as DEFAULT_STATE_TOPICS
-from coordinator.backup.make import BackupError, BackupRequest, default_output, make_backup, resolve_topics
+from coordinator.backup.make import (
+    BackupError,
+    BackupRequest,
+    default_output,
+    default_topics,
+    make_backup,
+    resolve_topics,
+)
 from coordinator.backup.schema import BadArchive
 from coordinator.backup.seals import check_seals
 from coordinator.cli import common, render
+from coordinator.components import COMPONENTS
+from coordinator.core.coordinator import state_topics, topic_specs
 from coordinator.localstack.broker import state
 from coordinator.state.seal import StateKeys
 from events.errors import ConfigError
 from events.keys import load_signer
 from events.settings import KafkaSettings
 
-DEFAULT_SHORT = ", ".join(t.removeprefix("myolo.state.") for t in DEFAULT_STATE_TOPICS)
+STATE = state_topics(COMPONENTS)
+CATALOGUE = topic_specs(COMPONENTS)
+DEFAULT_SHORT = ", ".join(t.removeprefix("myolo.state.") for t in default_topics(STATE))
 
 KafkaConfig = Annotated[
     Path | None,
@@ -125,7 +135,7 @@ def backup(
     upgrade: `myoloctl backup --output /mnt/nas/backup_YYYYMMDD.tar.gz`; check it with `myoloctl restore FILE
     --dry-run`."""
     try:
-        chosen = resolve_topics(topics) if topics else list(DEFAULT_STATE_TOPICS)
+        chosen = resolve_topics(topics, STATE) if topics else default_topics(STATE)
     except BackupError as exc:
         _fail(str(exc), 2)
     configs = [] if no_configs else (config or default_configs(state.default_state_dir()))
@@ -207,7 +217,7 @@ def restore(
     )
     try:
         archive = read_archive(file, limits)
-        rs.catalogue_topics(archive)
+        rs.catalogue_topics(archive, CATALOGUE)
     except (BadArchive, rs.RestoreRefused) as exc:
         _fail(f"refused {str(file)!r}: {exc}", 2)
     out = Console(highlight=False, soft_wrap=True)
@@ -263,8 +273,10 @@ def _check_seals(out: Console, archive: Archive, key_file: Path) -> None:
 async def _restore(
     settings: KafkaSettings, archive: Archive, force: bool, replication_factor: int, progress: rs.Progress
 ) -> list[rs.TopicRestored]:
-    topics = await rs.check_target(settings, archive, force)
-    return await rs.restore_topics(settings, archive, topics, replication_factor=replication_factor, progress=progress)
+    topics = await rs.check_target(settings, archive, force, CATALOGUE)
+    return await rs.restore_topics(
+        settings, archive, topics, catalogue=CATALOGUE, replication_factor=replication_factor, progress=progress
+    )
 
 
 def _describe(out: Console, archive: Archive) -> None:

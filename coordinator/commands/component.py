@@ -11,23 +11,33 @@ import structlog
 from coordinator.commands import routes
 from coordinator.commands.config import DispatchConfig, check
 from coordinator.commands.dispatcher import Dispatcher
-from coordinator.commands.records import CommandIntent
+from coordinator.commands.interface import CommandSender
+from coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import CommandAck
-from events.topics import STATE_COMMANDS
 
 log = structlog.get_logger("myolo.coordinator.commands")
 
 
 class Commands(Component):
     name = "commands"
+    provides = (CommandSender,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = DispatchConfig
     consumes = (CommandAck,)
-    owns = (StateTopic(STATE_COMMANDS, {"command": CommandIntent}),)
+    owns = (
+        StateTopic(
+            STATE_COMMANDS,
+            {"command": CommandIntent},
+            partitions=6,
+            key="command id",
+            description="coordinator state: command intents and outcomes",
+            backup=False,  # restoring pending intents would make the next leader send them again
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.records import CommandIntent
+from coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from coordinator.core.errors import NotLeader
 from coordinator.state import StateStore
 from events.bus import EventProducer
@@ -23,7 +23,6 @@ from events.envelope import new_id
 from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck
 from events.payloads.commands import action_args
-from events.topics import STATE_COMMANDS
 
 KEEP_FINISHED_S = 3600.0
 log = structlog.get_logger("myolo.coordinator.commands")

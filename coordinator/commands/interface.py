@@ -6,6 +6,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from coordinator.commands.records import CommandIntent
 
+__all__ = ["CommandIntent", "CommandSender"]
+
 
 @runtime_checkable
 class CommandSender(Protocol):

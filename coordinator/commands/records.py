@@ -31,3 +31,6 @@ class CommandIntent(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+
+STATE_COMMANDS = "myolo.state.commands"  # the compacted topic they are written to

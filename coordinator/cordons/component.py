@@ -16,34 +16,46 @@ import structlog
 from coordinator.commands.interface import CommandSender
 from coordinator.cordons import routes
 from coordinator.cordons.config import CordonsConfig
+from coordinator.cordons.interface import AutoCordons
 from coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.cordons.writer import CordonWriter, Decision
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.core.errors import UnknownNode
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.liveness import Transition
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState, Transition
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
-from events.topics import STATE_NODES
 
 log = structlog.get_logger("myolo.coordinator.cordons")
 
 
 class Cordons(Component):
     name = "cordons"
+    requires = (
+        FleetNodes,
+        CommandSender,
+    )
+    provides = (AutoCordons,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = CordonsConfig
-    owns = (StateTopic(STATE_NODES, {"cordon": CordonRecord}),)
+    owns = (
+        StateTopic(
+            STATE_NODES,
+            {"cordon": CordonRecord},
+            partitions=6,
+            key="node id",
+            description="coordinator state: cordons, versions",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         cfg: CordonsConfig = ctx.config
         self.cfg = cfg
         self.policy = CordonPolicy(act_on_warn=cfg.act_on_warn)
-        self.fleet = ctx.peers.require(FleetNodes)
-        self._commands = ctx.peers.require(CommandSender)
+        self.fleet = ctx.need(FleetNodes)
+        self._commands = ctx.need(CommandSender)
         after = self._after if cfg.drain_after_auto_cordon else None
         self.writer = CordonWriter(
             ctx.store, self.fleet, ctx.clock, lambda: ctx.leadership.epoch, after, queue_size=cfg.queue_size

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordinator.cordons.records import CordonRecord
+
+__all__ = ["AutoCordons", "CordonRecord"]
+
 
 @runtime_checkable
 class AutoCordons(Protocol):

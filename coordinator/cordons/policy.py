@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.fleet.liveness import Transition
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.cordons.records import CordonRecord
+from coordinator.fleet.interface import NodeState, Transition
 from events.payloads import NodeFault, NodeSample
 
 AUTO_FAULT = "auto:fault"

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from coordinator.api.auth import caller
 from coordinator.api.body import read_json
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import CordonRecord
 
 MAX_REASON = 500
 _HINT = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; the only field is reason'

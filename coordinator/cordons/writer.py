@@ -17,11 +17,10 @@ from dataclasses import dataclass
 import structlog
 
 from coordinator.cordons.policy import AUTO_LOST, record
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import CordonRecord
 from coordinator.state import StateStore
 from events.clock import Clock
-from events.topics import STATE_NODES
 
 log = structlog.get_logger("myolo.coordinator.cordons")
 

@@ -1,36 +1,60 @@
 """What a coordinator component is: what it declares, and the hooks the core calls.
 
 A component declares, as class attributes, the event payloads it consumes, the compacted state topics it owns
-(with the record kinds written there), its configuration section and its OpenAPI fragment; it implements the
-hooks it needs (events, state records, ticks, leadership, HTTP routes). The core reads the declarations to
-build one consumer, one state tail, one config schema and one API, so adding a component is adding a folder
-and one line in ``coordinator/components.py``.
+(with the record kinds written there and what creating the topic needs), the interfaces it requires from other
+components and those it provides, its configuration section and its OpenAPI fragment; it implements the hooks
+it needs (events, state records, ticks, leadership, HTTP routes). The core reads the declarations to build one
+consumer, one state tail, one config schema and one API; backup, restore and topic creation read the state
+topics from them. Adding a component is adding a folder and one line in the list the daemon is assembled from
+(``coordinator/components.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import msgspec
 from aiohttp import web
 
+from coordinator.core.context import Context
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import Payload
-
-if TYPE_CHECKING:
-    from coordinator.core.context import Context
+from events.topics import Topic
 
 
 @dataclass(frozen=True)
 class StateTopic:
-    """A compacted topic a component owns, and the record kinds (``{kind: Struct}``) it writes there."""
+    """A compacted topic a component owns: the record kinds (``{kind: Struct}``) it writes there, and what
+    creating the topic needs (partitions, what it is keyed by, compaction settings beyond the defaults)."""
 
     topic: str
-    kinds: dict[str, type[msgspec.Struct]]
+    kinds: Mapping[str, type[msgspec.Struct]]
+    partitions: int = 1
+    key: str = "record key"
+    description: str = ""
+    extra: Mapping[str, str] = field(default_factory=dict)  # topic configs, e.g. {"segment.ms": "600000"}
+    backup: bool = True  # in a backup that names no topics (False: restoring it would replay stale intents)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", MappingProxyType(dict(self.kinds)))
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    def spec(self) -> Topic:
+        """The compacted topic as ``events.topics.ensure_topics`` creates it."""
+        return Topic(
+            self.topic,
+            self.partitions,
+            self.key,
+            retention_ms=None,
+            compacted=True,
+            description=self.description,
+            extra=dict(self.extra),
+        )
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,10 @@ class Component:
     # component sees it, and is dead-lettered with the reason when it raises (nodes: node signatures)
     guards: ClassVar[tuple[type[Payload], ...]] = ()
     owns: ClassVar[tuple[StateTopic, ...]] = ()
+    # the interfaces (Protocols) this component takes from others with ``ctx.need``, and those it offers:
+    # the assembly checks them before building anything (each need provided by a component listed before)
+    requires: ClassVar[tuple[type, ...]] = ()
+    provides: ClassVar[tuple[type, ...]] = ()
     openapi: ClassVar[Path | None] = None  # the OpenAPI fragment describing the routes of ``api()``
 
     def __init__(self, ctx: Context) -> None:

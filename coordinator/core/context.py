@@ -1,51 +1,33 @@
-"""What the core hands each component: time, its config section, durable state, producers, leadership, peers.
+"""What the core hands each component: time, its config section, durable state, producers, leadership, needs.
 
-Components never reach into each other: a component that needs another asks ``peers.require(Interface)`` for
-the narrow interface (a Protocol) it depends on, e.g. cordons asks for ``FleetNodes``.
+Components never reach into each other: a component declares in ``requires`` the narrow interfaces (Protocols)
+it depends on, e.g. cordons requires ``FleetNodes``, and takes them with ``ctx.need(FleetNodes)``. The context
+holds only the declared ones, so asking for another is an error at start, not a hidden dependency.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
+from coordinator.core.config import CoreConfig
 from coordinator.core.ingest import IngestHealth
 from coordinator.core.leadership import Leadership
 from coordinator.state import StateStore
 from events.bus import EventProducer
 from events.clock import Clock
 
-if TYPE_CHECKING:
-    from coordinator.config import CoreConfig
-    from coordinator.core.component import Component
-
 T = TypeVar("T")
 
 
-@dataclass
-class Peers:
-    """The components built so far, in the order of ``coordinator/components.py``."""
-
-    built: list[Component] = field(default_factory=list)
-
-    def require(self, interface: type[T]) -> T:
-        """The first component providing ``interface`` (a runtime-checkable Protocol or a class)."""
-        for comp in self.built:
-            if isinstance(comp, interface):
-                return comp
-        names = [type(c).name for c in self.built]
-        raise LookupError(
-            f"no component provides {interface.__name__} (built so far: {names}); list the component that "
-            "provides it before the one that needs it in coordinator/components.py"
-        )
-
-    def __iter__(self) -> Iterator[Component]:
-        return iter(self.built)
+class UndeclaredNeed(LookupError):
+    """A component asked its context for an interface it does not list in ``requires``."""
 
 
 @dataclass
 class Context:
+    component: str  # the name of the component this context is handed to
     instance_id: str
     clock: Clock
     core: CoreConfig
@@ -54,5 +36,15 @@ class Context:
     producer: EventProducer  # plain events
     signed: EventProducer  # signed events (commands to agents)
     leadership: Leadership
-    peers: Peers
     ingest: IngestHealth  # does this coordinator hear the bus (for liveness verdicts)
+    needs: Mapping[type, object]  # {interface: the component providing it}, for the interfaces in ``requires``
+
+    def need(self, interface: type[T]) -> T:
+        """The component providing ``interface``, which this component declares in ``requires``."""
+        try:
+            return cast(T, self.needs[interface])
+        except KeyError:
+            raise UndeclaredNeed(
+                f"component {self.component} asks for {interface.__name__} without declaring it: "
+                f"add {interface.__name__} to its requires"
+            ) from None

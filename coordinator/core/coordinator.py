@@ -4,7 +4,8 @@ Every coordinator ingests every event (each in its own consumer group) and follo
 of them serves reads; only the leader decides. Start-up order is the durability contract: the state topics
 are read to the end before anything else starts, and a new leader reads them to the end again, records its
 term (epoch) and only then tells the components to lead. What to do with events, state and ticks is the
-components' business (``coordinator/components.py``); this file only routes.
+components' business; which components there are is chosen by the caller (the daemon's list is
+``coordinator/components.py``); this file only routes.
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import msgspec
 import structlog
 from aiohttp import web
 
-from coordinator.config import CoreConfig, previous_signers, section
 from coordinator.core import assembly
 from coordinator.core.component import Component, StateTopic
-from coordinator.core.context import Context, Peers
+from coordinator.core.config import CoreConfig, previous_signers, section
+from coordinator.core.context import Context
 from coordinator.core.guard import IngestGuard
 from coordinator.core.ingest import ConsumerHealth
-from coordinator.core.leadership import TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
+from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
 from coordinator.core.router import EventRouter
 from coordinator.leader.election import LeaderElector
 from coordinator.state import StateCodec, StateKeys, StateStore, StateTail
@@ -35,34 +37,48 @@ from events.clock import Clock, SystemClock
 from events.files import atomic_write
 from events.keys import load_signer
 from events.signing import GUARDED_NODE_EVENTS
-from events.topics import STATE_COORDINATOR
+from events.topics import CATALOGUE, Topic
 
 log = structlog.get_logger("myolo.coordinator")
-CORE_STATE = StateTopic(STATE_COORDINATOR, {"term": LeaderTerm})
+CORE_STATE = StateTopic(
+    STATE_COORDINATOR,
+    {"term": LeaderTerm},
+    partitions=1,
+    key="record name",
+    description="coordinator state: the leadership term (its epoch), owned by the core",
+)
 T = TypeVar("T")
 
 
-def state_codec(components: Sequence[type[Component]] | None = None) -> StateCodec:
-    """The codec of every state record kind of the core and these components (default: all of them)."""
-    from coordinator.components import COMPONENTS
+def state_codec(components: Sequence[type[Component]]) -> StateCodec:
+    """The codec of every state record kind of the core and these components."""
+    return StateCodec(assembly.state_kinds(CORE_STATE, tuple(components)))
 
-    return StateCodec(assembly.state_kinds(CORE_STATE, tuple(components or COMPONENTS)))
+
+def state_topics(components: Sequence[type[Component]]) -> tuple[StateTopic, ...]:
+    """The state topics of the core and these components: what backup, restore and topic creation read."""
+    return assembly.state_topics(CORE_STATE, tuple(components))
+
+
+def topic_specs(components: Sequence[type[Component]]) -> tuple[Topic, ...]:
+    """Every topic a coordinator of these components uses: the events' catalogue and the state topics."""
+    return (*CATALOGUE, *(st.spec() for st in state_topics(components)))
 
 
 class Coordinator:
     def __init__(
         self,
         cfg: CoreConfig,
+        components: Sequence[type[Component]],
         clock: Clock | None = None,
-        components: Sequence[type[Component]] | None = None,
         *,
         producers: tuple[EventProducer, EventProducer] | None = None,
     ) -> None:
-        """``producers`` (plain, signed) replace the Kafka producers: tests record what would be written."""
-        from coordinator.components import COMPONENTS
-
-        classes = tuple(components or COMPONENTS)
+        """Builds ``components`` in their order, each handed what it requires. ``producers`` (plain, signed)
+        replace the Kafka producers: tests record what would be written."""
+        classes = tuple(components)
         assembly.check_names(classes)
+        offered = assembly.check_needs(classes)  # before anything is built: a missing or circular need
         self.cfg = cfg
         self.clock = clock or SystemClock()
         self.instance_id = cfg.instance_id
@@ -80,10 +96,12 @@ class Coordinator:
         self._owners = assembly.state_owners(CORE_STATE, classes)
         keys = StateKeys.derive(key, previous_signers(cfg.signing))
         self.store = StateStore(self._producer, state_codec(classes), keys)
-        self.peers = Peers()
+        self.peers: list[Component] = []
         self.ingest_health = ConsumerHealth()
+        built: dict[type[Component], Component] = {}
         for cls in classes:
             ctx = Context(
+                component=cls.name,
                 instance_id=self.instance_id,
                 clock=self.clock,
                 core=cfg,
@@ -92,10 +110,11 @@ class Coordinator:
                 producer=self._producer,
                 signed=self._signed,
                 leadership=self.leadership,
-                peers=self.peers,
                 ingest=self.ingest_health,
+                needs=MappingProxyType({need: built[offered[need]] for need in cls.requires}),
             )
-            self.peers.built.append(cls(ctx))
+            built[cls] = cls(ctx)
+            self.peers.append(built[cls])
         self.components: dict[str, Component] = {type(c).name: c for c in self.peers}
         self.router = EventRouter(list(self.peers))
         self.guard = IngestGuard(list(self.peers), GUARDED_NODE_EVENTS)  # checked before any component acts
@@ -127,8 +146,11 @@ class Coordinator:
         self.started = asyncio.Event()
 
     def get(self, interface: type[T]) -> T:
-        """The component providing ``interface`` (tests and tools use this, never a component's internals)."""
-        return self.peers.require(interface)
+        """The first component that is an ``interface`` (a Protocol or a component class): for tests and tools."""
+        for comp in self.peers:
+            if isinstance(comp, interface):
+                return comp
+        raise LookupError(f"no component is a {interface.__name__} (built: {list(self.components)})")
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -14,6 +14,8 @@ import structlog
 
 from coordinator.core.errors import NotLeader
 
+STATE_COORDINATOR = "myolo.state.coordinator"  # the compacted topic these records are written to
+
 TERM_KEY = "term"
 log = structlog.get_logger("myolo.coordinator.leadership")
 

@@ -25,10 +25,11 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.drift import routes
 from coordinator.drift.config import DriftConfig
-from coordinator.drift.interface import DriftView, LearningInfo, ReferenceInfo
+from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
 from coordinator.drift.monitor import Monitor
 from coordinator.drift.records import (
     MAX_DETECTIONS,
+    STATE_DRIFT,
     ReferenceRecord,
     RetrainRun,
     RuleRecord,
@@ -45,7 +46,6 @@ from coordinator.registry.interface import ModelRegistry
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import DriftDetected, DriftSample, TrainingCompleted
-from events.topics import STATE_DRIFT
 
 log = structlog.get_logger("myolo.coordinator.drift")
 Key = tuple[str, str]  # (model, version)
@@ -53,6 +53,11 @@ Key = tuple[str, str]  # (model, version)
 
 class Drift(Component):
     name = "drift"
+    requires = (
+        ModelRegistry,
+        JobsAPI,
+    )
+    provides = (DriftAPI,)
     config = DriftConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (DriftSample, TrainingCompleted)
@@ -60,14 +65,17 @@ class Drift(Component):
         StateTopic(
             STATE_DRIFT,
             {"reference": ReferenceRecord, "rule": RuleRecord, "status": StatusRecord, "retrain": RetrainRun},
+            partitions=3,
+            key="model",
+            description="coordinator state: drift references, rules and latest statistics",
         ),
     )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: DriftConfig = ctx.config
-        self.registry = ctx.peers.require(ModelRegistry)
-        self.jobs = ctx.peers.require(JobsAPI)
+        self.registry = ctx.need(ModelRegistry)
+        self.jobs = ctx.need(JobsAPI)
         self.references: dict[Key, dict[str, ReferenceRecord]] = {}
         self.rules: dict[str, RuleRecord] = {}
         self.statuses: dict[Key, StatusRecord] = {}
@@ -84,8 +92,8 @@ class Drift(Component):
         }
 
     # ---- DriftAPI ---------------------------------------------------------------------------------------
-    def summary(self) -> list[StatusRecord]:
-        return [self.statuses[k] for k in sorted(self.statuses)]
+    def summary(self) -> tuple[StatusRecord, ...]:
+        return tuple(self.statuses[k] for k in sorted(self.statuses))
 
     def view(self, model: str) -> DriftView:
         versions = [s for (m, _), s in sorted(self.statuses.items()) if m == model]

@@ -43,7 +43,7 @@ class DriftView(msgspec.Struct, kw_only=True):
 
 @runtime_checkable
 class DriftAPI(Protocol):
-    def summary(self) -> list[StatusRecord]:
+    def summary(self) -> tuple[StatusRecord, ...]:
         """The latest evaluation of every watched version, by model then version."""
 
     def view(self, model: str) -> DriftView:

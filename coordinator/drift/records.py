@@ -106,3 +106,6 @@ def status_key(model: str, version: str) -> str:
 
 def retrain_key(model: str) -> str:
     return f"retrain/{model}"
+
+
+STATE_DRIFT = "myolo.state.drift"  # the compacted topic they are written to

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from coordinator.jobs.manifest import load_yaml
-from coordinator.registry.records import RetrainTemplate, VersionRecord
+from coordinator.jobs.interface import load_yaml
+from coordinator.registry.interface import RetrainTemplate, VersionRecord
 
 MAX_JOB_NAME = 63
 

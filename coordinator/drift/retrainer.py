@@ -16,15 +16,12 @@ from msgspec.structs import replace
 from coordinator.core.errors import NotLeader
 from coordinator.drift import retrain
 from coordinator.drift.config import DriftConfig
-from coordinator.drift.records import RetrainRun, retrain_key
-from coordinator.jobs.interface import JobConflict, JobsAPI
-from coordinator.jobs.manifest import ManifestError
-from coordinator.registry.errors import RegistryError
-from coordinator.registry.interface import ModelRegistry, NewVersion
+from coordinator.drift.records import STATE_DRIFT, RetrainRun, retrain_key
+from coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
+from coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError
 from coordinator.state import StateStore
 from events.payloads import TrainingCompleted
 from events.payloads.models import ModelExport
-from events.topics import STATE_DRIFT
 
 log = structlog.get_logger("myolo.coordinator.drift")
 EXPORT_WAIT_S = 300.0  # a succeeded job whose export has not been heard of after this long failed to export

@@ -18,7 +18,7 @@ from coordinator.core.component import Component, RouteSet
 from coordinator.core.context import Context
 from coordinator.fleet import liveness, routes
 from coordinator.fleet.config import FleetConfig
-from coordinator.fleet.interface import Applied, Changed
+from coordinator.fleet.interface import Applied, Changed, FleetNodes
 from coordinator.fleet.model import CordonRecord, NodeState
 from coordinator.fleet.view import FleetView
 from events.bus import RecordInfo
@@ -31,6 +31,8 @@ log = structlog.get_logger("myolo.coordinator.fleet")
 
 class Fleet(Component):
     name = "fleet"
+    requires = (CommandSender,)
+    provides = (FleetNodes,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = FleetConfig
     consumes = (NodeSample, NodeFault, NcclReport, BandwidthReport, LeakReport)
@@ -41,7 +43,7 @@ class Fleet(Component):
         self.cfg = cfg
         self.view = FleetView(stale_after_s=cfg.lost_after_s, max_nodes=cfg.max_nodes)
         self.policy = liveness.LivenessPolicy(cfg.lost_after_s, cfg.suspect_after_intervals)
-        self._commands = ctx.peers.require(CommandSender) if cfg.request_sample_on_suspect else None
+        self._commands = ctx.need(CommandSender) if cfg.request_sample_on_suspect else None
         self._applied: list[Applied] = []
         self._changed: list[Changed] = []
         self._flag_log = Throttle(ctx.clock)
@@ -60,8 +62,8 @@ class Fleet(Component):
     def node(self, node_id: str) -> NodeState | None:
         return self.view.node(node_id)
 
-    def nodes(self) -> list[NodeState]:
-        return self.view.nodes()
+    def nodes(self) -> tuple[NodeState, ...]:
+        return tuple(self.view.nodes())
 
     def set_cordon(self, record: CordonRecord) -> None:
         self.view.set_cordon(record, self.ctx.clock.now())

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from coordinator.fleet.liveness import Transition
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.cordons.interface import CordonRecord
+from coordinator.fleet.model import Liveness, NodeState
 from events.envelope import Event
+
+__all__ = ["Applied", "Changed", "FleetNodes", "NodeState", "Transition"]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A node's liveness changed (``silent_s``: how long it had been silent when it did)."""
+
+    node: NodeState
+    before: Liveness
+    after: Liveness
+    silent_s: float
+
 
 Applied = Callable[[NodeState, Event], None]
 Changed = Callable[[Transition], None]
@@ -17,7 +31,7 @@ Changed = Callable[[Transition], None]
 class FleetNodes(Protocol):
     def node(self, node_id: str) -> NodeState | None: ...
 
-    def nodes(self) -> list[NodeState]: ...
+    def nodes(self) -> tuple[NodeState, ...]: ...
 
     def set_cordon(self, record: CordonRecord) -> None:
         """Show a cordon decision on the node (the component that decides it owns the record)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator.fleet.interface import Transition
 from coordinator.fleet.model import Liveness, NodeState
 from coordinator.fleet.view import FleetView
 
@@ -25,14 +26,6 @@ class LivenessPolicy:
         if silent >= self.suspect_after_intervals * max(interval_s, 1e-3):
             return "Suspect"
         return "Ready"
-
-
-@dataclass(frozen=True)
-class Transition:
-    node: NodeState
-    before: Liveness
-    after: Liveness
-    silent_s: float
 
 
 def last_alive(view: FleetView, node: NodeState, now: float) -> float:

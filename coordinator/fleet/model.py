@@ -1,7 +1,7 @@
 """The fleet view's data: per node, its GPUs, health, liveness, NCCL facts, leak status, cordon state.
 
 These Structs are the coordinator's in-memory state, the HTTP API's JSON (``GET /v1/nodes``), and what
-``myoloctl get/describe`` renders. Durable decisions (cordons) live in the state topics as ``CordonRecord``.
+``myoloctl get/describe`` renders. Durable decisions (cordons) are the cordons component's ``CordonRecord``, shown on the node here.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Literal
 
 import msgspec
 
+from coordinator.cordons.interface import CordonRecord
 from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
@@ -38,18 +39,6 @@ class FaultEntry(msgspec.Struct, kw_only=True):
             xid=fault.xid,
             message=fault.message,
         )
-
-
-class CordonRecord(msgspec.Struct, kw_only=True, frozen=True):
-    """Why a node gets no new work. Written to ``myolo.state.nodes`` (keyed by node id) before acting."""
-
-    node_id: str
-    cordoned: bool
-    reason: str
-    by: str  # "auto:fault", "auto:lost", "auto:alive", "operator:<name>"
-    time: float
-    epoch: int = 0
-    silent_since: float | None = None  # auto:lost only: when the node was last known alive
 
 
 class NodeState(msgspec.Struct, kw_only=True):

@@ -20,21 +20,19 @@ from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs import routes
 from coordinator.jobs.config import JobsConfig, check
-from coordinator.jobs.interface import JobConflict, UnknownJob
+from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
-from coordinator.jobs.records import JobProgress, JobRecord
+from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord
 from coordinator.jobs.runtime import JobRuntime
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
-from events.topics import STATE_JOBS
 
 log = structlog.get_logger("myolo.coordinator.jobs")
 # what may change in a running job's manifest (the rest is its training: a new job)
@@ -44,15 +42,29 @@ MUTABLE = ("min_replicas", "max_replicas", "policies", "max_restarts", "labels")
 
 class Jobs(Component):
     name = "jobs"
+    requires = (
+        FleetNodes,
+        CommandSender,
+        AutoCordons,
+    )
+    provides = (JobsAPI,)
     config = JobsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (TrainingProgress, TrainingFault, TrainingCompleted)
-    owns = (StateTopic(STATE_JOBS, {"job": JobRecord}),)
+    owns = (
+        StateTopic(
+            STATE_JOBS,
+            {"job": JobRecord},
+            partitions=6,
+            key="job id",
+            description="coordinator state: elastic jobs and their generations",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: JobsConfig = ctx.config
-        self.fleet = ctx.peers.require(FleetNodes)
+        self.fleet = ctx.need(FleetNodes)
         self.records: dict[str, JobRecord] = {}  # as on the state topic
         self.runtime: dict[str, JobRuntime] = {}  # what was heard of each job since (memory only)
         self._on_node: dict[str, set[str]] = {}  # node -> jobs with a member there
@@ -60,8 +72,8 @@ class Jobs(Component):
         self.reconciler = Reconciler(
             self.cfg,
             self.fleet,
-            ctx.peers.require(CommandSender),
-            ctx.peers.require(AutoCordons),
+            ctx.need(CommandSender),
+            ctx.need(AutoCordons),
             self._save,
             lambda: list(self.records.values()),
             ctx.clock,
@@ -73,8 +85,8 @@ class Jobs(Component):
         check(section, core)
 
     # ---- JobsAPI --------------------------------------------------------------------------------------------
-    def jobs(self) -> list[JobRecord]:
-        return sorted(self.records.values(), key=lambda r: r.name)
+    def jobs(self) -> tuple[JobRecord, ...]:
+        return tuple(sorted(self.records.values(), key=lambda r: r.name))
 
     def job(self, name: str) -> JobRecord | None:
         return self.records.get(name)

@@ -5,12 +5,23 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from coordinator.core.errors import Conflict, NotFound
+from coordinator.jobs.manifest import ManifestError, load_yaml, parse_manifest
 from coordinator.jobs.records import JobRecord
+
+__all__ = [
+    "JobConflict",
+    "JobRecord",
+    "JobsAPI",
+    "ManifestError",
+    "UnknownJob",
+    "load_yaml",
+    "parse_manifest",
+]
 
 
 @runtime_checkable
 class JobsAPI(Protocol):
-    def jobs(self) -> list[JobRecord]:
+    def jobs(self) -> tuple[JobRecord, ...]:
         """Every job known (deleted ones are gone), by name."""
 
     def job(self, name: str) -> JobRecord | None: ...

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import NodeState
 from coordinator.jobs.manifest import ElasticJobSpec
 
 

@@ -20,8 +20,7 @@ from msgspec.structs import replace
 
 from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
 from coordinator.jobs.placement import Capacity, Placement, capacity, place

@@ -110,3 +110,6 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+
+STATE_JOBS = "myolo.state.jobs"  # the compacted topic they are written to

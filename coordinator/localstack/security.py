@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from coordinator.components import COMPONENTS
+from coordinator.core.coordinator import topic_specs
 from coordinator.localstack.broker import security, state
 from coordinator.localstack.broker.errors import BrokerError
 from coordinator.localstack.broker.wire import ProbeError
@@ -51,7 +53,7 @@ def create_topics(stack: state.StackState) -> list[str]:
     if stack.security is None or not stack.bootstrap:
         return []
     settings = KafkaSettings(bootstrap=stack.bootstrap, client_id="myoloctl", **stack.security.client_fields("admin"))
-    return asyncio.run(ensure_topics(settings.client_kwargs()))
+    return asyncio.run(ensure_topics(settings.client_kwargs(), topic_specs(COMPONENTS)))
 
 
 def client_settings(stack: state.StackState | None, user: str, client_id: str = "myoloctl") -> KafkaSettings | None:

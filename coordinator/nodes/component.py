@@ -18,23 +18,31 @@ import structlog
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.nodes import routes
-from coordinator.nodes.interface import NotEnrolled
-from coordinator.nodes.records import KIND, NodeKeyRecord
+from coordinator.nodes.interface import NodeKeys, NotEnrolled
+from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from coordinator.nodes.verify import Enrolled, check_node_event
 from events.envelope import Event
 from events.errors import ConfigError, SignatureError
 from events.keys import Ed25519Public, public_key_from_pem
 from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted, TrainingFault
 from events.signing import must_sign
-from events.topics import STATE_NODE_KEYS
 
 log = structlog.get_logger("myolo.coordinator.nodes")
 
 
 class Nodes(Component):
     name = "nodes"
+    provides = (NodeKeys,)
     openapi = Path(__file__).with_name("openapi.yaml")
-    owns = (StateTopic(STATE_NODE_KEYS, {KIND: NodeKeyRecord}),)
+    owns = (
+        StateTopic(
+            STATE_NODE_KEYS,
+            {KIND: NodeKeyRecord},
+            partitions=6,
+            key="node id",
+            description="coordinator state: enrolled node public keys (node events that cause action are verified)",
+        ),
+    )
     guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted, NodeSample)  # events.signing.must_sign
 
     def __init__(self, ctx: Context) -> None:
@@ -96,8 +104,8 @@ class Nodes(Component):
         found = self._enrolled.get(node_id)
         return found.record if found is not None else None
 
-    def key_records(self) -> list[NodeKeyRecord]:
-        return [self._enrolled[n].record for n in sorted(self._enrolled)]
+    def key_records(self) -> tuple[NodeKeyRecord, ...]:
+        return tuple(self._enrolled[n].record for n in sorted(self._enrolled))
 
     # ---- hooks ----------------------------------------------------------------------------------------------
     def on_state(self, topic: str, key: str, record: msgspec.Struct | None, kind: str) -> None:

@@ -25,3 +25,6 @@ class NodeKeyRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=Tru
     def changed_at(self) -> float:
         """When this record was written (an echo older than what we hold is not applied)."""
         return self.revoked_at if self.revoked_at is not None else self.enrolled_at
+
+
+STATE_NODE_KEYS = "myolo.state.node-keys"  # the compacted topic they are written to

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import NodeState
 from coordinator.preflight.records import CheckResult, FileDigest, ProbeSummary
 
 _VERSION = re.compile(r"^\s*(\d+(?:\.\d+)*)")

@@ -20,12 +20,11 @@ import structlog
 from coordinator.commands.interface import CommandSender
 from coordinator.core.component import Component, RouteSet
 from coordinator.core.context import Context
-from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import NodeState
+from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs.interface import JobsAPI
 from coordinator.preflight import routes
 from coordinator.preflight.config import PreflightConfig, check
-from coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
+from coordinator.preflight.interface import PreflightRefused, Preflights, UnknownPreflightNode
 from coordinator.preflight.records import PreflightReport, PreflightRequest
 from coordinator.preflight.runner import PreflightRun
 
@@ -34,15 +33,21 @@ log = structlog.get_logger("myolo.coordinator.preflight")
 
 class Preflight(Component):
     name = "preflight"
+    requires = (
+        FleetNodes,
+        CommandSender,
+        JobsAPI,
+    )
+    provides = (Preflights,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = PreflightConfig
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: PreflightConfig = ctx.config
-        self.fleet = ctx.peers.require(FleetNodes)
-        self.commands = ctx.peers.require(CommandSender)
-        self.jobs = ctx.peers.require(JobsAPI)
+        self.fleet = ctx.need(FleetNodes)
+        self.commands = ctx.need(CommandSender)
+        self.jobs = ctx.need(JobsAPI)
         self._running: str | None = None  # who runs one now
         self._lock = asyncio.Lock()
         self.runs = 0

@@ -10,17 +10,16 @@ its command lives on (``GET /v1/commands`` shows what became of it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import structlog
 
-from coordinator.commands.interface import CommandSender
-from coordinator.commands.records import CommandIntent
-from coordinator.fleet.model import NodeState
-from coordinator.jobs.records import JobRecord
+from coordinator.commands.interface import CommandIntent, CommandSender
+from coordinator.fleet.interface import NodeState
+from coordinator.jobs.interface import JobRecord
 from coordinator.preflight import checks
 from coordinator.preflight.config import PreflightConfig
 from coordinator.preflight.records import (
@@ -95,7 +94,7 @@ class PreflightRun:
         self.rows: list[CheckResult] = []
         self.asked: list[Asked] = []
 
-    async def run(self, nodes: list[NodeState], jobs: list[JobRecord], epoch: int, by: str) -> PreflightReport:
+    async def run(self, nodes: Sequence[NodeState], jobs: Sequence[JobRecord], epoch: int, by: str) -> PreflightReport:
         started = self.clock.now()
         for node in nodes:
             await self._node(node, jobs)
@@ -128,7 +127,7 @@ class PreflightRun:
         return report
 
     # ---- per node -------------------------------------------------------------------------------------------
-    async def _node(self, node: NodeState, jobs: list[JobRecord]) -> None:
+    async def _node(self, node: NodeState, jobs: Sequence[JobRecord]) -> None:
         if node.liveness != "Ready":
             seen = f"last sample {self.clock.now() - node.last_seen:.0f} s ago" if node.last_seen else "never seen"
             why = f"the node is {node.liveness} ({seen}): its readings are stale and it cannot be asked"

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
-from coordinator.jobs.manifest import ManifestError, load_yaml, parse_manifest
+from coordinator.jobs.interface import ManifestError, load_yaml, parse_manifest
 from coordinator.registry.errors import RegistryError
 from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import RetrainTemplate

@@ -21,12 +21,13 @@ from coordinator.core.context import Context
 from coordinator.registry import checks, evals, routes
 from coordinator.registry.config import RegistryConfig
 from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
-from coordinator.registry.interface import NewVersion
+from coordinator.registry.interface import ModelRegistry, NewVersion
 from coordinator.registry.records import (
     CHALLENGER,
     CHAMPION,
     HISTORY_MAX,
     KINDS,
+    STATE_REGISTRY,
     AliasChange,
     AliasRecord,
     ModelRecord,
@@ -37,7 +38,6 @@ from coordinator.registry.records import (
 )
 from coordinator.registry.view import RegistryView
 from events.payloads import ModelAliasSet, ModelRegistered
-from events.topics import STATE_REGISTRY
 
 log = structlog.get_logger("myolo.coordinator.registry")
 AUTO = "auto"
@@ -47,9 +47,18 @@ ANNOUNCE_PER_TICK = 16
 
 class Registry(Component):
     name = "registry"
+    provides = (ModelRegistry,)
     config = RegistryConfig
     openapi = Path(__file__).with_name("openapi.yaml")
-    owns = (StateTopic(STATE_REGISTRY, KINDS),)
+    owns = (
+        StateTopic(
+            STATE_REGISTRY,
+            KINDS,
+            partitions=3,
+            key="model:version or model@alias",
+            description="coordinator state: model registry (models, versions, aliases with their history)",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -63,11 +72,11 @@ class Registry(Component):
     def model(self, name: str) -> ModelRecord | None:
         return self.view.model(name)
 
-    def models(self) -> list[ModelRecord]:
-        return self.view.all_models()
+    def models(self) -> tuple[ModelRecord, ...]:
+        return tuple(self.view.all_models())
 
-    def versions(self, name: str) -> list[VersionRecord]:
-        return self.view.versions_of(name)
+    def versions(self, name: str) -> tuple[VersionRecord, ...]:
+        return tuple(self.view.versions_of(name))
 
     def version(self, name: str, n: int) -> VersionRecord | None:
         return self.view.version(name, n)
@@ -75,14 +84,14 @@ class Registry(Component):
     def alias(self, name: str, alias: str) -> AliasRecord | None:
         return self.view.alias(name, alias)
 
-    def aliases(self, name: str) -> list[AliasRecord]:
-        return self.view.aliases_of(name)
+    def aliases(self, name: str) -> tuple[AliasRecord, ...]:
+        return tuple(self.view.aliases_of(name))
 
     def champion(self, name: str) -> VersionRecord | None:
         return self.view.champion(name)
 
-    def lineage(self, name: str, n: int) -> list[VersionRecord]:
-        return self.view.lineage(name, n)
+    def lineage(self, name: str, n: int) -> tuple[VersionRecord, ...]:
+        return tuple(self.view.lineage(name, n))
 
     def registered(self, model: str, new: NewVersion) -> VersionRecord | None:
         n = self.view.registered(model, new.job, new.generation, new.artifact, new.sha256)

@@ -12,6 +12,7 @@ from typing import Annotated, Protocol, runtime_checkable
 
 import msgspec
 
+from coordinator.registry.errors import RegistryError as RegistryError  # re-exported: what callers catch
 from coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
 from events.payloads.common import Id, NonNegInt
 from events.payloads.external import Sha256
@@ -71,10 +72,10 @@ class NewVersion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
 class ModelRegistry(Protocol):
     def model(self, name: str) -> ModelRecord | None: ...
 
-    def models(self) -> list[ModelRecord]:
+    def models(self) -> tuple[ModelRecord, ...]:
         """Every model, by name."""
 
-    def versions(self, name: str) -> list[VersionRecord]:
+    def versions(self, name: str) -> tuple[VersionRecord, ...]:
         """The model's versions, oldest first (empty for a model not known)."""
 
     def version(self, name: str, n: int) -> VersionRecord | None: ...
@@ -82,13 +83,13 @@ class ModelRegistry(Protocol):
     def alias(self, name: str, alias: str) -> AliasRecord | None:
         """The alias's record (``version`` None once removed: the history stays), None if never set."""
 
-    def aliases(self, name: str) -> list[AliasRecord]:
+    def aliases(self, name: str) -> tuple[AliasRecord, ...]:
         """The model's aliases (removed ones too), by alias name."""
 
     def champion(self, name: str) -> VersionRecord | None:
         """The version the model's ``champion`` alias points at, if any."""
 
-    def lineage(self, name: str, n: int) -> list[VersionRecord]:
+    def lineage(self, name: str, n: int) -> tuple[VersionRecord, ...]:
         """Version ``n`` then its parent, the parent's parent, ... up to the root (UnknownVersion if no ``n``)."""
 
     def registered(self, model: str, new: NewVersion) -> VersionRecord | None:

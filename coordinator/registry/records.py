@@ -173,3 +173,6 @@ def key_of(record: Record) -> str:
     if isinstance(record, VersionRecord):
         return version_key(record.model, record.version)
     return alias_key(record.model, record.alias)
+
+
+STATE_REGISTRY = "myolo.state.registry"  # the compacted topic they are written to

@@ -33,14 +33,22 @@ from coordinator.fleet.interface import FleetNodes
 from coordinator.jobs.interface import JobsAPI
 from coordinator.rollouts import gates, routes
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
-from coordinator.rollouts.interface import RolloutConflict, RolloutError, UnknownRollout
+from coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
 from coordinator.rollouts.plan import waves
-from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, Phase, RolloutRecord, Step, Wave
+from coordinator.rollouts.records import (
+    MAX_HISTORY,
+    ROLLOUT_BY,
+    STATE_ROLLOUTS,
+    Change,
+    Phase,
+    RolloutRecord,
+    Step,
+    Wave,
+)
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import LeakReport, NodeFault, ReleasePublished
 from events.payloads.models import GateResult, RolloutPhaseChanged
-from events.topics import STATE_ROLLOUTS
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)
@@ -59,18 +67,33 @@ def _series(r: LeakReport) -> str:
 
 class Rollouts(Component):
     name = "rollouts"
+    requires = (
+        FleetNodes,
+        JobsAPI,
+        CommandSender,
+        AutoCordons,
+    )
+    provides = (RolloutsAPI,)
     config = RolloutsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (ReleasePublished, NodeFault, LeakReport)
-    owns = (StateTopic(STATE_ROLLOUTS, {"rollout": RolloutRecord}),)
+    owns = (
+        StateTopic(
+            STATE_ROLLOUTS,
+            {"rollout": RolloutRecord},
+            partitions=1,
+            key="rollout id",
+            description="coordinator state: rolling upgrades",
+        ),
+    )
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.cfg: RolloutsConfig = ctx.config
-        self.fleet = ctx.peers.require(FleetNodes)
-        self.jobs = ctx.peers.require(JobsAPI)
-        self.commands = ctx.peers.require(CommandSender)
-        self.cordons = ctx.peers.require(AutoCordons)
+        self.fleet = ctx.need(FleetNodes)
+        self.jobs = ctx.need(JobsAPI)
+        self.commands = ctx.need(CommandSender)
+        self.cordons = ctx.need(AutoCordons)
         self.records: dict[str, RolloutRecord] = {}
         self.faults: deque[gates.Fault] = deque(maxlen=EVIDENCE)
         self.leaks: deque[gates.Leak] = deque(maxlen=EVIDENCE)
@@ -90,8 +113,8 @@ class Rollouts(Component):
         check(section, core)
 
     # ---- RolloutsAPI ----------------------------------------------------------------------------------------
-    def rollouts(self) -> list[RolloutRecord]:
-        return sorted(self.records.values(), key=lambda r: (-r.created, r.name))
+    def rollouts(self) -> tuple[RolloutRecord, ...]:
+        return tuple(sorted(self.records.values(), key=lambda r: (-r.created, r.name)))
 
     def rollout(self, name: str) -> RolloutRecord | None:
         return self.records.get(name)

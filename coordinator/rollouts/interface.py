@@ -27,7 +27,7 @@ class UnknownRollout(NotFound, RolloutError):
 
 @runtime_checkable
 class RolloutsAPI(Protocol):
-    def rollouts(self) -> list[RolloutRecord]:
+    def rollouts(self) -> tuple[RolloutRecord, ...]:
         """Every rollout, newest first."""
 
     def rollout(self, name: str) -> RolloutRecord | None: ...

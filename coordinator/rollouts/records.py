@@ -75,3 +75,6 @@ class RolloutRecord(msgspec.Struct, kw_only=True, frozen=True):
     def upgraded_nodes(self) -> list[str]:
         """Nodes an upgrade command was sent to (whatever became of it): what a rollback must cover."""
         return [n for w in self.waves for n in w.commands]
+
+
+STATE_ROLLOUTS = "myolo.state.rollouts"  # the compacted topic they are written to

@@ -34,18 +34,21 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from agent.fleetsim import FleetSimulator
+from coordinator.api.config import ApiConfig
 from coordinator.cli.client import ApiClient
-from coordinator.config import ApiConfig, SigningConfig, default_config
-from coordinator.core.coordinator import Coordinator, state_codec
+from coordinator.components import COMPONENTS
+from coordinator.config import default_config
+from coordinator.cordons.records import STATE_NODES, CordonRecord
+from coordinator.core.config import SigningConfig
+from coordinator.core.coordinator import Coordinator, state_codec, topic_specs
 from coordinator.core.leadership import TERM_KEY, LeaderTerm
 from coordinator.fleet.component import Fleet
 from coordinator.fleet.config import FleetConfig
-from coordinator.fleet.model import CordonRecord
 from coordinator.localstack.identity import enroll_nodes
 from events.codec import decode
 from events.payloads import Command
 from events.settings import KafkaSettings
-from events.topics import BY_NAME, COMMANDS, NODE_SAMPLES, STATE_NODES, ensure_topics
+from events.topics import COMMANDS, NODE_SAMPLES, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, write_result
 from tests.helpers import new_ed25519_key
@@ -106,6 +109,7 @@ async def bare_ingest(settings: KafkaSettings, expected: int) -> dict:
 async def coordinator_ingest(settings: KafkaSettings, key_file: str, expected: int) -> dict:
     """The real service, reading the same records from the start; timed from its first handled sample."""
     cfg = default_config(
+        COMPONENTS,
         instance_id=f"bench-ingest-{uuid.uuid4().hex[:6]}",
         # the backlog is minutes old: keep liveness out of a throughput measurement
         fleet=FleetConfig(lost_after_s=3600.0, suspect_after_intervals=1000),
@@ -114,7 +118,7 @@ async def coordinator_ingest(settings: KafkaSettings, key_file: str, expected: i
         signing=SigningConfig(key_file=key_file),
         kafka=settings,
     )
-    service = Coordinator(cfg)
+    service = Coordinator(cfg, COMPONENTS)
     runner = asyncio.create_task(service.run())
     stats = service.ingest.stats
     t0 = 0.0
@@ -249,7 +253,8 @@ class LagSampler:
             await admin.close()
 
 
-STATE_CODEC = state_codec()
+STATE_CODEC = state_codec(COMPONENTS)
+BY_NAME = {t.name: t for t in topic_specs(COMPONENTS)}
 
 
 def _parts(*topics: str) -> list[TopicPartition]:
@@ -273,7 +278,7 @@ def _coordinator_config(tmp: Path, bootstrap: str, key_file: str, instance: str)
 async def wait_for_leader(
     settings: KafkaSettings, instance: str, proc: subprocess.Popen, timeout_s: float = 60
 ) -> LeaderTerm:
-    from events.topics import STATE_COORDINATOR
+    from coordinator.core.leadership import STATE_COORDINATOR
 
     c = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False, group_id=None)
     await c.start()
@@ -436,7 +441,7 @@ async def fault_latency(settings: KafkaSettings, bootstrap: str, key_file: str, 
 
 async def run(bootstrap: str, broker_pid: int) -> dict:
     settings = KafkaSettings(bootstrap=bootstrap, client_id="bench-coordinator")
-    await ensure_topics(settings.client_kwargs())
+    await ensure_topics(settings.client_kwargs(), topic_specs(COMPONENTS))
     with tempfile.TemporaryDirectory(prefix="myolo-bench-coord-") as d:
         tmp = Path(d)
         key_file = tmp / "signing.key"

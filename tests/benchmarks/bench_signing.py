@@ -18,12 +18,13 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from coordinator.components import COMPONENTS
 from coordinator.cordons.policy import AUTO_FAULT, record
 from coordinator.core.context import Context
 from coordinator.core.coordinator import state_codec
 from coordinator.core.guard import IngestGuard
 from coordinator.nodes.component import Nodes
-from coordinator.nodes.records import KIND, NodeKeyRecord
+from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from events.codec import decode, encode
 from events.envelope import new_event
 from events.examples import node_sample
@@ -31,7 +32,6 @@ from events.keys import Ed25519Signer, HmacKey, derive_hmac
 from events.payloads import NodeFault
 from events.signing import SIGNED_NODE_EVENTS, sign, verify_with
 from events.sources import agent_source
-from events.topics import STATE_NODE_KEYS
 from tests.benchmarks.common import write_result
 
 
@@ -126,7 +126,7 @@ def measure(nodes: int = 1000, n: int = 5000) -> dict[str, Any]:
         ),
     }
 
-    codec = state_codec()
+    codec = state_codec(COMPONENTS)
     hmac = derive_hmac(Ed25519Signer.generate(), "state")
     cordon = record("node-0001", True, "FAIL xid 79 on GPU 3: XID 79", AUTO_FAULT, 1_700_000_000.0, 7, None)
     value, headers = codec.encode(cordon)

@@ -24,6 +24,11 @@ from aiokafka.errors import (
     TopicAuthorizationFailedError,
 )
 
+from coordinator.commands.records import STATE_COMMANDS
+from coordinator.components import COMPONENTS
+from coordinator.cordons.records import STATE_NODES
+from coordinator.core.coordinator import topic_specs
+from coordinator.core.leadership import STATE_COORDINATOR
 from coordinator.localstack.broker import BrokerError, LocalBroker, admin, security
 from coordinator.localstack.broker.ports import HOST
 from coordinator.localstack.broker.probe import ProbeError, fetch_metadata
@@ -47,6 +52,8 @@ USERS: dict[str, acls.Role] = {
 }
 REFUSED = (TopicAuthorizationFailedError, ClusterAuthorizationFailedError, GroupAuthorizationFailedError)
 
+TOPICS = topic_specs(COMPONENTS)  # the events' catalogue and the coordinator's state topics
+
 
 @pytest.fixture(scope="module")
 def secured() -> Iterator[tuple[LocalBroker, StackSecurity]]:
@@ -56,7 +63,7 @@ def secured() -> Iterator[tuple[LocalBroker, StackSecurity]]:
         broker.start()
         sec = broker.security
         assert sec is not None
-        asyncio.run(ensure_topics(settings_for(broker, sec, security.ADMIN).client_kwargs()))
+        asyncio.run(ensure_topics(settings_for(broker, sec, security.ADMIN).client_kwargs(), TOPICS))
     except BrokerError as err:
         broker.clean()
         shutil.rmtree(state_dir, ignore_errors=True)
@@ -103,7 +110,7 @@ async def test_each_role_does_what_it_must(secured) -> None:
     )
     marker = uuid.uuid4().hex.encode()
     await write(coordinator, t.COMMANDS, b"node-1", marker)
-    await write(coordinator, t.STATE_NODES, b"node-1", marker)
+    await write(coordinator, STATE_NODES, b"node-1", marker)
     await write(coordinator, t.DEAD_LETTER)
     await write(coordinator, t.AUDIT)
     for topic in acls.AGENT_WRITES:
@@ -113,11 +120,11 @@ async def test_each_role_does_what_it_must(secured) -> None:
     assert marker in await read(agent, t.COMMANDS, acls.agent_group("node-1"))  # its commands, in its group
     assert marker in await read(coordinator, t.NODE_SAMPLES, acls.coordinator_group("coordinator-1"))
     assert marker in await read(coordinator, t.DRIFT_SAMPLES, acls.LEADER_GROUP)
-    assert marker in await read(operator, t.STATE_NODES, None)  # `myoloctl events tail` reads without a group
+    assert marker in await read(operator, STATE_NODES, None)  # `myoloctl events tail` reads without a group
     assert marker in await read(operator, t.COMMAND_ACKS, "myolo-ops-dashboard")
 
 
-@pytest.mark.parametrize("topic", [t.COMMANDS, t.STATE_COMMANDS, t.STATE_COORDINATOR, t.NODE_FAULTS, t.COMMAND_ACKS])
+@pytest.mark.parametrize("topic", [t.COMMANDS, STATE_COMMANDS, STATE_COORDINATOR, t.NODE_FAULTS, t.COMMAND_ACKS])
 async def test_an_external_producer_may_write_only_drift_samples_and_releases(secured, topic: str) -> None:
     with pytest.raises(TopicAuthorizationFailedError):
         await write(as_user(secured, "producer"), topic)
@@ -128,7 +135,7 @@ async def test_an_external_producer_reads_nothing(secured) -> None:
         await read(as_user(secured, "producer"), t.DRIFT_SAMPLES, None)
 
 
-@pytest.mark.parametrize("topic", [t.COMMANDS, t.STATE_NODES, t.STATE_COMMANDS, t.STATE_COORDINATOR, t.RELEASES])
+@pytest.mark.parametrize("topic", [t.COMMANDS, STATE_NODES, STATE_COMMANDS, STATE_COORDINATOR, t.RELEASES])
 async def test_an_agent_cannot_write_commands_state_or_releases(secured, topic: str) -> None:
     with pytest.raises(TopicAuthorizationFailedError):
         await write(as_user(secured, "node-1"), topic)
@@ -139,12 +146,12 @@ async def test_an_agent_reads_only_commands_and_only_in_its_own_group(secured) -
     with pytest.raises(GroupAuthorizationFailedError):
         await read(agent, t.COMMANDS, acls.agent_group("node-2"))
     with pytest.raises(TopicAuthorizationFailedError):
-        await read(agent, t.STATE_NODES, acls.agent_group("node-1"))
+        await read(agent, STATE_NODES, acls.agent_group("node-1"))
     with pytest.raises(TopicAuthorizationFailedError):
         await read(agent, t.NODE_FAULTS, None)
 
 
-@pytest.mark.parametrize("topic", [topic.name for topic in t.CATALOGUE])
+@pytest.mark.parametrize("topic", [topic.name for topic in TOPICS])
 async def test_the_operators_tool_cannot_write_anything(secured, topic: str) -> None:
     with pytest.raises(REFUSED):
         await write(as_user(secured, "operator"), topic)

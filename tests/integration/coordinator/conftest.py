@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,14 @@ from typer.testing import CliRunner, Result
 
 from coordinator.cli.main import app
 from coordinator.commands.component import Commands
-from coordinator.config import CoreConfig, load_coordinator_config
+from coordinator.components import COMPONENTS
+from coordinator.config import load_coordinator_config
 from coordinator.cordons.component import Cordons
+from coordinator.core.component import Component
+from coordinator.core.config import CoreConfig
 from coordinator.core.coordinator import Coordinator, state_codec
 from coordinator.fleet.component import Fleet
+from coordinator.localstack.broker import LocalBroker
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
@@ -55,9 +60,39 @@ def make_config(settings: KafkaSettings, key_file: Path, api_tokens) -> Callable
             "MYOLO_API_TOKENS_FILE": str(api_tokens[0]),
             "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
         }
-        return load_coordinator_config(None, env={**base, **env})
+        return load_coordinator_config(None, components=COMPONENTS, env={**base, **env})
 
     return make
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Iterator[tuple[LocalBroker, LocalBroker]]:
+    """Two brokers of their own (the session's holds other tests' state, sealed with other keys)."""
+    pair = (LocalBroker(tmp_path / "src", tied_to_parent=True), LocalBroker(tmp_path / "dst", tied_to_parent=True))
+    try:
+        for b in pair:
+            b.start()
+        yield pair
+    finally:
+        for b in pair:
+            b.clean()
+        shutil.rmtree(tmp_path / "src", ignore_errors=True)
+        shutil.rmtree(tmp_path / "dst", ignore_errors=True)
+
+
+def cluster_config(
+    bootstrap: str, key: Path, name: str, components: Sequence[type[Component]] = COMPONENTS
+) -> CoreConfig:
+    """A coordinator of ``components`` on a broker of ``brokers``: its own leader group, no API."""
+    env = {
+        "MYOLO_INSTANCE_ID": name,
+        "MYOLO_KAFKA_BOOTSTRAP": bootstrap,
+        "MYOLO_SIGNING_KEY_FILE": str(key),
+        "MYOLO_LEADER_GROUP_ID": f"lead-{name}",
+        "MYOLO_API_ENABLED": "false",
+        "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
+    }
+    return load_coordinator_config(None, components=components, env=env)
 
 
 def fleet(coord: Coordinator) -> Fleet:
@@ -79,7 +114,7 @@ class Services:
         self.running: list[Coordinator] = []
 
     async def start(self, cfg: CoreConfig, clock: Clock) -> Coordinator:
-        svc = Coordinator(cfg, clock)
+        svc = Coordinator(cfg, COMPONENTS, clock)
         await svc.start()
         self.running.append(svc)
         return svc
@@ -115,7 +150,7 @@ async def read_topic(settings: KafkaSettings, topic: str) -> list:
 
 
 async def state_records(settings: KafkaSettings, topic: str, key: str) -> list:
-    codec = state_codec()
+    codec = state_codec(COMPONENTS)
     return [codec.decode(v, h) for k, v, h in await read_topic(settings, topic) if k == key and v is not None]
 
 

@@ -7,8 +7,9 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from coordinator.commands.records import STATE_COMMANDS
 from coordinator.leader.aiokafka_internals import group_generation, load_metadata
-from events.topics import LEADER, STATE_COMMANDS
+from events.topics import LEADER
 from tests.helpers import wait_until
 
 

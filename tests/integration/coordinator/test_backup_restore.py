@@ -13,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,25 +22,23 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from coordinator.backup.state_read import existing_topics
-from coordinator.config import CoreConfig, load_coordinator_config
+from coordinator.components import COMPONENTS
+from coordinator.core.coordinator import topic_specs
+from coordinator.core.leadership import STATE_COORDINATOR
 from coordinator.jobs.interface import JobsAPI
+from coordinator.jobs.records import STATE_JOBS
 from coordinator.localstack.broker import LocalBroker
 from coordinator.registry.interface import ModelRegistry, NewVersion
+from coordinator.registry.records import STATE_REGISTRY
+from coordinator.rollouts.records import STATE_ROLLOUTS
 from events.clock import SimClock
 from events.settings import KafkaSettings
-from events.topics import (
-    BY_NAME,
-    CATALOGUE,
-    STATE_COORDINATOR,
-    STATE_JOBS,
-    STATE_REGISTRY,
-    STATE_ROLLOUTS,
-    ensure_topics,
-)
+from events.topics import ensure_topics
 from tests.helpers import read_topic
-from tests.integration.coordinator.conftest import Services, one_leader
+from tests.integration.coordinator.conftest import Services, cluster_config, one_leader
 
 ROOT = Path(__file__).resolve().parents[3]
+BY_NAME = {t.name: t for t in topic_specs(COMPONENTS)}
 JOB = """\
 apiVersion: myolo.ai/v1
 kind: ElasticJob
@@ -55,33 +51,6 @@ spec:
   checkpointDir: {ckpt}
 """
 SHA = "ab" * 32
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[tuple[LocalBroker, LocalBroker]]:
-    """Two brokers of their own (the session's holds other tests' state, sealed with other keys)."""
-    pair = (LocalBroker(tmp_path / "src", tied_to_parent=True), LocalBroker(tmp_path / "dst", tied_to_parent=True))
-    try:
-        for b in pair:
-            b.start()
-        yield pair
-    finally:
-        for b in pair:
-            b.clean()
-        shutil.rmtree(tmp_path / "src", ignore_errors=True)
-        shutil.rmtree(tmp_path / "dst", ignore_errors=True)
-
-
-def config(bootstrap: str, key: Path, name: str) -> CoreConfig:
-    env = {
-        "MYOLO_INSTANCE_ID": name,
-        "MYOLO_KAFKA_BOOTSTRAP": bootstrap,
-        "MYOLO_SIGNING_KEY_FILE": str(key),
-        "MYOLO_LEADER_GROUP_ID": f"lead-{name}",
-        "MYOLO_API_ENABLED": "false",
-        "MYOLO_FLEET_REQUEST_SAMPLE_ON_SUSPECT": "false",
-    }
-    return load_coordinator_config(None, env=env)
 
 
 async def myoloctl(tmp_path: Path, *args: str) -> tuple[int, str]:
@@ -124,7 +93,7 @@ async def test_backup_then_restore_into_an_empty_cluster_keeps_the_state_and_its
     src_broker, dst_broker = brokers
     src = KafkaSettings(bootstrap=src_broker.bootstrap, client_id="test")
     dst = KafkaSettings(bootstrap=dst_broker.bootstrap, client_id="test")
-    await ensure_topics(src.client_kwargs(), CATALOGUE)
+    await ensure_topics(src.client_kwargs(), topic_specs(COMPONENTS))
     ckpt = tmp_path / "ckpt"
     (ckpt / "step-00000010").mkdir(parents=True)
     (ckpt / "step-00000010" / ".metadata").write_bytes(b"dcp metadata")
@@ -135,7 +104,7 @@ async def test_backup_then_restore_into_an_empty_cluster_keeps_the_state_and_its
 
     services, clock = Services(), SimClock()
     try:
-        first = await services.start(config(src.bootstrap, key_file, "first"), clock)
+        first = await services.start(cluster_config(src.bootstrap, key_file, "first"), clock)
         await one_leader(first)
         jobs, registry = first.get(JobsAPI), first.get(ModelRegistry)
         await jobs.apply(JOB.format(hi=2, ckpt=ckpt), by="test")
@@ -188,7 +157,7 @@ async def test_backup_then_restore_into_an_empty_cluster_keeps_the_state_and_its
         for topic in manifest["topics"]:  # created as the catalogue says (not by a broker's auto-creation)
             assert await shape(dst, topic["name"]) == (BY_NAME[topic["name"]].partitions, "compact")
 
-        again = await services.start(config(dst.bootstrap, key_file, "restored"), clock)
+        again = await services.start(cluster_config(dst.bootstrap, key_file, "restored"), clock)
         assert again.tail.forged == 0 and again.tail.skipped == 0 and again.tail.applied > 0
         got = again.get(JobsAPI).job("restore-me")
         assert got is not None and (got.spec, got.manifest, got.created) == (

@@ -14,10 +14,10 @@ import signal
 import uuid
 from pathlib import Path
 
+from coordinator.components import COMPONENTS
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.coordinator import state_codec
-from coordinator.fleet.model import CordonRecord
 from coordinator.localstack.identity import agent_public_keys
-from events.topics import STATE_NODES
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.integration.coordinator.identity import enroll_over_api
 from tests.integration.coordinator.procs import Procs, start_coordinator, status
@@ -75,7 +75,7 @@ async def test_a_broker_outage_cordons_no_live_node(kafka, settings, tmp_path: P
         assert stats["node_keys_enrolled"] == 3 and stats["node_events_refused"] == 0, stats
     finally:
         procs.stop_all()
-    codec = state_codec()
+    codec = state_codec(COMPONENTS)
     records = [(k, codec.decode(v, h)) for k, v, h in await read_topic(settings, STATE_NODES) if v is not None]
     cordons = {n: [r for k, r in records if k == n and isinstance(r, CordonRecord) and r.cordoned] for n in names}
     assert cordons[live[0]] == cordons[live[1]] == [], "a live node was cordoned: " + procs.tail("coordinator")

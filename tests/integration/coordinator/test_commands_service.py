@@ -8,13 +8,13 @@ import uuid
 
 import pytest
 
-from coordinator.commands.records import CommandIntent
+from coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from coordinator.core.errors import NotLeader
 from events.codec import decode
 from events.keys import load_verify_key
 from events.payloads import Command, CommandAck, GpuReading, NodeSample
 from events.signing import Verifier
-from events.topics import COMMANDS, STATE_COMMANDS
+from events.topics import COMMANDS
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
 from tests.integration.coordinator.identity import PlayedNodes
 

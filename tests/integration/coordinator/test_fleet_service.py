@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from events.clock import SimClock
 from events.payloads import GpuReading, NodeFault, NodeSample
-from events.topics import STATE_NODES
 from tests.api_auth import VIEWER
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
 from tests.integration.coordinator.identity import PlayedNodes

@@ -10,6 +10,7 @@ import pytest
 
 from coordinator.api.tokens import TokenStore
 from coordinator.cli.auth import stack_token
+from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
 from coordinator.localstack.broker import state
@@ -45,7 +46,7 @@ def test_coordinator_config_is_accepted_by_the_coordinator(tmp_path: Path) -> No
     path = tmp_path / "coordinator.toml"
     doc = configs.coordinator_config("coordinator-1", tmp_path, bootstrap="127.0.0.1:9092", api_port=8123, key_file=key)
     path.write_text(configs.toml(doc))
-    cfg = load_coordinator_config(path, env={})
+    cfg = load_coordinator_config(path, components=COMPONENTS, env={})
     assert (cfg.instance_id, cfg.api.url(), cfg.kafka.bootstrap) == (
         "coordinator-1",
         "http://127.0.0.1:8123",

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from aiokafka.errors import TopicAuthorizationFailedError
 
+from coordinator.cordons.records import STATE_NODES
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
 from events import topics as t
@@ -61,7 +62,7 @@ def test_secure_stack_gives_each_member_its_own_user_and_only_its_roles_rights(t
         # what a node's credentials cannot do, whoever holds them
         node = sec.client_fields("node-1")
         stolen = KafkaSettings(bootstrap=state.load(tmp_path).bootstrap or "", client_id="stolen", **node)
-        for topic in (t.COMMANDS, t.STATE_NODES):
+        for topic in (t.COMMANDS, STATE_NODES):
             with pytest.raises(TopicAuthorizationFailedError):
                 asyncio.run(_write(stolen, topic))
 

@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.commands.records import CommandIntent
+from coordinator.commands.records import STATE_COMMANDS, CommandIntent
+from coordinator.components import COMPONENTS
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.coordinator import Coordinator, state_codec
-from coordinator.core.leadership import TERM_KEY, LeaderTerm
-from coordinator.fleet.model import CordonRecord
+from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
 from coordinator.state import StateKeys
 from coordinator.state.codec import KIND_HEADER
 from events.bus import EventProducer
 from events.codec import decode
 from events.keys import Ed25519Signer
 from events.payloads import GpuReading, NodeSample
-from events.topics import COMMANDS, STATE_COMMANDS, STATE_COORDINATOR, STATE_NODES
+from events.topics import COMMANDS
 from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import commands, cordons, fleet, one_leader, read_topic, wait_until
 
-CODEC = state_codec()
+CODEC = state_codec(COMPONENTS)
 ATTACKER = StateKeys.derive(Ed25519Signer.generate())  # a key of their own: not derived from ours
 
 

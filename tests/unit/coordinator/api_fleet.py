@@ -17,11 +17,12 @@ from aiohttp import web
 from coordinator.api.app import create_app
 from coordinator.cordons import routes as cordon_routes
 from coordinator.cordons.component import Cordons
+from coordinator.cordons.records import CordonRecord
 from coordinator.core.component import RouteSet
 from coordinator.core.errors import NotLeader, UnknownNode
 from coordinator.fleet import routes as fleet_routes
 from coordinator.fleet.component import Fleet
-from coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
+from coordinator.fleet.model import FaultEntry, NodeState
 from events.clock import SimClock
 from events.payloads import GpuReading, LeakReport, NcclReport
 from tests.api_auth import MemoryAudit, security
@@ -128,8 +129,8 @@ class MemoryFleet:
         self.fleet[state.node_id] = state
         return state
 
-    def nodes(self) -> list[NodeState]:
-        return list(self.fleet.values())
+    def nodes(self) -> tuple[NodeState, ...]:
+        return tuple(self.fleet.values())
 
     def node(self, node_id: str) -> NodeState | None:
         return self.fleet.get(node_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from coordinator.core.component import Component
 from coordinator.core.coordinator import Coordinator
@@ -29,5 +30,6 @@ def offline_coordinator(
         "MYOLO_KAFKA_BOOTSTRAP": "127.0.0.1:1",
         "MYOLO_API_TOKENS_FILE": str(shared()[0]),
     }
-    cfg = load_coordinator_config(None, env={**base, **env}, components=components)
-    return Coordinator(cfg, clock or SimClock(), components=components, producers=producers)
+    chosen = COMPONENTS if components is None else tuple(components)
+    cfg = load_coordinator_config(None, components=chosen, env={**base, **env})
+    return Coordinator(cfg, chosen, clock or SimClock(), producers=producers)

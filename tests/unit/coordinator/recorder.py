@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.components import COMPONENTS
 from coordinator.core.coordinator import state_codec
 from events.envelope import Event, new_event
 from events.payloads import Payload
@@ -12,7 +13,7 @@ from events.payloads import Payload
 class RecordingProducer:
     def __init__(self, log: list[tuple[str, Any]]) -> None:
         self.log = log
-        self.codec = state_codec()
+        self.codec = state_codec(COMPONENTS)
 
     async def start(self) -> None: ...
 

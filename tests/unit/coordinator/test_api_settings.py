@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.api.settings import server_ssl
+from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from events.errors import ConfigError
 from tests.api_auth import shared, write_tokens
@@ -22,7 +23,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def refusal(env: dict[str, str]) -> ConfigError:
     with pytest.raises(ConfigError) as exc:
-        load_coordinator_config(None, env=env)
+        load_coordinator_config(None, components=COMPONENTS, env=env)
     return exc.value
 
 
@@ -32,7 +33,10 @@ def test_without_a_tokens_file_the_coordinator_does_not_start(env) -> None:
     assert "myoloctl token create admin --role admin" in err.reason and 'api.auth = "none"' in err.reason
     missing = refusal({**env, "MYOLO_API_TOKENS_FILE": "/nonexistent/tokens"})
     assert missing.key == "api.tokens_file" and "cannot read" in missing.reason
-    assert load_coordinator_config(None, env={**env, "MYOLO_API_ENABLED": "false"}).api.enabled is False
+    assert (
+        load_coordinator_config(None, components=COMPONENTS, env={**env, "MYOLO_API_ENABLED": "false"}).api.enabled
+        is False
+    )
 
 
 def test_a_tokens_file_others_may_write_or_without_tokens_is_refused(env, tmp_path: Path) -> None:
@@ -51,7 +55,7 @@ def test_a_tokens_file_others_may_write_or_without_tokens_is_refused(env, tmp_pa
 def test_auth_none_only_on_loopback(env, host: str, ok: bool) -> None:
     open_env = {**env, "MYOLO_API_AUTH": "none", "MYOLO_API_HOST": host}
     if ok:
-        assert load_coordinator_config(None, env=open_env).api.auth == "none"
+        assert load_coordinator_config(None, components=COMPONENTS, env=open_env).api.auth == "none"
         return
     err = refusal(open_env)
     assert err.key == "api.auth" and "loopback" in err.reason and "api.tokens_file" in err.reason
@@ -67,7 +71,7 @@ def test_tls_needs_both_files_a_private_key_and_https_urls(env, tmp_path: Path) 
     base = {**env, "MYOLO_API_TOKENS_FILE": str(shared()[0])}
     assert refusal({**base, "MYOLO_API_TLS_CERT_FILE": str(certs.cert)}).key == "api.tls_key_file"
     both = {**base, "MYOLO_API_TLS_CERT_FILE": str(certs.cert), "MYOLO_API_TLS_KEY_FILE": str(certs.key)}
-    cfg = load_coordinator_config(None, env=both)
+    cfg = load_coordinator_config(None, components=COMPONENTS, env=both)
     assert cfg.api.url() == "https://127.0.0.1:8480" and server_ssl(cfg.api) is not None
     assert refusal({**both, "MYOLO_API_ADVERTISE_URL": "http://c1:8480"}).key == "api.advertise_url"
     certs.key.chmod(0o644)

@@ -22,6 +22,8 @@ from coordinator.backup.files import (
 )
 from coordinator.backup.make import BackupError, check_output, default_output, resolve_topics
 from coordinator.backup.schema import Record, check_name
+from coordinator.components import COMPONENTS
+from coordinator.core.coordinator import state_topics
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.records import JobRecord
 from events.keys import Ed25519Signer
@@ -37,6 +39,8 @@ spec:
   trainer: {{model: tiny, steps: 10}}
   checkpointDir: {ckpt}
 """
+
+STATE = state_topics(COMPONENTS)
 
 
 def job_record(name: str, ckpt: Path, offset: int) -> Record:
@@ -129,15 +133,15 @@ def test_checkpoint_manifests_of_every_job_and_the_missing_ones_listed(tmp_path:
 
 
 def test_topic_names_short_or_full_and_unknown_ones_refused() -> None:
-    assert resolve_topics(["jobs,registry", "myolo.state.node-keys", "jobs"]) == [
+    assert resolve_topics(["jobs,registry", "myolo.state.node-keys", "jobs"], STATE) == [
         "myolo.state.jobs",
         "myolo.state.registry",
         "myolo.state.node-keys",
     ]
     with pytest.raises(BackupError, match="'samples' is not a state topic"):
-        resolve_topics(["samples"])
+        resolve_topics(["samples"], STATE)
     with pytest.raises(BackupError, match="not a state topic"):
-        resolve_topics(["myolo.node.samples"])
+        resolve_topics(["myolo.node.samples"], STATE)
 
 
 def test_the_output_name_and_its_checks(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ async def test_a_private_key_or_a_missing_file_is_refused_before_anything_is_sen
     assert missing.exit_code == 2 and "cannot read it" in missing.output
     unknown = await myoloctl(url, "node", "revoke", "node-z")
     assert unknown.exit_code == 2 and "'node-z' has no enrolled key" in unknown.output
-    assert coord.get(Nodes).key_records() == []
+    assert coord.get(Nodes).key_records() == ()
 
 
 async def test_enroll_nodes_reads_each_agents_public_key(served, tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ async def test_a_bad_registration_exits_2_naming_the_option_or_field(served, arg
     result = await myoloctl(url, "registry", "register", "m", *args)
     assert result.exit_code == 2, result.output
     assert words in result.output
-    assert registry(lead).versions("m") == []
+    assert registry(lead).versions("m") == ()
 
 
 async def test_models_versions_and_show_as_tables_and_json(served) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from events.errors import ConfigError
 from tests.api_auth import shared
@@ -20,11 +21,14 @@ def key(tmp_path: Path) -> str:
 
 
 def test_defaults_and_env_overrides(key) -> None:
-    cfg = load_coordinator_config(None, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key, "MYOLO_INSTANCE_ID": "c1"})
+    cfg = load_coordinator_config(
+        None, components=COMPONENTS, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key, "MYOLO_INSTANCE_ID": "c1"}
+    )
     assert (cfg.fleet.lost_after_s, cfg.fleet.suspect_after_intervals, cfg.cordons.act_on_warn) == (10.0, 3, False)
     assert cfg.api.url() == "http://127.0.0.1:8480" and cfg.instance_id == "c1"
     cfg = load_coordinator_config(
         None,
+        components=COMPONENTS,
         env={
             **TOKENS,
             "MYOLO_SIGNING_KEY_FILE": key,
@@ -39,7 +43,7 @@ def test_defaults_and_env_overrides(key) -> None:
 def test_toml_file(tmp_path: Path, key) -> None:
     p = tmp_path / "c.toml"
     p.write_text(f'instance_id = "c9"\n[signing]\nkey_file = "{key}"\n[api]\nadvertise_url = "http://c9:80/"\n')
-    cfg = load_coordinator_config(p, env=TOKENS)
+    cfg = load_coordinator_config(p, components=COMPONENTS, env=TOKENS)
     assert cfg.instance_id == "c9" and cfg.api.url() == "http://c9:80"
 
 
@@ -60,7 +64,7 @@ def test_errors_name_the_key(env, key_name, words, key) -> None:
     if "MYOLO_SIGNING_KEY_FILE" not in env and key_name != "signing.key_file":
         env = {**env, **TOKENS, "MYOLO_SIGNING_KEY_FILE": key}
     with pytest.raises(ConfigError) as exc:
-        load_coordinator_config(None, env=env)
+        load_coordinator_config(None, components=COMPONENTS, env=env)
     assert exc.value.key == key_name and words in str(exc.value)
 
 
@@ -68,17 +72,19 @@ def test_unknown_key_and_bad_port(tmp_path: Path, key) -> None:
     p = tmp_path / "c.toml"
     p.write_text("lost_after_s = 3\n")  # a fleet key at the top level: named, with the fix
     with pytest.raises(ConfigError, match=r"did you mean fleet\.lost_after_s"):
-        load_coordinator_config(p, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
+        load_coordinator_config(p, components=COMPONENTS, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
     p.write_text("lost_after = 3\n")
     with pytest.raises(ConfigError, match="unknown key"):
-        load_coordinator_config(p, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
+        load_coordinator_config(p, components=COMPONENTS, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
     with pytest.raises(ConfigError, match=r"api\.port"):
-        load_coordinator_config(None, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key}, api_port=70000)
+        load_coordinator_config(
+            None, components=COMPONENTS, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key}, api_port=70000
+        )
 
 
 def test_the_example_config_is_valid(key) -> None:
     example = Path(__file__).resolve().parents[3] / "systemd" / "coordinator.toml"
-    cfg = load_coordinator_config(example, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
+    cfg = load_coordinator_config(example, components=COMPONENTS, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
     assert cfg.api.port == 8480 and cfg.leader.session_timeout_ms == 6000
     assert cfg.fleet.lost_after_s == 10.0 and cfg.commands.retry_after_s == 5.0 and not cfg.cordons.act_on_warn
     from coordinator.drift.rule import DriftRule

@@ -18,17 +18,16 @@ from coordinator.api.app import create_app
 from coordinator.commands.component import Commands
 from coordinator.components import COMPONENTS
 from coordinator.cordons.component import Cordons
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.coordinator import Coordinator
 from coordinator.core.errors import ComponentError, NotLeader, UnknownNode
-from coordinator.core.leadership import TERM_KEY, LeaderTerm
+from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
 from coordinator.fleet.interface import FleetNodes
-from coordinator.fleet.model import CordonRecord
 from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
-from events.topics import STATE_COORDINATOR, STATE_NODES
 from tests.api_auth import VIEWER, bearer, security
 from tests.unit.coordinator.offline import offline_coordinator
 
@@ -116,10 +115,11 @@ class Toy(Component):
     config = ToyConfig
     consumes = (ReleasePublished,)
     owns = (StateTopic(STATE_TOY, {"toy": ToyRecord}),)
+    requires = (FleetNodes,)  # a narrow interface of a component listed before it
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.fleet = ctx.peers.require(FleetNodes)  # a narrow interface of a component listed before it
+        self.fleet = ctx.need(FleetNodes)
         self.seen: list[Any] = []
         self.failures_left = 0
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from coordinator.cordons.policy import AUTO_FAULT, AUTO_LOST, CordonPolicy, operator_by, record
-from coordinator.fleet.liveness import Transition
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.cordons.records import CordonRecord
+from coordinator.fleet.interface import Transition
+from coordinator.fleet.model import NodeState
 from events.payloads import NodeFault, NodeSample
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from coordinator.cordons.records import CordonRecord
 from coordinator.cordons.writer import CordonWriter
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.fleet.model import NodeState
 from events.clock import SimClock
 
 

@@ -8,11 +8,10 @@ import asyncio
 import pytest
 
 from coordinator.commands.dispatcher import Dispatcher
-from coordinator.commands.records import CommandIntent
+from coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from coordinator.core.errors import NotLeader
 from events.clock import SimClock
 from events.payloads import Command, CommandAck
-from events.topics import STATE_COMMANDS
 
 
 class Recorder:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from coordinator.cordons.records import CordonRecord
 from coordinator.fleet import liveness
 from coordinator.fleet.liveness import LivenessPolicy
-from coordinator.fleet.model import CordonRecord
 from coordinator.fleet.view import FleetView
 from events.clock import SimClock
 from events.envelope import new_event

@@ -14,19 +14,19 @@ import pytest
 
 from coordinator.cordons.component import Cordons
 from coordinator.cordons.policy import AUTO_ALIVE, AUTO_LOST, never_stopped
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.coordinator import Coordinator
 from coordinator.core.ingest import IngestState
 from coordinator.core.leadership import LeaderTerm
 from coordinator.fleet import liveness
 from coordinator.fleet.component import Fleet
 from coordinator.fleet.liveness import LivenessPolicy
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.fleet.model import NodeState
 from coordinator.fleet.view import FleetView
 from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import Command, GpuReading, NodeSample
-from events.topics import STATE_NODES
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers
 

@@ -18,7 +18,7 @@ from coordinator.core.guard import IngestGuard
 from coordinator.core.leadership import LeaderTerm
 from coordinator.nodes.component import Nodes
 from coordinator.nodes.interface import NotEnrolled
-from coordinator.nodes.records import NodeKeyRecord
+from coordinator.nodes.records import STATE_NODE_KEYS, NodeKeyRecord
 from coordinator.nodes.routes import ADMIN_ROUTES
 from events.codec import decode, encode
 from events.envelope import Event, new_event
@@ -27,7 +27,6 @@ from events.keys import Ed25519Signer, HmacKey
 from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
 from events.signing import GUARDED_NODE_EVENTS, SIGNED_NODE_EVENTS, sign
 from events.sources import agent_source
-from events.topics import STATE_NODE_KEYS
 from tests.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers

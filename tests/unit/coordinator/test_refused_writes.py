@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.commands.records import STATE_COMMANDS
+from coordinator.cordons.records import STATE_NODES
 from coordinator.drift.component import Drift
+from coordinator.drift.records import STATE_DRIFT
 from coordinator.drift.rule import DriftRule
 from coordinator.nodes.component import Nodes
+from coordinator.nodes.records import STATE_NODE_KEYS
 from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
+from coordinator.registry.records import STATE_REGISTRY
 from events.keys import Ed25519Signer
 from events.payloads import Command, CommandAck
-from events.topics import STATE_COMMANDS, STATE_DRIFT, STATE_NODE_KEYS, STATE_NODES, STATE_REGISTRY
 from tests.unit.coordinator.failing import WriteRefused, refused_writes
 from tests.unit.coordinator.jobs.sim import JobSim
 
@@ -70,7 +74,7 @@ async def test_registry_a_refused_model_version_or_alias_is_not_in_the_registry(
         assert registry.model("m") is None
         with pytest.raises(WriteRefused):
             await registry.register("m", new, "operator:alice")
-        assert registry.versions("m") == []
+        assert registry.versions("m") == ()
     v1 = await registry.register("m", new, "operator:alice")
     model = registry.model("m")
     with refused_writes(sim.coord.store, STATE_REGISTRY), pytest.raises(WriteRefused):

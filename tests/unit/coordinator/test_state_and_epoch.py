@@ -6,8 +6,8 @@ import msgspec
 import pytest
 
 from coordinator.commands.records import CommandIntent
+from coordinator.cordons.records import CordonRecord
 from coordinator.core.leadership import LeaderTerm, next_epoch
-from coordinator.fleet.model import CordonRecord
 from coordinator.state import BadStateRecord, StateCodec
 
 CODEC = StateCodec({"cordon": CordonRecord, "command": CommandIntent, "term": LeaderTerm})

@@ -8,9 +8,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from coordinator.commands.records import CommandIntent
-from coordinator.config import load_coordinator_config, previous_signers
+from coordinator.components import COMPONENTS
+from coordinator.config import load_coordinator_config
+from coordinator.cordons.records import CordonRecord
+from coordinator.core.config import previous_signers
 from coordinator.core.leadership import LeaderTerm
-from coordinator.fleet.model import CordonRecord
 from coordinator.state import ForgedStateRecord, StateCodec, StateKeys, StateStore, StateTail
 from coordinator.state.codec import KIND_HEADER
 from coordinator.state.seal import PURPOSE, SEAL_HEADER
@@ -142,9 +144,9 @@ def test_previous_keys_come_from_the_config_and_follow_the_file_rule(tmp_path) -
         "MYOLO_SIGNING_PREVIOUS_KEY_FILES": f'["{old}"]',
         "MYOLO_API_ENABLED": "false",
     }
-    cfg = load_coordinator_config(None, env=env)
+    cfg = load_coordinator_config(None, components=COMPONENTS, env=env)
     keys = StateKeys.derive(current, previous_signers(cfg.signing))
     assert keys.previous == (derive_hmac(load_signer(old), PURPOSE),)
     old.chmod(0o644)
     with pytest.raises(ConfigError, match=r"signing\.previous_key_files\[0\]: .*chmod 600"):
-        load_coordinator_config(None, env=env)
+        load_coordinator_config(None, components=COMPONENTS, env=env)

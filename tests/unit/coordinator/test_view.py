@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import CordonRecord
 from coordinator.fleet.view import MAX_FLAGS, FleetView
 from coordinator.fleet.views import node_json
 from events.clock import SimClock

@@ -8,11 +8,16 @@ from pathlib import Path
 import pytest
 
 from agent.commands import command_group_id
-from coordinator.config import LeaderConfig
+from coordinator.components import COMPONENTS
+from coordinator.cordons.records import STATE_NODES
+from coordinator.core.config import LeaderConfig
+from coordinator.core.coordinator import topic_specs
 from coordinator.localstack.broker import security
 from coordinator.localstack.broker.scram import ScramClient, ScramError
 from events import acls
 from events import topics as t
+
+TOPICS = topic_specs(COMPONENTS)  # the events' catalogue and the coordinator's state topics
 
 
 def test_scram_client_matches_rfc_7677() -> None:
@@ -36,7 +41,7 @@ def test_scram_client_refuses_a_server_nonce_that_is_not_ours() -> None:
 def test_every_topic_has_a_writer_and_the_coordinator_reads_it() -> None:
     """A topic added to the catalogue without a line here would be unusable on a secured cluster."""
     roles = {"agent": "node-1", "coordinator": "coordinator-1", "producer": "producer"}
-    for topic in t.CATALOGUE:
+    for topic in TOPICS:
         granted = {role: acls.acls_for(role, name) for role, name in roles.items()}  # type: ignore[arg-type]
         assert acls.allows(granted["coordinator"], "topic", topic.name, "read"), topic.name
         if topic.name != t.LEADER:  # the leader topic is only a group's partition: nobody writes it
@@ -46,17 +51,17 @@ def test_every_topic_has_a_writer_and_the_coordinator_reads_it() -> None:
 def test_who_writes_what() -> None:
     agent, coordinator = acls.acls_for("agent", "node-1"), acls.acls_for("coordinator", "coordinator-1")
     producer, operator = acls.acls_for("producer", "producer"), acls.acls_for("operator", "operator")
-    state_topics = [topic.name for topic in t.CATALOGUE if topic.compacted]
+    state_topics = [topic.name for topic in TOPICS if topic.compacted]
     for name in (t.COMMANDS, *state_topics):
         assert acls.allows(coordinator, "topic", name, "write")
         assert not acls.allows(agent, "topic", name, "write")
         assert not acls.allows(producer, "topic", name, "write")
-    assert {topic.name for topic in t.CATALOGUE if acls.allows(producer, "topic", topic.name, "write")} == {
+    assert {topic.name for topic in TOPICS if acls.allows(producer, "topic", topic.name, "write")} == {
         t.DRIFT_SAMPLES,
         t.RELEASES,
     }
-    assert not any(acls.allows(operator, "topic", topic.name, "write") for topic in t.CATALOGUE)
-    assert acls.allows(agent, "topic", t.COMMANDS, "read") and not acls.allows(agent, "topic", t.STATE_NODES, "read")
+    assert not any(acls.allows(operator, "topic", topic.name, "write") for topic in TOPICS)
+    assert acls.allows(agent, "topic", t.COMMANDS, "read") and not acls.allows(agent, "topic", STATE_NODES, "read")
     assert acls.acls_for("admin", "admin") == ()
 
 

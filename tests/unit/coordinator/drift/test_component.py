@@ -9,14 +9,13 @@ import pytest
 import yaml
 
 from coordinator.drift.component import Drift
-from coordinator.drift.records import StatusRecord
+from coordinator.drift.records import STATE_DRIFT, StatusRecord
 from coordinator.drift.rule import DriftRule
 from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import RetrainTemplate
 from events.payloads import DriftDetected, DriftSample, FeatureSummary, TrainingCompleted
 from events.payloads.models import EvalResult, ModelExport, ModelRegistered
-from events.topics import STATE_DRIFT
 from tests.unit.coordinator.jobs.sim import JobSim
 
 FEATURES = [f"f{i}" for i in range(10)]
@@ -175,7 +174,7 @@ async def test_other_versions_are_not_watched_and_a_file_reference_restarts_the_
     assert ("credit-risk", "1") not in sim.drift.monitors  # the next sample starts it again with the reference
     view = sim.drift.view("credit-risk")
     assert [(r.feature, r.source) for r in view.references] == [("f0", "file:ref.csv")]
-    assert view.rule_source == "model" and isinstance(sim.drift.summary(), list)
+    assert view.rule_source == "model" and isinstance(sim.drift.summary(), tuple)
     with pytest.raises(ValueError, match="version: model 'nope' has no champion"):
         await sim.drift.set_reference("nope", None, "f0", ref, "file:ref.csv", "operator:bob")
     assert all(isinstance(s, StatusRecord) for s in sim.drift.summary())

@@ -32,8 +32,8 @@ class MemoryJobs:
         self.records: dict[str, JobRecord] = {}
         self.writes: list[tuple[str, str, str]] = []  # (verb, job, by)
 
-    def jobs(self) -> list[JobRecord]:
-        return sorted(self.records.values(), key=lambda r: r.name)
+    def jobs(self) -> tuple[JobRecord, ...]:
+        return tuple(sorted(self.records.values(), key=lambda r: r.name))
 
     def job(self, name: str) -> JobRecord | None:
         return self.records.get(name)

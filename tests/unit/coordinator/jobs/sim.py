@@ -13,7 +13,7 @@ from coordinator.core.ingest import IngestState
 from coordinator.core.leadership import LeaderTerm
 from coordinator.fleet.component import Fleet
 from coordinator.jobs.component import Jobs
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.records import STATE_JOBS, JobRecord
 from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
@@ -27,7 +27,6 @@ from events.payloads import (
     TrainingProgress,
     WorkerInfo,
 )
-from events.topics import STATE_JOBS
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers
 

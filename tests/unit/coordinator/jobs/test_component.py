@@ -8,12 +8,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.fleet.model import CordonRecord
+from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.jobs.interface import JobConflict
 from coordinator.jobs.manifest import ManifestError
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.records import STATE_JOBS, JobRecord
 from events.payloads.commands import StartWorkersArgs
-from events.topics import STATE_JOBS, STATE_NODES
 from tests.unit.coordinator.jobs.sim import JobSim, manifest
 
 

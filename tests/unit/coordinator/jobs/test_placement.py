@@ -3,7 +3,8 @@ replica count within the bounds that divides the global batch."""
 
 from __future__ import annotations
 
-from coordinator.fleet.model import CordonRecord, NodeState
+from coordinator.cordons.records import CordonRecord
+from coordinator.fleet.model import NodeState
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.placement import Capacity, capacity, place, replica_counts
 from events.payloads import GpuReading

@@ -12,10 +12,9 @@ from coordinator.core.coordinator import Coordinator
 from coordinator.core.leadership import LeaderTerm
 from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
-from coordinator.registry.records import KINDS, AliasRecord, ModelRecord, VersionRecord, key_of
+from coordinator.registry.records import KINDS, STATE_REGISTRY, AliasRecord, ModelRecord, VersionRecord, key_of
 from events.clock import SimClock
 from events.payloads import EvalResult
-from events.topics import STATE_REGISTRY
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.recorder import recording_producers
 

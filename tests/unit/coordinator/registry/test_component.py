@@ -14,9 +14,16 @@ from coordinator.registry import records
 from coordinator.registry.component import Registry
 from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
 from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import CHALLENGER, CHAMPION, AliasRecord, ModelRecord, RetrainTemplate, VersionRecord
+from coordinator.registry.records import (
+    CHALLENGER,
+    CHAMPION,
+    STATE_REGISTRY,
+    AliasRecord,
+    ModelRecord,
+    RetrainTemplate,
+    VersionRecord,
+)
 from events.payloads import ModelAliasSet, ModelExport, ModelRegistered
-from events.topics import STATE_REGISTRY
 from tests.unit.coordinator.offline import offline_coordinator
 from tests.unit.coordinator.registry.support import (
     OTHER_SET,

@@ -14,10 +14,9 @@ import pytest
 from coordinator.rollouts.component import Rollouts
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.interface import RolloutError
-from coordinator.rollouts.records import RolloutRecord
+from coordinator.rollouts.records import STATE_ROLLOUTS, RolloutRecord
 from events.payloads import Command, GpuReading, LeakReport, NodeSample
 from events.payloads.models import RolloutPhaseChanged
-from events.topics import STATE_ROLLOUTS
 from tests.unit.coordinator.jobs.sim import JobSim, manifest
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
@@ -227,9 +226,9 @@ async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_doe
     from events.payloads import ReleasePublished
 
     await sim.deliver(ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl"), "/ci")
-    assert sim.rollouts.rollouts() == []  # nothing unverifiable is installed
+    assert sim.rollouts.rollouts() == ()  # nothing unverifiable is installed
     await sim.deliver(ReleasePublished(component="web-ui", version="9", artifact="/srv/x", sha256=SHA), "/ci")
-    assert sim.rollouts.rollouts() == []  # not something agents install
+    assert sim.rollouts.rollouts() == ()  # not something agents install
     await sim.deliver(
         ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl", sha256=SHA), "/ci"
     )

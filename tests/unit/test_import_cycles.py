@@ -1,0 +1,17 @@
+"""No import cycle inside any of the four packages: late imports and ``TYPE_CHECKING`` blocks count too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.import_graph import import_cycles
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("package", ["events", "agent", "coordinator", "kernels"])
+def test_the_package_has_no_import_cycle(package: str) -> None:
+    assert (ROOT / package / "__init__.py").is_file()
+    assert import_cycles(ROOT / package) == []
