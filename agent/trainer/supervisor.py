@@ -12,7 +12,9 @@ What it watches, and what it says on Kafka (through ``publish``, the agent's spo
 A stop (``stop_workers``, ``drain``, the agent's own SIGTERM) asks the job to checkpoint and stop after the
 current step (only the node holding global rank 0 can ask: it is the rank that hears the agent), waits up
 to ``stop_timeout_s``, then SIGTERMs each worker's process group, then SIGKILLs it after ``term_grace_s``.
-Workers do not outlive their agent.
+A worker still in its start-up (no word from it since it was started: importing, meeting its peers, loading
+the checkpoint) is not waited for: it has trained nothing to save, and the stop reaches the ranks at a step,
+which it may never take once its peers have stopped. Workers do not outlive their agent.
 
 A worker slot is handed to a warm standby (``agent.trainer.warm``: its imports already done) when one is
 ready, else started cold. Jobs with ``compile: true`` always start cold: the worker must give each rank its
@@ -297,6 +299,7 @@ class Supervisor:
     async def _stop_sequence(self, job: LocalJob, checkpoint: bool) -> dict[str, Any]:
         if job.ending is None:
             job.ending = "stopping"
+        trained = [w for w in job.running() if w.state != "starting"]  # through their start-up
         for w in job.running():
             w.state = "stopping"
         asked = False
@@ -305,9 +308,10 @@ class Supervisor:
                 msg = ControlMessage(kind=kind, job_id=job.job_id, generation=job.generation)
                 asked = send_control(job.control, msg) or asked
         if checkpoint:
-            log.info("waiting for workers to checkpoint and stop", job_id=job.job_id, asked=asked)
+            starting = len(job.running()) - len(trained)
+            log.info("waiting for workers to checkpoint and stop", job_id=job.job_id, asked=asked, starting=starting)
             await wait_all(
-                [asyncio.ensure_future(w.exited.wait()) for w in job.running()], self.clock, self.cfg.stop_timeout_s
+                [asyncio.ensure_future(w.exited.wait()) for w in trained], self.clock, self.cfg.stop_timeout_s
             )
         terminated, killed = await self._terminate(job)
         await job.finished.wait()

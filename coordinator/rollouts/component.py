@@ -31,7 +31,7 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.fleet.interface import FleetNodes
 from coordinator.jobs.interface import JobsAPI
-from coordinator.rollouts import gates, routes
+from coordinator.rollouts import bake, gates, routes
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
 from coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
 from coordinator.rollouts.plan import waves
@@ -363,7 +363,10 @@ class Rollouts(Component):
             return
         if now < (wave.bake_until or now):
             return
-        during = {j: self._mean_rate(j, since, now) for j in wave.baseline}
+        starts = bake.window_starts(self.jobs.jobs(), wave.baseline, since)
+        if not bake.over(starts, since, now, rec.plan.bake_s, rec.plan.upgrade_timeout_s):
+            return  # a job the wave displaced is not training again yet, or not for bake_s
+        during = {j: self._mean_rate(j, since if s is None else s, now) for j, s in starts.items()}
         judged = [
             fault,
             gates.leaks(self.leaks, nodes, since, now, rec.plan.leak_pct_per_h),

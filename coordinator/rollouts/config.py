@@ -18,9 +18,11 @@ class Plan(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaul
     validates for 7 days) and then judged by the gates over its bake window: no FAIL fault or health on its
     nodes, no memory leak of ``leak_pct_per_h`` or more (a leak report whose lower bound is above 0), and the
     per-replica throughput of the jobs that ran on its nodes within ``throughput_tolerance`` of what they did
-    before the wave (``baseline_s`` before it). A wave whose nodes do not drain within ``drain_timeout_s``
-    is upgraded anyway (their jobs were told to leave); one not back healthy on the new version within
-    ``upgrade_timeout_s`` fails its health gate."""
+    before the wave (``baseline_s`` before it); a job the wave displaced is judged from its first step on the
+    layout it took after the upgrade, not through its restart (``coordinator/rollouts/bake.py``), and one not
+    back within ``upgrade_timeout_s`` on what it reported. A wave whose nodes do not drain within
+    ``drain_timeout_s`` is upgraded anyway (their jobs were told to leave); one not back healthy on the new
+    version within ``upgrade_timeout_s`` fails its health gate."""
 
     waves: Annotated[list[Percent], msgspec.Meta(min_length=1, max_length=20)] = msgspec.field(
         default_factory=lambda: [5.0, 20.0, 50.0, 100.0]

@@ -5,7 +5,8 @@ wheel of this project built offline at another version. Three nodes make three w
 Each wave: cordon (the job shrinks away), signed upgrade (the agent installs the wheel beside its code and
 re-executes into it), back Ready on the new version, uncordon (the job grows back), bake, gates. The leading
 coordinator is killed -9 in the middle: the standby resumes the rollout where it was. The rollout's wall
-time and the job's throughput during it are printed (the figures of docs/benchmarks.md).
+time and the job's throughput during it are printed (the figures of docs/benchmarks.md), with the timeline of
+every wave's steps; a wait that fails prints where the rollout stood (``rollout_trace.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
 from tests.helpers import pids_mentioning, poll_until
+from tests.integration.coordinator.rollout_trace import RolloutTrace
 from tests.integration.wheel import build_project_wheel
 
 NEW = "4.0.1.dev0"
@@ -41,8 +43,20 @@ spec:
 """
 
 
-def _until(what: str, check: Callable[[], Any], timeout: float, tick: Callable[[], None] | None = None) -> Any:
-    return poll_until(what, check, timeout, tick)
+def _until(
+    what: str,
+    check: Callable[[], Any],
+    timeout: float,
+    tick: Callable[[], None] | None = None,
+    trace: RolloutTrace | None = None,
+) -> Any:
+    """``poll_until``; with a ``trace``, a timeout also says where the rollout stood and how it got there."""
+    try:
+        return poll_until(what, check, timeout, tick)
+    except AssertionError as exc:
+        if trace is None:
+            raise
+        raise AssertionError(f"{exc}\n{trace.report()}") from None
 
 
 @pytest.mark.kafka
@@ -77,8 +91,11 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
         _until("the job on 3 replicas", training(3), 180)
         rates: list[tuple[float, float, int]] = []  # (time, per-replica tokens/s, replicas) while it trains
 
+        trace = RolloutTrace(myoloctl, records, stack_token(tmp_path), "steady")
+
         def watch() -> None:
-            j = job()
+            trace.sample()
+            j = trace.last.get("job") or {}
             p, gen = j.get("progress") or {}, j.get("generation") or {}
             if p.get("tokens_per_s") and gen.get("stage") == "running":
                 rates.append((time.monotonic(), p["tokens_per_s"], gen.get("replicas", 0)))
@@ -88,7 +105,7 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
             time.sleep(0.5)
         baseline = fmean(r for _, r, _ in rates)
 
-        began = time.monotonic()
+        began = trace.restart()
         start = myoloctl(
             "rollout", "start", "--component", "agent", "--version", NEW, "--artifact", str(wheel),
             "--bake", "15s", "--throughput-tolerance", "0.5",
@@ -99,8 +116,14 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
         def rollout() -> dict:
             return json.loads(myoloctl("rollout", "status", "-o", "json").output)
 
+        def wave_1_passed() -> bool:
+            r = rollout()
+            ended = r.get("wave", 0) < 1 and r.get("phase") in ("RollingBack", "RolledBack", "Aborted")
+            assert not ended, f"the rollout is {r['phase']} in wave 1: {r.get('reason')}"
+            return r.get("wave", 0) >= 1
+
         # the first wave passes; then the leader is killed while the second is under way
-        _until("wave 1 to pass", lambda: rollout().get("wave", 0) >= 1, 240, watch)
+        _until("wave 1 to pass", wave_1_passed, 240, watch, trace)
         leader = next(
             n
             for n, r in records.items()
@@ -108,10 +131,14 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
         )
         os.kill(records[leader].pid, signal.SIGKILL)
         rec = _until(
-            "the rollout to succeed", lambda: (r := rollout())["phase"] in ("Succeeded", "RolledBack") and r, 420, watch
+            "the rollout to succeed",
+            lambda: (r := rollout())["phase"] in ("Succeeded", "RolledBack") and r,
+            420,
+            watch,
+            trace,
         )
         wall = time.monotonic() - began
-        assert rec["phase"] == "Succeeded", json.dumps(rec, indent=1)[-3000:]
+        assert rec["phase"] == "Succeeded", f"{json.dumps(rec, indent=1)[-3000:]}\n{trace.report()}"
         assert [w["step"] for w in rec["waves"]] == ["passed", "passed", "passed"]
         assert any("leader" in h.get("reason", "") or h["by"] for h in rec["history"])
         nodes = json.loads(myoloctl("get", "nodes", "-o", "json").output)["items"]
@@ -121,12 +148,13 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
             current = tmp_path / "agents" / f"node-{i}" / "releases" / "agent" / "current"
             assert current.is_symlink() and current.resolve().name == NEW
         # the job kept training: it never stopped for good, and grew back to 3 replicas
-        _until("the job back on 3 replicas", training(3), 120, watch)
+        _until("the job back on 3 replicas", training(3), 120, watch, trace)
         during = [r for t, r, _ in rates if t >= began]
         print(
             f"\nrollout wall time {wall:.1f} s; per-replica tokens/s before {baseline:.0f}, during: mean "
             f"{fmean(during):.0f} ({fmean(during) / baseline - 1:+.1%}), min {min(during):.0f} "
-            f"({min(during) / baseline - 1:+.1%}); replicas seen {sorted({n for _, _, n in rates})}"
+            f"({min(during) / baseline - 1:+.1%}); replicas seen {sorted({n for _, _, n in rates})}\n"
+            f"steps (s since the rollout started):\n{trace.steps()}"
         )
     finally:
         stack.stop_members(tmp_path, progress=lambda _: None)

@@ -4,7 +4,8 @@ supervisor's argv with this script as the "interpreter").
 
 Its behaviour comes from ``FAKE_<RANK>`` (else ``FAKE``) in the environment: ``steps:N`` (train N steps, then
 exit 0), ``fail:N`` (exit 3 after N steps, printing a traceback-like line), ``silent:N`` (stop talking after N
-steps and sleep), ``stubborn`` (train forever, ignore SIGTERM), ``forever`` (train until told to stop).
+steps and sleep), ``stubborn`` (train forever, ignore SIGTERM), ``forever`` (train until told to stop),
+``starting`` (never through its start-up: no heartbeat, as a rank waiting for peers that are gone).
 ``FAKE_STEP_S`` is the step time (default 0.02 s).
 
 Run as ``python fake_worker.py -m kernels.cli.warm`` it is a warm standby: it takes the handoff with the real
@@ -99,6 +100,8 @@ def main() -> int:
         )
         push.send_multipart([b"heartbeat", msgspec.json.encode(hb)])
 
+    if kind == "starting":
+        time.sleep(3600)
     beat(0, force=True)
     step = 0
     while True:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 
@@ -89,6 +91,25 @@ async def test_stop_with_checkpoint_asks_rank_0_and_every_rank_leaves(node_facto
     assert list((tmp_path / "workers" / "j1" / "g0").glob("stopped-at-*"))
     assert node.faults == [] and node.completions == []  # a requested stop is neither
     assert node.sup.jobs == {}
+
+
+async def test_a_stop_does_not_wait_for_a_worker_still_in_its_start_up(node_factory) -> None:
+    """Rank 1 never gets through its start-up (as one whose peers stopped while it imported): it has nothing to
+    save and cannot hear the stop, so it is terminated at once; rank 0 checkpoints and leaves as asked. On a
+    clock that does not move, a wait of ``stop_timeout_s`` for rank 1 would never end."""
+    node = await node_factory({"FAKE_0": "forever", "FAKE_1": "starting"}, clock=SimClock(), stop_timeout_s=600.0)
+    started = await node.sup.start(start_args([0, 1]))
+    try:
+        await wait_until(lambda: node.sup.jobs["j1"].workers[0].last_step, 30, "rank 0 training")
+        result = await asyncio.wait_for(node.sup.stop("j1", 0, checkpoint=True), 60)
+    finally:  # a stop that waits for rank 1 leaves no worker behind it for the teardown
+        for pid in started["pids"].values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert result["stopped"] and result["asked_to_checkpoint"]
+    assert result["exit_codes"] == {"0": 0, "1": -signal.SIGTERM}
+    assert result["terminated"] == [1] and result["killed"] == []
+    assert node.faults == [] and node.sup.jobs == {}
 
 
 async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(node_factory) -> None:
