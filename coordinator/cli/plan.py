@@ -1,4 +1,4 @@
-"""``myoloctl plan bandwidth|metadata``: the seed's hybrid-cloud migration sums, done right and explained.
+"""``myoloctl plan bandwidth|metadata``: the hybrid-cloud migration sums, done right and explained.
 
 Nothing is sent anywhere: these are calculators for planning a move to (or from) the cloud. The figures come
 from ``coordinator/cli/plan_math.py``; this module reads the options and prints them (or ``-o json``).
@@ -47,7 +47,7 @@ BANDWIDTH_HELP = (
 
 METADATA_HELP = (
     "Memory of the metadata engine (JuiceFS) for --files files: GB = files x 1 KB / 1,000,000.\n\n"
-    "This is the seed's rule of thumb (about 1 KB of metadata-engine memory per file), not a measurement of any "
+    "This is the usual rule of thumb (about 1 KB of metadata-engine memory per file), not a measurement of any "
     "engine: change --bytes-per-file when you have measured yours. GB is decimal (10^9 bytes); GiB is printed "
     "too."
 )
@@ -115,7 +115,7 @@ def render_bandwidth(plan: BandwidthPlan, out: Console) -> None:
                 f"{plan.efficiency:.0%} efficiency"
             )
         out.print(
-            f"note       the seed's `Mbps = GB x 8 / hours / 3600` would print {plan.seed_formula_value:,.3f}: "
+            f"note       the usual `Mbps = GB x 8 / hours / 3600` would print {plan.seed_formula_value:,.3f}: "
             "off by a factor of 1000 (GB x 8 is gigabits, so that figure is Gbps)",
             style="dim",
         )
@@ -171,7 +171,7 @@ def bandwidth_cmd(
 def metadata_cmd(
     files: Annotated[str, typer.Option("--files", "-n", help="Number of files: 250000000, 250M, 2.5e8, 1B.")],
     bytes_per_file: Annotated[
-        str, typer.Option("--bytes-per-file", help="Metadata memory per file (the seed's rule: 1KB).")
+        str, typer.Option("--bytes-per-file", help="Metadata memory per file (the usual rule: 1KB).")
     ] = "1KB",
     output: OutputOption = Output.table,
 ) -> None:

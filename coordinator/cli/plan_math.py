@@ -1,7 +1,7 @@
 """The migration planner's arithmetic, apart from the CLI so each figure is checked exactly.
 
-Bandwidth: ``Mbps = GB x 8000 / (hours x 3600)``. The seed writes ``GB x 8 / hours / 3600`` and calls it Mbps,
-which is 1000 times too small: ``GB x 8`` is gigabits, so its result is in Gbps. Metadata memory: the seed's
+Bandwidth: ``Mbps = GB x 8000 / (hours x 3600)``. The usual rule of thumb ``GB x 8 / hours / 3600`` is labelled Mbps,
+which is 1000 times too small: ``GB x 8`` is gigabits, so its result is in Gbps. Metadata memory: the
 rule of thumb for the storage layer's (JuiceFS) metadata engine, ``GB = files x 1 KB / 1,000,000``.
 
 Sizes take decimal units (``TB`` = 10^12 bytes) and binary ones (``TiB`` = 2^40 bytes); a size is always in
@@ -19,7 +19,7 @@ import msgspec
 
 DECIMAL = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50, "E": 2**60}
-SEED_BYTES_PER_FILE = 1000  # the seed's "1 KB" of metadata-engine memory per file
+SEED_BYTES_PER_FILE = 1000  # the rule of thumb's "1 KB" of metadata-engine memory per file
 MAX_SECONDS = 10 * 365 * 86_400.0
 
 _NUMBER = r"(?P<n>\d+(?:[,_]\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # 1,000 and 1_000 group thousands
@@ -70,11 +70,11 @@ class BandwidthPlan(msgspec.Struct, frozen=True, kw_only=True):
     efficiency: float
     provision_mbps: float | None
     provision_gbps: float | None
-    seed_formula_value: float | None  # what the seed's formula prints (labelled Mbps; it is Gbps)
+    seed_formula_value: float | None  # what the usual formula prints (labelled Mbps; it is Gbps)
     link: LinkPlan | None = None
     formula: str = "Mbps = GB x 8000 / (hours x 3600)"
     correction: str = (
-        "the seed's `Mbps = GB x 8 / hours / 3600` is off by a factor of 1000: GB x 8 is gigabits, "
+        "the usual `Mbps = GB x 8 / hours / 3600` is off by a factor of 1000: GB x 8 is gigabits, "
         "so it gives Gbps, not Mbps"
     )
 
@@ -83,9 +83,9 @@ class MetadataPlan(msgspec.Struct, frozen=True, kw_only=True):
     files: int
     bytes_per_file: Size
     bytes: int
-    gb: float  # decimal gigabytes, as the seed's rule states it
+    gb: float  # decimal gigabytes, as the rule states it
     gib: float
-    rule: str = "GB = files x 1 KB / 1,000,000 (the seed's rule of thumb for the metadata engine, not a measurement)"
+    rule: str = "GB = files x 1 KB / 1,000,000 (the usual rule of thumb for the metadata engine, not a measurement)"
 
 
 def _number(text: str, option: str) -> float:
@@ -200,7 +200,7 @@ def bandwidth(
 
 
 def metadata_memory(files: int, bytes_per_file: Size) -> MetadataPlan:
-    """The metadata engine's memory for ``files`` files at ``bytes_per_file`` each (the seed says 1 KB)."""
+    """The metadata engine's memory for ``files`` files at ``bytes_per_file`` each (the rule of thumb says 1 KB)."""
     if files < 1:
         raise PlanInputError("--files", f"{files} must be at least 1")
     total = files * bytes_per_file.bytes

@@ -1,4 +1,4 @@
-"""``myoloctl preflight [NODE...]``: the seed's pre-upgrade checklist, run by the leader through the agents.
+"""``myoloctl preflight [NODE...]``: the pre-upgrade checklist, run by the leader through the agents.
 
 The coordinator does the work (``POST /v1/preflight``, see ``coordinator/preflight/``); this prints its report
 as a table (node, check, value, threshold, PASS/FAIL/SKIP, reason) or as the API's JSON/YAML, and exits

@@ -6,7 +6,7 @@ the window's counts against the reference's proportions, and the Jensen–Shanno
 feature may come as a histogram; its KS and W1 are then computed from the bins (see each function).
 
 Everything here is pure: no clock, no state, no I/O, so each value can be checked against scipy by hand.
-scipy is imported where it is used, not with this module: ``scipy.stats`` costs ~70 MiB resident, which a
+scipy is imported where it is used, not with this module: ``scipy.stats`` is tens of MiB resident, which a
 coordinator that evaluates no drift should not pay (its ingest path is held to 160 MiB by
 tests/unit/coordinator/test_bounded_memory.py).
 """

@@ -75,5 +75,5 @@ class NodeState(msgspec.Struct, kw_only=True):
 
     @property
     def schedulable(self) -> bool:
-        """May this node get new work? (the elastic scheduler of a later issue asks this)"""
+        """May this node get new work? (the jobs component asks this)"""
         return self.liveness == "Ready" and self.health != "fail" and not self.cordoned

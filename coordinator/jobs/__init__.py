@@ -1,1 +1,1 @@
-"""Elastic training jobs (issue 13): manifests and placement today; the scheduling component next."""
+"""Elastic training jobs: manifests, placement, policies and the component that reconciles each job's generations."""

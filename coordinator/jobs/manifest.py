@@ -1,7 +1,7 @@
 """The ElasticJob manifest: YAML (or JSON) as operators write it, checked before anything is sent.
 
 The shape is Kubernetes-like (``apiVersion``, ``kind``, ``metadata.name``, ``spec``); field names are
-camelCase. The seed's own example is accepted as written: ``apiVersion: training.myolo.ai/v1`` as well as
+camelCase. The platform description's example is accepted as written: ``apiVersion: training.myolo.ai/v1`` as well as
 ``myolo.ai/v1``, ``scalingPolicy`` as another name for ``policies``, thresholds like ``75%`` and durations
 like ``300s``, and a manifest without ``metadata`` (it is named after its content's hash).
 
@@ -108,7 +108,7 @@ class SpecBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     trainer: TrainerSpec = msgspec.field(default_factory=TrainerSpec)  # type: ignore[valid-type]
     checkpoint_dir: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)] | None = None
     policies: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] = []
-    scaling_policy: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] | None = None  # the seed's name
+    scaling_policy: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] | None = None  # another name for policies
     max_restarts: Annotated[int, msgspec.Meta(ge=0, le=1000)] = 10
 
 

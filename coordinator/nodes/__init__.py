@@ -1,2 +1,2 @@
 """Node identity: the public keys nodes are enrolled with, and the check that a node event causing action was
-signed by the node it is about (issue 14)."""
+signed by the node it is about."""

@@ -1,4 +1,4 @@
-"""The preflight component: the seed's pre-upgrade checklist, run through the agents on the leader's word.
+"""The preflight component: the pre-upgrade checklist, run through the agents on the leader's word.
 
 ``POST /v1/preflight`` checks the nodes asked for (default: every Ready node) for a recent enough GPU driver,
 enough free GPU memory, each job's data file against the SHA-256 the job recorded, and the all-reduce

@@ -17,7 +17,7 @@ CheckName = Literal["driver", "memory", "data", "nccl"]
 CHECKS: tuple[CheckName, ...] = ("driver", "memory", "data", "nccl")
 Verdict = Literal["PASS", "FAIL", "SKIP"]
 NodeId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-DEFAULT_MIN_DRIVER = "515.65.01"  # the seed's checklist: CUDA 11.7 needs it
+DEFAULT_MIN_DRIVER = "515.65.01"  # CUDA 11.7 needs it
 
 
 class PreflightRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

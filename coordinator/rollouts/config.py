@@ -14,8 +14,8 @@ Percent = Annotated[float, msgspec.Meta(gt=0, le=100)]
 
 class Plan(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     """How a rollout moves: ``waves`` are cumulative shares of the nodes (5 -> 20 -> 50 -> 100 %; each wave
-    gets at least one node), each wave baked ``bake_s`` (seconds in tests, days in production: the seed
-    validates for 7 days) and then judged by the gates over its bake window: no FAIL fault or health on its
+    gets at least one node), each wave baked ``bake_s`` (seconds in tests, days in production, e.g.
+    7 days) and then judged by the gates over its bake window: no FAIL fault or health on its
     nodes, no memory leak of ``leak_pct_per_h`` or more (a leak report whose lower bound is above 0), and the
     per-replica throughput of the jobs that ran on its nodes within ``throughput_tolerance`` of what they did
     before the wave (``baseline_s`` before it); a job the wave displaced is judged from its first step on the
