@@ -94,7 +94,7 @@ def _config_error(
     msg, key = problem.message, problem.field.lstrip(".")
     if problem.kind == "unknown":
         name = key.rsplit(".", 1)[-1]
-        msg = "unknown key (check the spelling; see the configuration reference in the README)"
+        msg = "unknown key (check the spelling; see the configuration reference in docs/operating.md)"
         elsewhere = sorted(".".join(p) for p in env_names(schema, "").values() if p[-1] == name and len(p) > 1)
         if elsewhere and "." not in key:
             msg = f"unknown key here; did you mean {' or '.join(elsewhere)} (in its [section])?"

@@ -42,7 +42,7 @@ def _read_data(spec: str) -> bytes:
 
 @app.command()
 def produce(
-    topic: Annotated[str, typer.Argument(help="Topic to write to (see the topic catalogue in the README).")],
+    topic: Annotated[str, typer.Argument(help="Topic to write to (see the topic catalogue in docs/events.md).")],
     type_: Annotated[str, typer.Option("--type", "-t", help=f"CloudEvents type, e.g. {next(iter(PAYLOAD_TYPES))}.")],
     data: Annotated[str, typer.Option("--data", "-d", help="Payload JSON: @file.json, - for stdin, or inline.")],
     source: Annotated[str | None, typer.Option(help="CloudEvents source (default: myoloctl/USER@HOST).")] = None,

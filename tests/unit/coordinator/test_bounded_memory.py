@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDS = 1_000_000
-RSS_LIMIT_MIB = 160  # stated in the README
+RSS_LIMIT_MIB = 160  # stated in docs/benchmarks.md
 
 
 def test_a_million_made_up_nodes_leave_memory_bounded() -> None:
