@@ -3,9 +3,9 @@
 The record's ``spec`` is what the user asked for (the manifest as applied, a replica count, a delete
 request); its ``status`` is what the controller observed and decided: the job's phase, its current generation
 (nodes, ranks, GPUs, the rendezvous and the commands that start and stop it) and the decisions taken with the
-metric values that caused them. It is written before any command goes out, so a new leader resumes each job where the last
-one left it, without restarting workers that are healthy. Records are frozen: a change is a new record
-(``msgspec.structs.replace``), kept in memory once written.
+metric values that caused them. It is written before any command goes out, so a new leader resumes each job
+where the last one left it, without restarting workers that are healthy. Records are frozen: a change is a new
+record (``with_status`` / ``with_spec``), kept in memory once written.
 """
 
 from __future__ import annotations
