@@ -1,7 +1,8 @@
 """What the rollouts component writes to ``myolo.state.rollouts`` (keyed by rollout name): one record per
 rollout: its ``spec`` (the release, the plan, who asked) and its ``status`` (the phase, the waves with their
 nodes, step, the commands sent, each node's version before, and the history). It is written before every
-action, so a new leader resumes the rollout where it was. Records are frozen: a step makes a new one (``with_status``), kept in memory only once the state topic took it."""
+action, so a new leader resumes the rollout where it was. Records are frozen: a step makes a new one
+(``with_status``), kept in memory only once the state topic took it."""
 
 from __future__ import annotations
 
