@@ -21,7 +21,8 @@ from coordinator.cli.client import ApiOption
 from coordinator.cli.common import fail
 from coordinator.cli.exits import ask
 from coordinator.cli.render import Cell, age, reasons, styled
-from coordinator.jobs.records import Generation, JobRecord
+from coordinator.jobs.answer import JobAnswer
+from coordinator.jobs.records import Generation
 
 app = typer.Typer(help="Show one node or job in full.", no_args_is_help=True)
 
@@ -191,7 +192,7 @@ def _clock(t: float | None) -> str:
     return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def print_job(console: Console, job: JobRecord) -> None:
+def print_job(console: Console, job: JobAnswer) -> None:
     spec, trainer = job.spec, job.spec.trainer
     _field(console, "Name", job.name)
     phase = render.job_phase(job)

@@ -22,8 +22,8 @@ from coordinator.cli import common, render
 from coordinator.cli.client import ApiClient, ApiOption
 from coordinator.cli.exits import ask
 from coordinator.core.errors import Refusal
+from coordinator.jobs.answer import JobAnswer
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
-from coordinator.jobs.records import JobRecord
 from events.payloads.worker_logs import WorkerLogChunk
 
 JobArg = Annotated[str, typer.Argument(help="Job name (metadata.name), as `myoloctl get jobs` lists it.")]
@@ -42,7 +42,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     common.fail(escape(message), code)
 
 
-def _ask_job(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, JobRecord]:
+def _ask_job(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, JobAnswer]:
     client, body = ask(api, call)
     try:
         return client, render.job_records([body])[0]

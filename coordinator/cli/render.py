@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.answer import JobAnswer
 
 STYLES = {
     "ok": "green",
@@ -189,15 +189,15 @@ class UnreadableJob(ValueError):
     """The coordinator answered a job this myoloctl cannot read (a newer coordinator, or not a coordinator)."""
 
 
-def job_records(items: list[dict[str, Any]]) -> list[JobRecord]:
+def job_records(items: list[dict[str, Any]]) -> list[JobAnswer]:
     """The API's job JSON as records (the trainer's defaults, left out of the JSON, filled back in)."""
     try:
-        return [msgspec.convert(item, JobRecord) for item in items]
+        return [msgspec.convert(item, JobAnswer) for item in items]
     except msgspec.ValidationError as exc:
         raise UnreadableJob(f"cannot read the job in the answer: {exc} (is myoloctl older than the API?)") from None
 
 
-def job_phase(job: JobRecord) -> Text:
+def job_phase(job: JobAnswer) -> Text:
     """The phase, with ``,Deleting`` appended while its workers stop for a delete."""
     text = Text()
     text.append(job.phase, style=STYLES.get(job.phase, ""))
@@ -207,13 +207,13 @@ def job_phase(job: JobRecord) -> Text:
     return text
 
 
-def job_replicas(job: JobRecord) -> str:
+def job_replicas(job: JobAnswer) -> str:
     """Replicas now / the bounds: ``2/1-3``."""
     now = job.generation.replicas if job.generation else 0
     return f"{now}/{job.spec.min_replicas}-{job.spec.max_replicas}"
 
 
-def jobs_rows(jobs: list[JobRecord]) -> list[list[Cell]]:
+def jobs_rows(jobs: list[JobAnswer]) -> list[list[Cell]]:
     return [
         [
             j.name,

@@ -24,8 +24,9 @@ from coordinator.cli.exits import ask
 from coordinator.cli.get import Output, OutputOption
 from coordinator.cli.registry import fail, new_console, print_body
 from coordinator.jobs import units
+from coordinator.rollouts.answer import RolloutAnswer
 from coordinator.rollouts.config import Plan
-from coordinator.rollouts.records import RolloutRecord, Wave
+from coordinator.rollouts.records import Wave
 
 app = typer.Typer(
     help="Rolling upgrades of the agent or the trainer across the fleet: waves of nodes (5 -> 20 -> 50 -> "
@@ -45,9 +46,9 @@ PHASE_STYLE = {
 STEP_STYLE = {"passed": "green", "failed": "bold red", "baking": "cyan", "upgrading": "cyan", "draining": "cyan"}
 
 
-def _records(items: list[Any]) -> list[RolloutRecord]:
+def _records(items: list[Any]) -> list[RolloutAnswer]:
     try:
-        return msgspec.convert(items, list[RolloutRecord])
+        return msgspec.convert(items, list[RolloutAnswer])
     except msgspec.ValidationError as exc:
         fail(f"cannot read the coordinator's answer: {exc} (is myoloctl older than the API?)", code=1)
 
@@ -107,7 +108,7 @@ def start(
     new_console().print(f"rollout {rec.name} started: {len(rec.waves)} waves of {sizes} node(s) via {client.last_url}")
 
 
-def _wave_rows(rec: RolloutRecord) -> list[list[render.Cell]]:
+def _wave_rows(rec: RolloutAnswer) -> list[list[render.Cell]]:
     rows: list[list[render.Cell]] = []
     for w in rec.waves:
         gates = ", ".join(f"{g.gate} {'ok' if g.passed else 'n/a' if g.passed is None else 'FAILED'}" for g in w.gates)
@@ -130,7 +131,7 @@ def _bake(w: Wave) -> str:
     return f"{render.age(max(0.0, w.bake_until - time.time()))} left"
 
 
-def print_rollout(console: Console, rec: RolloutRecord) -> None:
+def print_rollout(console: Console, rec: RolloutAnswer) -> None:
     console.print(
         Text.assemble(
             f"rollout {rec.name}: {rec.component} {rec.version}  ",

@@ -106,17 +106,17 @@ class Retrainer:
         if job is None:
             await self._save(replace(run, state="failed", reason="the job was deleted"))
             return
-        if job.phase == "Failed":
-            await self._save(replace(run, state="failed", reason=f"job failed: {job.reason}"))
+        if job.status.phase == "Failed":
+            await self._save(replace(run, state="failed", reason=f"job failed: {job.status.reason}"))
             return
-        if job.phase != "Succeeded":
+        if job.status.phase != "Succeeded":
             return
         heard = self.exports.get(run.job)
         export, generation = run.export, run.generation
         if export is None and heard is not None:
             generation, export = heard
         if export is None:
-            if now - job.updated > EXPORT_WAIT_S:
+            if now - job.status.updated > EXPORT_WAIT_S:
                 reason = "the job succeeded but no node reported its export (spec.trainer.exportPath)"
                 await self._save(replace(run, state="failed", reason=reason))
             return

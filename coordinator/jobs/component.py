@@ -22,13 +22,14 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs import routes
+from coordinator.jobs.answer import job_answer
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
-from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord
+from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord, JobSpec, JobStatus, with_spec, with_status
 from coordinator.jobs.runtime import JobRuntime
 from events.bus import RecordInfo
 from events.envelope import Event
@@ -97,8 +98,8 @@ class Jobs(Component):
         now = self.ctx.clock.now()
         async with self._lock:
             rec = self.records.get(spec.name)
-            if rec is not None and not rec.terminal and not rec.deleting:
-                changed = [f for f in msgspec.structs.asdict(spec) if getattr(spec, f) != getattr(rec.spec, f)]
+            if rec is not None and not rec.terminal and not rec.spec.deleting:
+                changed = [f for f in msgspec.structs.asdict(spec) if getattr(spec, f) != getattr(rec.spec.job, f)]
                 fixed = [f for f in changed if f not in MUTABLE]
                 if fixed:
                     raise JobConflict(
@@ -106,21 +107,19 @@ class Jobs(Component):
                         f"cannot change on a running job (only replica bounds, policies, maxRestarts and labels "
                         f"can); delete job {spec.name} first or apply under another name",
                     )
-                desired = rec.desired_replicas
+                desired = rec.spec.desired_replicas
                 if desired is not None and desired not in replica_counts(spec):
                     desired = None
-                rec = replace(rec, spec=spec, manifest=manifest, desired_replicas=desired)
+                rec = with_spec(rec, job=spec, manifest=manifest, desired_replicas=desired)
                 rec = decide(rec, "scale", f"manifest applied ({', '.join(changed) or 'unchanged'})", now, by=by)
                 return await self._save(rec), False
             if rec is None and len(self.records) >= self.cfg.max_jobs:
                 raise JobConflict("metadata.name", f"this coordinator holds {self.cfg.max_jobs} jobs (jobs.max_jobs)")
             rec = JobRecord(
                 name=spec.name,
-                spec=spec,
-                manifest=manifest,
                 created=now,
-                updated=now,
-                reason="waiting for its first placement",
+                spec=JobSpec(job=spec, manifest=manifest),
+                status=JobStatus(updated=now, reason="waiting for its first placement"),
             )
             rec = await self._save(rec)
             self.runtime[spec.name] = JobRuntime()
@@ -131,15 +130,15 @@ class Jobs(Component):
         self.ctx.leadership.require()
         async with self._lock:
             rec = self._live(name)
-            allowed = replica_counts(rec.spec)
+            allowed = replica_counts(rec.spec.job)
             if replicas not in allowed:
                 raise ValueError(
-                    f"replicas: {replicas} is not allowed for job {name}: between minReplicas {rec.spec.min_replicas} "
-                    f"and maxReplicas {rec.spec.max_replicas}, dividing the global batch "
-                    f"{rec.spec.trainer.global_batch}: one of {sorted(allowed)}"
+                    f"replicas: {replicas} is not allowed for job {name}: between minReplicas {rec.spec.job.min_replicas} "
+                    f"and maxReplicas {rec.spec.job.max_replicas}, dividing the global batch "
+                    f"{rec.spec.job.trainer.global_batch}: one of {sorted(allowed)}"
                 )
             # an operator's scale is not held back by the growth cooldown
-            rec = replace(rec, desired_replicas=replicas, last_resize=None)
+            rec = with_status(with_spec(rec, desired_replicas=replicas), last_resize=None)
             rec = decide(rec, "scale", f"target set to {replicas} replica(s)", self.ctx.clock.now(), by=by)
             return await self._save(rec)
 
@@ -149,15 +148,15 @@ class Jobs(Component):
             rec = self.records.get(name)
             if rec is None:
                 raise UnknownJob(name)
-            if not rec.deleting:
+            if not rec.spec.deleting:
                 why = "deleted: its workers stop with a checkpoint"
-                rec = decide(replace(rec, deleting=True), "delete", why, self.ctx.clock.now(), by=by)
+                rec = decide(with_spec(rec, deleting=True), "delete", why, self.ctx.clock.now(), by=by)
                 rec = await self._save(rec)
             return rec
 
     def _live(self, name: str) -> JobRecord:
         rec = self.records.get(name)
-        if rec is None or rec.deleting:
+        if rec is None or rec.spec.deleting:
             raise UnknownJob(name)
         return rec
 
@@ -166,8 +165,12 @@ class Jobs(Component):
         """Write ``rec`` (with the newest progress heard meanwhile), then keep it: memory never runs ahead of the
         state topic with a decision. Returns the record written."""
         mine = self.records.get(rec.name)
-        progress = mine.progress if mine is not None and mine.progress.step > rec.progress.step else rec.progress
-        rec = replace(rec, updated=self.ctx.clock.now(), progress=progress)
+        progress = (
+            mine.status.progress
+            if mine is not None and mine.status.progress.step > rec.status.progress.step
+            else rec.status.progress
+        )
+        rec = with_status(rec, updated=self.ctx.clock.now(), progress=progress)
         await self.ctx.store.put(STATE_JOBS, rec.name, rec)
         self.records[rec.name] = rec
         self._index()
@@ -180,8 +183,10 @@ class Jobs(Component):
             self._forget(key)
         elif isinstance(record, JobRecord):
             mine = self.records.get(key)
-            if mine is not None and mine.progress.step > record.progress.step:
-                record = replace(record, progress=mine.progress)  # our own reading of the progress may be newer
+            if mine is not None and mine.status.progress.step > record.status.progress.step:
+                record = with_status(
+                    record, progress=mine.status.progress
+                )  # our own reading of the progress may be newer
             self.records[key] = record
             self._runtime(key)
         self._index()
@@ -199,7 +204,7 @@ class Jobs(Component):
     async def on_event(self, event: Event, info: RecordInfo) -> None:
         data = event.data
         rec = self.records.get(getattr(data, "job_id", ""))
-        gen = rec.generation if rec is not None else None
+        gen = rec.status.generation if rec is not None else None
         if rec is None or gen is None or data.generation != gen.number:
             return  # another job's, or an older generation's (already stopped)
         now = self.ctx.clock.now()
@@ -223,10 +228,10 @@ class Jobs(Component):
     async def _first_step(self, name: str, p: TrainingProgress, now: float) -> None:
         """Record when the generation trained its first step, and from which (once per generation)."""
         rec = self.records.get(name)
-        gen = rec.generation if rec is not None else None
+        gen = rec.status.generation if rec is not None else None
         if rec is None or gen is None or gen.number != p.generation or gen.first_step_at is not None:
             return
-        await self._save(replace(rec, generation=replace(gen, first_step_at=now, resumed_from=p.step - 1)))
+        await self._save(with_status(rec, generation=replace(gen, first_step_at=now, resumed_from=p.step - 1)))
 
     def _progress(self, rec: JobRecord, p: TrainingProgress, now: float) -> None:
         """The job's latest numbers. Observations, not decisions: kept in memory at once and written with the
@@ -235,8 +240,8 @@ class Jobs(Component):
         runtime.metrics.add_progress(p, now)
         rates = runtime.rates
         rates[p.dp_rank] = p.tokens_per_s
-        if p.step >= rec.progress.step:
-            prev = rec.progress
+        if p.step >= rec.status.progress.step:
+            prev = rec.status.progress
             progress = JobProgress(
                 step=p.step,
                 loss=p.loss if p.dp_rank == 0 or prev.loss is None or p.step > prev.step else prev.loss,
@@ -246,7 +251,7 @@ class Jobs(Component):
                 gradient_staleness=p.gradient_staleness,
                 updated=now,
             )
-            self.records[rec.name] = replace(rec, progress=progress)
+            self.records[rec.name] = with_status(rec, progress=progress)
 
     def _on_sample(self, node: NodeState, event: Event) -> None:
         """GPU utilisation for the policies, and whether the generation's workers still run on the node (a
@@ -257,7 +262,7 @@ class Jobs(Component):
         now = self.ctx.clock.now()
         for name in self._on_node.get(node.node_id, ()):
             rec = self.records.get(name)
-            gen = rec.generation if rec is not None else None
+            gen = rec.status.generation if rec is not None else None
             member = gen.member(node.node_id) if gen is not None and gen.stage == "running" else None
             if member is None or gen is None:
                 continue
@@ -277,14 +282,14 @@ class Jobs(Component):
         """Which jobs' generations have members on each node (samples are many, jobs few)."""
         index: dict[str, set[str]] = {}
         for rec in self.records.values():
-            if rec.generation is not None:
-                for m in rec.generation.members:
+            if rec.status.generation is not None:
+                for m in rec.status.generation.members:
                     index.setdefault(m.node_id, set()).add(rec.name)
         self._on_node = index
 
     def _gone_workers(self, rec: JobRecord, now: float) -> list[TrainingFault]:
         """The generation's members whose samples have shown none of its workers for ``workers_missing_s``."""
-        gen = rec.generation
+        gen = rec.status.generation
         runtime = self.runtime.get(rec.name)
         missing = runtime.missing if runtime is not None else {}
         if gen is None or gen.stage != "running" or gen.started is None:
@@ -316,7 +321,7 @@ class Jobs(Component):
             rec = self.records.get(name)
             if rec is None:
                 return
-            gen_before = rec.generation.number if rec.generation else None
+            gen_before = rec.status.generation.number if rec.status.generation else None
             runtime = self._runtime(rec.name)
             evidence = runtime.evidence
             if not evidence.faults:
@@ -324,15 +329,15 @@ class Jobs(Component):
                 if gone:
                     evidence.faults, evidence.first_fault_at = gone, now - self.cfg.fault_settle_s
             verdict = None
-            if rec.generation is not None and rec.generation.stage == "running" and not evidence.faults:
+            if rec.status.generation is not None and rec.status.generation.stage == "running" and not evidence.faults:
                 verdict = self._policy(rec, now)
-            acted = verdict is not None and rec.generation is not None
-            if acted and rec.generation is not None:
-                rec = await self.reconciler.resize(rec, rec.generation, now, verdict)
-                acted = (rec.generation.number if rec.generation else None) != gen_before
+            acted = verdict is not None and rec.status.generation is not None
+            if acted and rec.status.generation is not None:
+                rec = await self.reconciler.resize(rec, rec.status.generation, now, verdict)
+                acted = (rec.status.generation.number if rec.status.generation else None) != gen_before
             if not acted:  # no verdict, or none that could be placed: the usual step
                 rec = await self.reconciler.step(rec, now, evidence)
-            gen = rec.generation
+            gen = rec.status.generation
             if (gen.number if gen is not None else None) != gen_before:
                 runtime.next_generation(gen)
             if Reconciler.gone(rec):
@@ -342,14 +347,14 @@ class Jobs(Component):
 
     def _policy(self, rec: JobRecord, now: float) -> Verdict | None:
         """What the job's policies and the straggler check ask for, if anything."""
-        gen = rec.generation
+        gen = rec.status.generation
         runtime = self.runtime.get(rec.name)
         metrics = runtime.metrics if runtime is not None else None
         if gen is None or metrics is None:
             return None
-        spec = rec.spec
+        spec = rec.spec.job
         verdict = evaluate(
-            spec.policies, metrics, now, rec.last_resize, gen.replicas, spec.min_replicas, spec.max_replicas
+            spec.policies, metrics, now, rec.status.last_resize, gen.replicas, spec.min_replicas, spec.max_replicas
         )
         if verdict is not None:
             counts = sorted(replica_counts(spec))
@@ -368,7 +373,7 @@ class Jobs(Component):
             return None
         slow = straggler(metrics, now, self.cfg.straggler_window_s, factor=self.cfg.straggler_factor)
         if slow is not None and slow.node_id is not None:
-            cooled = rec.last_resize is None or now - rec.last_resize >= self.cfg.grow_cooldown_s
+            cooled = rec.status.last_resize is None or now - rec.status.last_resize >= self.cfg.grow_cooldown_s
             if cooled and len(gen.members) > 0:
                 return Verdict("replace", gen.replicas, slow.reason, slow.metrics, frozenset({slow.node_id}))
         return None
@@ -379,9 +384,9 @@ class Jobs(Component):
         now = self.ctx.clock.now()
         adopted = 0
         for rec in list(self.records.values()):
-            if rec.terminal or rec.generation is None:
+            if rec.terminal or rec.status.generation is None:
                 continue
-            gen = rec.generation
+            gen = rec.status.generation
             why = f"adopted in epoch {epoch} by {self.ctx.instance_id}: generation {gen.number} ({gen.stage})"
             why += " kept as it is"
             try:
@@ -405,4 +410,4 @@ class Jobs(Component):
         return {"jobs": len(self.records), "generations_started": self.reconciler.generations_started}
 
     def status(self) -> dict[str, Any]:
-        return {"jobs": [msgspec.to_builtins(r) for r in self.jobs()]}
+        return {"jobs": [msgspec.to_builtins(job_answer(r)) for r in self.jobs()]}

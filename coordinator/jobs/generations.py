@@ -42,7 +42,7 @@ def new_generation(
 
 
 def trainer_job(record: JobRecord, gen: Generation) -> TrainerJob:
-    spec = record.spec
+    spec = record.spec.job
     job = spec.trainer
     return msgspec.structs.replace(
         job, tp=spec.tp, pp=spec.pp, dp=gen.replicas, resume=job.checkpoint_dir is not None or job.resume
@@ -73,7 +73,7 @@ def held_gpus(records: list[JobRecord], but: str | None = None) -> dict[str, set
     for rec in records:
         if rec.name == but or rec.terminal:
             continue
-        for gen in (rec.generation, rec.previous):
+        for gen in (rec.status.generation, rec.status.previous):
             if gen is not None and gen.stage != "ended":
                 for m in gen.members:
                     held.setdefault(m.node_id, set()).update(m.gpus)

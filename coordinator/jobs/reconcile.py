@@ -24,7 +24,15 @@ from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
 from coordinator.jobs.placement import Capacity, Placement, capacity, place
-from coordinator.jobs.records import MAX_DECISIONS, Decision, DecisionKind, Generation, JobRecord
+from coordinator.jobs.records import (
+    MAX_DECISIONS,
+    Decision,
+    DecisionKind,
+    Generation,
+    JobRecord,
+    with_spec,
+    with_status,
+)
 from events.clock import Clock
 from events.payloads import TrainingCompleted, TrainingFault
 
@@ -68,7 +76,7 @@ def why_unschedulable(node: NodeState | None) -> str | None:
 
 def decide(rec: JobRecord, kind: DecisionKind, reason: str, now: float, **extra) -> JobRecord:
     """``rec`` with one more decision (the newest ``MAX_DECISIONS`` kept); not written yet."""
-    gen = rec.generation
+    gen = rec.status.generation
     decision = Decision(
         time=now,
         kind=kind,
@@ -77,7 +85,7 @@ def decide(rec: JobRecord, kind: DecisionKind, reason: str, now: float, **extra)
         replicas=extra.pop("replicas", gen.replicas if gen else None),
         **extra,
     )
-    return replace(rec, decisions=[*rec.decisions, decision][-MAX_DECISIONS:])
+    return with_status(rec, decisions=[*rec.status.decisions, decision][-MAX_DECISIONS:])
 
 
 class Reconciler:
@@ -112,25 +120,25 @@ class Reconciler:
 
     def place(self, rec: JobRecord, want: int | None = None, avoid: frozenset[str] = frozenset()) -> Placement | None:
         now = self.clock.now()
-        avoid = avoid | {n for n, until in rec.avoid.items() if until > now}
-        return place(rec.spec, self.free(rec, avoid), want if want is not None else self.target(rec))
+        avoid = avoid | {n for n, until in rec.status.avoid.items() if until > now}
+        return place(rec.spec.job, self.free(rec, avoid), want if want is not None else self.target(rec))
 
     @staticmethod
     def target(rec: JobRecord) -> int:
         """The replicas wanted: the operator's (or a policy's) choice; else as many as fit up to maxReplicas, or
         minReplicas for a job with a scaleOut policy (it grows when its metric says so)."""
-        if rec.desired_replicas is not None:
-            return rec.desired_replicas
-        if any(p.action == "scaleOut" for p in rec.spec.policies):
-            return rec.spec.min_replicas
-        return rec.spec.max_replicas
+        if rec.spec.desired_replicas is not None:
+            return rec.spec.desired_replicas
+        if any(p.action == "scaleOut" for p in rec.spec.job.policies):
+            return rec.spec.job.min_replicas
+        return rec.spec.job.max_replicas
 
     def address(self, node_id: str) -> str:
         node = self.fleet.node(node_id)
         return (node.address if node is not None else None) or self.cfg.default_address
 
     def pending_reason(self, rec: JobRecord) -> str:
-        spec = rec.spec
+        spec = rec.spec.job
         free = self.free(rec)
         gpus = sum(len(c.free_gpus) for c in free)
         return (
@@ -142,8 +150,8 @@ class Reconciler:
     async def step(self, rec: JobRecord, now: float, evidence: Evidence) -> JobRecord:
         if rec.terminal:
             return rec
-        gen = rec.generation
-        if rec.deleting:
+        gen = rec.status.generation
+        if rec.spec.deleting:
             return await self._deleting(rec, now)
         if gen is None:
             return await self._pending(rec, now)
@@ -156,22 +164,22 @@ class Reconciler:
         return rec
 
     async def _pending(self, rec: JobRecord, now: float) -> JobRecord:
-        stopping = rec.previous is not None
+        stopping = rec.status.previous is not None
         if stopping:
             stopped, rec = await self._previous_stopped(rec, now)
             if not stopped:
                 return rec
-        if rec.not_before is not None and now < rec.not_before:
+        if rec.status.not_before is not None and now < rec.status.not_before:
             return rec
         placement = self.place(rec)
         if placement is None:
             reason = self.pending_reason(rec)
-            if rec.phase != "Pending" or rec.reason != reason or stopping:
-                if rec.phase != "Pending":
+            if rec.status.phase != "Pending" or rec.status.reason != reason or stopping:
+                if rec.status.phase != "Pending":
                     rec = decide(rec, "pending", reason, now)
-                rec = await self.save(replace(rec, phase="Pending", reason=reason, previous=None))
+                rec = await self.save(with_status(rec, phase="Pending", reason=reason, previous=None))
             return rec
-        first = rec.generations == 0
+        first = rec.status.generations == 0
         kind: DecisionKind = "start" if first else "restart"
         reason = (
             f"{placement.replicas} replica(s) on {len(placement.nodes)} node(s)"
@@ -194,31 +202,31 @@ class Reconciler:
     ) -> JobRecord:
         """End the current generation (if it started) and make the next one from ``placement`` (None: the job
         waits in Pending). The record is written before any stop goes out."""
-        old = rec.generation
+        old = rec.status.generation
         if old is not None and old.stage in ("starting", "running"):
-            rec = replace(rec, previous=replace(old, stage="ended"))
-        number = rec.generations + 1
+            rec = with_status(rec, previous=replace(old, stage="ended"))
+        number = rec.status.generations + 1
         if placement is not None:
             addr = self.address(placement.nodes[0][0])
             port = master_port(rec.name, number, self.cfg.port_min, self.cfg.port_max)
             gen = new_generation(number, placement, addr, port, f"{kind}: {reason}", now)
-            rec = replace(rec, generation=gen, generations=number, phase="Resizing", reason=reason)
+            rec = with_status(rec, generation=gen, generations=number, phase="Resizing", reason=reason)
         else:
-            rec = replace(rec, generation=None, phase="Pending", reason=reason)
+            rec = with_status(rec, generation=None, phase="Pending", reason=reason)
         if kind in ("shrink", "grow", "scale", "replace", "restart"):
-            rec = replace(rec, last_resize=now)
+            rec = with_status(rec, last_resize=now)
         rec = decide(rec, kind, reason, now, metrics=metrics or {}, by=by)
         log.info(
             "job decision",
             job=rec.name,
             kind=kind,
             reason=reason,
-            generation=rec.generation.number if rec.generation else None,
-            replicas=rec.generation.replicas if rec.generation else None,
+            generation=rec.status.generation.number if rec.status.generation else None,
+            replicas=rec.status.generation.replicas if rec.status.generation else None,
         )
         rec = await self.save(rec)
-        if rec.previous is not None:
-            rec = await self._send_stops(rec, rec.previous, checkpoint)
+        if rec.status.previous is not None:
+            rec = await self._send_stops(rec, rec.status.previous, checkpoint)
         return rec
 
     async def _send_stops(self, rec: JobRecord, prev: Generation, checkpoint: bool) -> JobRecord:
@@ -233,16 +241,18 @@ class Reconciler:
             members.append(replace(m, stop_command=intent.command_id))
             sent = True
         if sent:
-            rec = await self.save(replace(rec, previous=replace(prev, members=members)))
+            rec = await self.save(with_status(rec, previous=replace(prev, members=members)))
         return rec
 
     async def _previous_stopped(self, rec: JobRecord, now: float) -> tuple[bool, JobRecord]:
         """Whether the previous generation's workers are gone (or were waited for long enough), with the record
         that says so (``previous`` cleared, not written yet)."""
-        if rec.previous is None:
+        if rec.status.previous is None:
             return True, rec
-        told = await self._send_stops(rec, rec.previous, checkpoint=False)  # after a failover: members not told yet
-        prev, rec = told.previous or rec.previous, told
+        told = await self._send_stops(
+            rec, rec.status.previous, checkpoint=False
+        )  # after a failover: members not told yet
+        prev, rec = told.status.previous or rec.status.previous, told
         waiting = []
         for m in prev.members:
             node = self.fleet.node(m.node_id)
@@ -251,18 +261,18 @@ class Reconciler:
             intent = self.commands.intent(m.stop_command)
             if intent is not None and not intent.terminal:
                 waiting.append(m.node_id)
-        created = rec.generation.created if rec.generation else (rec.last_resize or now)
+        created = rec.status.generation.created if rec.status.generation else (rec.status.last_resize or now)
         if waiting and now - created < self.cfg.stop_timeout_s:
             return False, rec
         if waiting:
             log.warning("stop not confirmed in time: going on", job=rec.name, nodes=waiting)
-        return True, replace(rec, previous=None)
+        return True, with_status(rec, previous=None)
 
     async def _stopping(self, rec: JobRecord, gen: Generation, now: float) -> JobRecord:
         stopped, rec = await self._previous_stopped(rec, now)
         if not stopped:
             return rec
-        if rec.not_before is not None and now < rec.not_before:
+        if rec.status.not_before is not None and now < rec.status.not_before:
             return rec
         lost = self._unschedulable(gen)
         if lost:  # a member went away before its generation started: place again
@@ -271,7 +281,7 @@ class Reconciler:
             reason = f"{node} {why} before generation {gen.number} started"
             return await self.begin(rec, placement, "shrink", reason, now)
         starting = replace(gen, stage="starting")
-        rec = await self.save(replace(rec, generation=starting))
+        rec = await self.save(with_status(rec, generation=starting))
         return await self._send_starts(rec, starting)
 
     async def _send_starts(self, rec: JobRecord, gen: Generation) -> JobRecord:
@@ -284,7 +294,7 @@ class Reconciler:
             members.append(m)
         if sent:
             self.generations_started += 1
-            rec = await self.save(replace(rec, generation=replace(gen, members=members)))
+            rec = await self.save(with_status(rec, generation=replace(gen, members=members)))
         return rec
 
     async def _starting(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> JobRecord:
@@ -299,7 +309,7 @@ class Reconciler:
             node, why = lost[0]
             return await self.begin(rec, self.place(rec), "shrink", f"{node} {why}", now, checkpoint=False)
         rec = await self._send_starts(rec, gen)  # after a failover: members not told yet
-        gen = rec.generation or gen
+        gen = rec.status.generation or gen
         answers = {m.node_id: self.commands.intent(m.start_command or "") for m in gen.members}
         refused = [(n, i) for n, i in answers.items() if i is not None and i.status in FAILED_COMMAND]
         if refused:
@@ -323,7 +333,7 @@ class Reconciler:
         if all(i is not None and i.status == "done" for i in answers.values()):
             running = replace(gen, stage="running", started=now)
             reason = f"generation {gen.number}: {gen.replicas} replica(s)"
-            return await self.save(replace(rec, generation=running, phase="Running", reason=reason))
+            return await self.save(with_status(rec, generation=running, phase="Running", reason=reason))
         if now - gen.created > self.cfg.start_timeout_s:
             silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
             rec = self._avoid(rec, silent, now)
@@ -333,8 +343,8 @@ class Reconciler:
 
     def _avoid(self, rec: JobRecord, nodes: list[str], now: float) -> JobRecord:
         """Leave ``nodes`` out of this job's placements for ``avoid_s`` (expired entries are dropped)."""
-        avoid = {n: t for n, t in rec.avoid.items() if t > now} | dict.fromkeys(nodes, now + self.cfg.avoid_s)
-        return replace(rec, avoid=avoid)
+        avoid = {n: t for n, t in rec.status.avoid.items() if t > now} | dict.fromkeys(nodes, now + self.cfg.avoid_s)
+        return with_status(rec, avoid=avoid)
 
     async def _running(self, rec: JobRecord, gen: Generation, now: float, evidence: Evidence) -> JobRecord:
         lost = self._unschedulable(gen, faults=bool(evidence.faults))
@@ -359,15 +369,15 @@ class Reconciler:
             placement = self.place(rec, want=verdict.replicas, avoid=verdict.avoid)
             if placement is not None and (placement.replicas != gen.replicas or verdict.avoid):
                 if verdict.kind in ("grow", "shrink"):  # the policy's size holds until the next verdict
-                    rec = replace(rec, desired_replicas=placement.replicas)
+                    rec = with_spec(rec, desired_replicas=placement.replicas)
                 return await self.begin(rec, placement, verdict.kind, verdict.reason, now, metrics=verdict.metrics)
             return rec
-        cooled = rec.last_resize is None or now - rec.last_resize >= self.cfg.grow_cooldown_s
+        cooled = rec.status.last_resize is None or now - rec.status.last_resize >= self.cfg.grow_cooldown_s
         if gen.replicas < target and cooled:
             placement = self.place(rec, want=target)
             if placement is not None and placement.replicas > gen.replicas:
                 reason = f"capacity for {placement.replicas} replica(s) (was {gen.replicas}, target {target})"
-                kind: DecisionKind = "grow" if rec.desired_replicas is None else "scale"
+                kind: DecisionKind = "grow" if rec.spec.desired_replicas is None else "scale"
                 return await self.begin(rec, placement, kind, reason, now)
         return rec
 
@@ -407,24 +417,24 @@ class Reconciler:
     async def _failed(self, rec: JobRecord, gen: Generation, node_id: str | None, why: str, now: float) -> JobRecord:
         """A generation failed on a node that stays schedulable: restart (the same layout when it still fits),
         within the restart budget, after a back-off; cordon a node that fails this job again and again."""
-        failures, count = dict(rec.node_failures), 0
+        failures, count = dict(rec.status.node_failures), 0
         if node_id is not None:
             count = failures[node_id] = failures.get(node_id, 0) + 1
-        rec = replace(rec, restarts=rec.restarts + 1, node_failures=failures)
-        if rec.restarts > rec.spec.max_restarts:
-            reason = f"{why}; restart budget spent ({rec.spec.max_restarts} restart(s))"
+        rec = with_status(rec, restarts=rec.status.restarts + 1, node_failures=failures)
+        if rec.status.restarts > rec.spec.job.max_restarts:
+            reason = f"{why}; restart budget spent ({rec.spec.job.max_restarts} restart(s))"
             rec = await self.begin(rec, None, "fail", reason, now, checkpoint=False)
-            return await self.save(replace(rec, phase="Failed", reason=reason))
+            return await self.save(with_status(rec, phase="Failed", reason=reason))
         avoid: frozenset[str] = frozenset()
         if node_id is not None and self.cfg.cordon_after_failures and count >= self.cfg.cordon_after_failures:
             reason = f"job {rec.name}: {count} failures on this node (last: {why})"
             self.cordons.cordon_automatically(node_id, reason, AUTO_JOB)
             avoid = frozenset({node_id})
-        backoff = min(self.cfg.max_backoff_s, self.cfg.restart_backoff_s * 2 ** (rec.restarts - 1))
-        rec = replace(rec, not_before=now + backoff)
+        backoff = min(self.cfg.max_backoff_s, self.cfg.restart_backoff_s * 2 ** (rec.status.restarts - 1))
+        rec = with_status(rec, not_before=now + backoff)
         placement = self._same(gen) if not avoid else None
         placement = placement or self.place(rec, avoid=avoid)
-        reason = f"{why}; restart {rec.restarts}/{rec.spec.max_restarts} after {backoff:g} s"
+        reason = f"{why}; restart {rec.status.restarts}/{rec.spec.job.max_restarts} after {backoff:g} s"
         return await self.begin(rec, placement, "restart", reason, now, checkpoint=False)
 
     def _same(self, gen: Generation) -> Placement | None:
@@ -438,18 +448,18 @@ class Reconciler:
         return Placement(replicas=gen.replicas, workers_per_node=gen.workers_per_node, nodes=nodes)
 
     async def _completed(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> JobRecord:
-        steps = rec.spec.trainer.steps
+        steps = rec.spec.job.trainer.steps
         last = max((c.last_step or 0) for c in evidence.completed.values())
         if last < steps:
             return await self._failed(rec, gen, None, f"the workers stopped at step {last} of {steps}", now)
         ended = replace(gen, stage="ended")
-        rec = replace(rec, generation=ended, phase="Succeeded", reason=f"trained {steps} steps")
+        rec = with_status(rec, generation=ended, phase="Succeeded", reason=f"trained {steps} steps")
         rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished step {steps}", now)
         return await self.save(rec)
 
     async def _deleting(self, rec: JobRecord, now: float) -> JobRecord:
         """Stop the generation (with a checkpoint); the component forgets the job once nothing runs."""
-        if rec.generation is not None:
+        if rec.status.generation is not None:
             rec = await self.begin(rec, None, "delete", "deleted: stopping its workers", now, checkpoint=True)
         _, rec = await self._previous_stopped(rec, now)
         return rec
@@ -457,7 +467,7 @@ class Reconciler:
     @staticmethod
     def gone(rec: JobRecord) -> bool:
         """A deleted job whose workers are all stopped: its record can be removed."""
-        return rec.deleting and rec.generation is None and rec.previous is None
+        return rec.spec.deleting and rec.status.generation is None and rec.status.previous is None
 
     def _unschedulable(
         self, gen: Generation, faults: bool = False, suspect: set[str] | None = None

@@ -1,15 +1,16 @@
 """What the jobs component writes to ``myolo.state.jobs`` (keyed by job name): one ``JobRecord`` per job.
 
-The record holds the manifest as applied, the job's phase, its current generation (nodes, ranks, GPUs, the
-rendezvous and the commands that start and stop it) and the decisions taken with the metric values that
-caused them. It is written before any command goes out, so a new leader resumes each job where the last
-one left it, without restarting workers that are healthy. Records are frozen: a change is a new record
-(``msgspec.structs.replace``), kept in memory once written.
+The record's ``spec`` is what the user asked for (the manifest as applied, a replica count, a delete
+request); its ``status`` is what the controller observed and decided: the job's phase, its current generation
+(nodes, ranks, GPUs, the rendezvous and the commands that start and stop it) and the decisions taken with the
+metric values that caused them. It is written before any command goes out, so a new leader resumes each job
+where the last one left it, without restarting workers that are healthy. Records are frozen: a change is a new
+record (``with_status`` / ``with_spec``), kept in memory once written.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -86,30 +87,55 @@ class JobProgress(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True)
     updated: float | None = None
 
 
-class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
-    name: str
-    spec: ElasticJobSpec
+class JobSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """What the user asked for: the manifest as applied, a replica count and a delete request. Only the user's
+    own requests change it (apply, ``myoloctl scale``, delete), and the job's own grow/shrink policies, which
+    size it for the user as a Kubernetes autoscaler writes a deployment's ``spec.replicas``."""
+
+    job: ElasticJobSpec
     manifest: str = ""  # the YAML as applied (for `myoloctl get job -o yaml`)
-    created: float
+    desired_replicas: int | None = None  # None: as many as fit, up to maxReplicas
+    deleting: bool = False
+
+
+class JobStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """What the controller observed and decided: the phase, the generations, the budgets spent, the progress
+    and the decisions with their reasons."""
+
     updated: float
     phase: Phase = "Pending"
     reason: str = ""
-    desired_replicas: int | None = None  # set by `myoloctl scale`; None: as many as fit, up to maxReplicas
     generation: Generation | None = None
     generations: int = 0  # generations made so far (the next one is numbered generations + 1)
     previous: Generation | None = None  # the generation being stopped while ``generation`` waits to start
-    restarts: int = 0  # restarts after worker failures (the budget is spec.max_restarts)
+    restarts: int = 0  # restarts after worker failures (the budget is spec.job.max_restarts)
     node_failures: dict[str, int] = {}  # worker failures of this job per node (a repeat offender is cordoned)
     avoid: dict[str, float] = {}  # nodes left out of placements until then (their agent refused or did not answer)
     last_resize: float | None = None  # for the policies' and growth's cooldowns
     not_before: float | None = None  # back-off: no new generation before this time
     progress: JobProgress = msgspec.field(default_factory=JobProgress)
     decisions: list[Decision] = []
-    deleting: bool = False
+
+
+class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
+    name: str
+    created: float
+    spec: JobSpec
+    status: JobStatus
 
     @property
     def terminal(self) -> bool:
-        return self.phase in TERMINAL_PHASES
+        return self.status.phase in TERMINAL_PHASES
+
+
+def with_status(rec: JobRecord, **changes: Any) -> JobRecord:
+    """``rec`` with ``changes`` to its status (a new record; not written yet)."""
+    return msgspec.structs.replace(rec, status=msgspec.structs.replace(rec.status, **changes))
+
+
+def with_spec(rec: JobRecord, **changes: Any) -> JobRecord:
+    """``rec`` with ``changes`` to its spec: the user's requests only (a new record; not written yet)."""
+    return msgspec.structs.replace(rec, spec=msgspec.structs.replace(rec.spec, **changes))
 
 
 STATE_JOBS = "myolo.state.jobs"  # the compacted topic they are written to

@@ -1,7 +1,7 @@
 """The jobs' HTTP routes: list and read jobs (every coordinator), apply, scale and delete (the leader).
 
-A job is answered as its whole state record (``JobRecord``: spec, phase, generation with its members,
-progress, decisions), the same shape ``myoloctl`` renders and ``-o json`` prints. A manifest may come as
+A job is answered as its whole state record, spec and status side by side (``JobAnswer``: spec, phase,
+generation with its members, progress, decisions), the same shape ``myoloctl`` renders and ``-o json`` prints. A manifest may come as
 YAML (``Content-Type: application/yaml``, as ``curl --data-binary @job.yaml`` sends it with that header; not
 ``text/plain``, which a browser may send across origins unasked) or wrapped in JSON (``{"manifest": "..."}``,
 as ``myoloctl apply`` sends it); its body is bounded before it is parsed. Who applies, scales or deletes is the
@@ -23,6 +23,7 @@ from coordinator.api.audit import set_target
 from coordinator.api.auth import caller
 from coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, no_query, read_bounded, read_json
 from coordinator.core.errors import Invalid, TooLarge, Unsupported
+from coordinator.jobs.answer import job_answer
 from coordinator.jobs.interface import JobsAPI, UnknownJob
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.jobs.records import JobRecord
@@ -52,7 +53,7 @@ class DeleteRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 def job_response(record: JobRecord, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """The record as JSON (msgspec writes a NaN loss as null, which strict JSON readers accept)."""
     return web.Response(
-        body=msgspec.json.encode(record), status=status, content_type="application/json", headers=headers
+        body=msgspec.json.encode(job_answer(record)), status=status, content_type="application/json", headers=headers
     )
 
 
@@ -92,7 +93,7 @@ def value_of(field: str) -> Iterator[None]:
 
 def routes(jobs: JobsAPI) -> list[web.RouteDef]:
     async def list_jobs(request: web.Request) -> web.Response:
-        items = sorted(jobs.jobs(), key=lambda r: r.name)
+        items = [job_answer(r) for r in sorted(jobs.jobs(), key=lambda r: r.name)]
         return web.Response(body=msgspec.json.encode({"items": items}), content_type="application/json")
 
     async def get_job(request: web.Request) -> web.Response:

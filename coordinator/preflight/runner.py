@@ -62,10 +62,10 @@ def data_files(node_id: str, jobs: Iterable[JobRecord]) -> tuple[list[DataFile],
     has nothing to check (synthetic data, no digest recorded, a relative path)."""
     files, skipped = [], []
     for rec in sorted(jobs, key=lambda r: r.name):
-        gen = rec.generation
+        gen = rec.status.generation
         if rec.terminal or gen is None or gen.member(node_id) is None:
             continue
-        trainer = rec.spec.trainer
+        trainer = rec.spec.job.trainer
         path, why = trainer.data_path, None
         if path is None:
             why = "the job trains on synthetic data (no dataPath): nothing to hash"

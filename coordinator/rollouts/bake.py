@@ -24,6 +24,11 @@ class _Generation(Protocol):
     def first_step_at(self) -> float | None: ...
 
 
+class _JobStatus(Protocol):
+    @property
+    def generation(self) -> _Generation | None: ...
+
+
 class _Job(Protocol):
     @property
     def name(self) -> str: ...
@@ -32,7 +37,7 @@ class _Job(Protocol):
     def terminal(self) -> bool: ...
 
     @property
-    def generation(self) -> _Generation | None: ...
+    def status(self) -> _JobStatus: ...
 
 
 def window_starts(jobs: Iterable[_Job], judged: Iterable[str], upgraded_at: float) -> dict[str, float | None]:
@@ -46,7 +51,7 @@ def window_starts(jobs: Iterable[_Job], judged: Iterable[str], upgraded_at: floa
         if job is None or job.terminal:
             starts[name] = upgraded_at
             continue
-        gen = job.generation
+        gen = job.status.generation
         first = gen.first_step_at if gen is not None and gen.stage == "running" else None
         starts[name] = None if first is None else max(upgraded_at, first)
     return starts

@@ -42,8 +42,11 @@ from coordinator.rollouts.records import (
     Change,
     Phase,
     RolloutRecord,
+    RolloutSpec,
+    RolloutStatus,
     Step,
     Wave,
+    with_status,
 )
 from events.bus import RecordInfo
 from events.envelope import Event
@@ -139,7 +142,8 @@ class Rollouts(Component):
             busy = self.active()
             if busy is not None:
                 raise RolloutConflict(
-                    "version", f"rollout {busy.name} is {busy.phase}; one rollout at a time (pause or abort it first)"
+                    "version",
+                    f"rollout {busy.name} is {busy.status.phase}; one rollout at a time (pause or abort it first)",
                 )
             name = f"{component}-{version}"
             if name in self.records:
@@ -159,20 +163,26 @@ class Rollouts(Component):
             now = self.ctx.clock.now()
             rec = RolloutRecord(
                 name=name,
-                component=component,
-                version=version,
-                artifact=artifact,
-                sha256=sha256,
                 created=now,
-                updated=now,
-                by=by,
-                source=source,
-                plan=plan,
-                waves=[Wave(index=i, percent=p, nodes=ns) for i, (p, ns) in enumerate(planned)],
-                skipped=skipped,
+                spec=RolloutSpec(
+                    component=component,
+                    version=version,
+                    artifact=artifact,
+                    sha256=sha256,
+                    by=by,
+                    source=source,
+                    plan=plan,
+                ),
+                status=RolloutStatus(
+                    updated=now,
+                    waves=[Wave(index=i, percent=p, nodes=ns) for i, (p, ns) in enumerate(planned)],
+                    skipped=skipped,
+                ),
             )
-            sizes = "/".join(str(len(w.nodes)) for w in rec.waves)
-            rec = await self._save(rec, "Progressing", f"planned {len(rec.waves)} wave(s) of {sizes} node(s)", by)
+            sizes = "/".join(str(len(w.nodes)) for w in rec.status.waves)
+            rec = await self._save(
+                rec, "Progressing", f"planned {len(rec.status.waves)} wave(s) of {sizes} node(s)", by
+            )
             log.info("rollout started", rollout=name, version=version, waves=sizes, by=by)
             return rec
 
@@ -201,8 +211,8 @@ class Rollouts(Component):
 
     @staticmethod
     def _expect(rec: RolloutRecord, action: str, phases: tuple[str, ...]) -> None:
-        if rec.phase not in phases:
-            raise RolloutConflict("phase", f"cannot {action} rollout {rec.name}: it is {rec.phase}")
+        if rec.status.phase not in phases:
+            raise RolloutConflict("phase", f"cannot {action} rollout {rec.name}: it is {rec.status.phase}")
 
     # ---- evidence (every coordinator) -----------------------------------------------------------------------
     async def on_event(self, event: Event, info: RecordInfo) -> None:
@@ -229,7 +239,7 @@ class Rollouts(Component):
 
     def _sample_throughput(self, now: float) -> None:
         for job in self.jobs.jobs():
-            gen, p = job.generation, job.progress
+            gen, p = job.status.generation, job.status.progress
             if gen is None or gen.stage != "running" or p.tokens_per_s is None or p.updated is None:
                 continue
             if self._seen_progress.get(job.name) == p.updated:
@@ -242,14 +252,17 @@ class Rollouts(Component):
 
     def _busy_nodes(self) -> set[str]:
         return {
-            n for j in self.jobs.jobs() if j.generation is not None and not j.terminal for n in j.generation.node_ids
+            n
+            for j in self.jobs.jobs()
+            if j.status.generation is not None and not j.terminal
+            for n in j.status.generation.node_ids
         }
 
     def _jobs_on(self, nodes: set[str]) -> list[str]:
         return [
             j.name
             for j in self.jobs.jobs()
-            if j.generation is not None and not j.terminal and nodes & set(j.generation.node_ids)
+            if j.status.generation is not None and not j.terminal and nodes & set(j.status.generation.node_ids)
         ]
 
     # ---- the leader's steps ---------------------------------------------------------------------------------
@@ -259,12 +272,12 @@ class Rollouts(Component):
             return
         async with self._lock:
             rec = self.active()
-            if rec is None or rec.phase == "Paused":
+            if rec is None or rec.status.phase == "Paused":
                 return
-            if rec.phase == "RollingBack":
+            if rec.status.phase == "RollingBack":
                 await self._rolling_back(rec, now)
                 return
-            wave = rec.waves[rec.wave]
+            wave = rec.status.waves[rec.status.wave]
             handler = self._steps.get(wave.step)
             if handler is not None:  # a passed or failed wave has nothing left to do
                 await handler(rec, wave, now)
@@ -272,26 +285,26 @@ class Rollouts(Component):
     async def _plan_wave(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``pending``: note each node's version and the jobs' throughput before the wave, cordon its nodes."""
         previous = {n: (s.agent_version if (s := self.fleet.node(n)) else None) or "" for n in wave.nodes}
-        since = now - rec.plan.baseline_s
+        since = now - rec.spec.plan.baseline_s
         jobs = self._jobs_on(set(wave.nodes))
         baseline = {j: fmean(rates) for j in jobs if (rates := self._mean_rate(j, since, now))}
         wave = replace(wave, previous=previous, baseline=baseline, step="draining", started=now, step_since=now)
         reason = f"wave {wave.index + 1}: cordon and drain {', '.join(wave.nodes)}"
-        rec = await self._save(rec, rec.phase, reason, waves=rec.with_wave(wave))
+        rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
         for n in wave.nodes:
             self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
 
     async def _drain(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``draining``: once the wave's nodes run no job (or the drain timed out), send each its upgrade."""
         left = set(wave.nodes) & self._busy_nodes()
-        if left and now - (wave.step_since or now) < rec.plan.drain_timeout_s:
+        if left and now - (wave.step_since or now) < rec.spec.plan.drain_timeout_s:
             return
         commands = dict(wave.commands)
         for n in wave.nodes:
             if n in commands:
                 continue
-            args = {"component": rec.component, "version": rec.version, "artifact": rec.artifact}
-            args |= {"sha256": rec.sha256, "rollout": rec.name}
+            args = {"component": rec.spec.component, "version": rec.spec.version, "artifact": rec.spec.artifact}
+            args |= {"sha256": rec.spec.sha256, "rollout": rec.name}
             try:
                 intent = await self.commands.issue(n, "upgrade", args)
             except ValueError as exc:
@@ -300,9 +313,9 @@ class Rollouts(Component):
                 return
             commands[n] = intent.command_id
         wave = replace(wave, commands=commands, step="upgrading", step_since=now)
-        why = f"still running jobs after {rec.plan.drain_timeout_s:.0f} s: {sorted(left)}; " if left else ""
+        why = f"still running jobs after {rec.spec.plan.drain_timeout_s:.0f} s: {sorted(left)}; " if left else ""
         reason = f"wave {wave.index + 1}: {why}upgrade sent to {len(wave.nodes)} node(s)"
-        await self._save(rec, rec.phase, reason, waves=rec.with_wave(wave))
+        await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
 
     def _back(self, rec: RolloutRecord, node_id: str, command_id: str) -> str | None:
         """None when the node is back healthy on the new version; else what it still lacks."""
@@ -315,7 +328,7 @@ class Rollouts(Component):
         if node is None or node.liveness != "Ready" or node.health == "fail":
             state = f"{node.liveness}, health {node.health}" if node else "unknown"
             return f"not healthy ({state}: {'; '.join(node.health_reasons) if node else ''})"
-        if rec.component == "agent" and node.agent_version != rec.version:
+        if rec.spec.component == "agent" and node.agent_version != rec.spec.version:
             return f"reports version {node.agent_version}"
         return None
 
@@ -330,18 +343,20 @@ class Rollouts(Component):
             await self._fail(rec, wave, GateResult(gate="upgrade", passed=False, detail=detail), now)
             return
         if lacking:
-            if now - (wave.step_since or now) > rec.plan.upgrade_timeout_s:
-                detail = f"not back within {rec.plan.upgrade_timeout_s:.0f} s: " + "; ".join(
+            if now - (wave.step_since or now) > rec.spec.plan.upgrade_timeout_s:
+                detail = f"not back within {rec.spec.plan.upgrade_timeout_s:.0f} s: " + "; ".join(
                     f"{n}: {why}" for n, why in sorted(lacking.items())
                 )
                 await self._fail(rec, wave, GateResult(gate="health", passed=False, detail=detail), now)
             return
-        healthy = GateResult(gate="health", passed=True, detail=f"{len(wave.nodes)} node(s) Ready on {rec.version}")
+        healthy = GateResult(
+            gate="health", passed=True, detail=f"{len(wave.nodes)} node(s) Ready on {rec.spec.version}"
+        )
         wave = replace(
-            wave, step="baking", step_since=now, upgraded_at=now, bake_until=now + rec.plan.bake_s, gates=[healthy]
+            wave, step="baking", step_since=now, upgraded_at=now, bake_until=now + rec.spec.plan.bake_s, gates=[healthy]
         )
         reason = f"wave {wave.index + 1}: upgraded and healthy; uncordoned, baking"
-        rec = await self._save(rec, rec.phase, reason, waves=rec.with_wave(wave))
+        rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
         for n in wave.nodes:
             await self.cordons.uncordon_automatically(
                 n, f"rollout {rec.name}: wave {wave.index + 1} upgraded", ROLLOUT_BY
@@ -364,13 +379,13 @@ class Rollouts(Component):
         if now < (wave.bake_until or now):
             return
         starts = bake.window_starts(self.jobs.jobs(), wave.baseline, since)
-        if not bake.over(starts, since, now, rec.plan.bake_s, rec.plan.upgrade_timeout_s):
+        if not bake.over(starts, since, now, rec.spec.plan.bake_s, rec.spec.plan.upgrade_timeout_s):
             return  # a job the wave displaced is not training again yet, or not for bake_s
         during = {j: self._mean_rate(j, since if s is None else s, now) for j, s in starts.items()}
         judged = [
             fault,
-            gates.leaks(self.leaks, nodes, since, now, rec.plan.leak_pct_per_h),
-            gates.throughput(wave.baseline, during, rec.plan.throughput_tolerance),
+            gates.leaks(self.leaks, nodes, since, now, rec.spec.plan.leak_pct_per_h),
+            gates.throughput(wave.baseline, during, rec.spec.plan.throughput_tolerance),
         ]
         wave = replace(wave, gates=[*wave.gates[:1], *judged])
         failed = next((g for g in judged if g.passed is False), None)
@@ -378,12 +393,12 @@ class Rollouts(Component):
             await self._fail(rec, wave, failed, now)
             return
         waves = rec.with_wave(replace(wave, step="passed"))
-        if wave.index + 1 == len(rec.waves):
-            reason = f"every wave passed: {len(rec.upgraded_nodes())} node(s) on {rec.version}"
+        if wave.index + 1 == len(rec.status.waves):
+            reason = f"every wave passed: {len(rec.upgraded_nodes())} node(s) on {rec.spec.version}"
             await self._save(rec, "Succeeded", reason, waves=waves)
             return
-        reason = f"wave {wave.index + 1} passed its gates; wave {rec.wave + 2} next"
-        await self._save(rec, rec.phase, reason, waves=waves, wave=rec.wave + 1)
+        reason = f"wave {wave.index + 1} passed its gates; wave {rec.status.wave + 2} next"
+        await self._save(rec, rec.status.phase, reason, waves=waves, wave=rec.status.wave + 1)
 
     async def _fail(self, rec: RolloutRecord, wave: Wave, gate: GateResult, now: float) -> None:
         wave = replace(wave, step="failed", gates=[*[g for g in wave.gates if g.gate != gate.gate], gate])
@@ -398,7 +413,7 @@ class Rollouts(Component):
         """Send each upgraded node a rollback to what it ran before (once), then lift the rollout's cordons."""
         sent = False
         waves = []
-        for wave in rec.waves:
+        for wave in rec.status.waves:
             rollbacks = dict(wave.rollbacks)
             for n, cmd in wave.commands.items():
                 if n in rollbacks:
@@ -408,7 +423,7 @@ class Rollouts(Component):
                 if not before or (intent is not None and intent.status in FAILED):
                     rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
                     continue
-                args = {"component": rec.component, "version": str(before), "rollout": rec.name}
+                args = {"component": rec.spec.component, "version": str(before), "rollout": rec.name}
                 try:
                     rollbacks[n] = (await self.commands.issue(n, "rollback", args)).command_id
                 except ValueError as exc:
@@ -424,12 +439,12 @@ class Rollouts(Component):
         ]
         if pending:
             return rec
-        for wave in rec.waves:
+        for wave in rec.status.waves:
             for n in wave.nodes:
                 await self.cordons.uncordon_automatically(n, f"rollout {rec.name} ended", ROLLOUT_BY)
-        gate = rec.failed_gate
-        why = f"gate {gate.gate}: {gate.detail}" if gate else rec.reason
-        return await self._save(rec, rec.ending, f"rolled back ({why})", waves=waves)
+        gate = rec.status.failed_gate
+        why = f"gate {gate.gate}: {gate.detail}" if gate else rec.status.reason
+        return await self._save(rec, rec.status.ending, f"rolled back ({why})", waves=waves)
 
     async def _save(
         self, rec: RolloutRecord, phase: Phase, reason: str, by: str = "auto", **changes: Any
@@ -437,20 +452,20 @@ class Rollouts(Component):
         """Write the next record (``rec`` with ``changes``, the phase and a history entry), then keep it and
         announce the phase: memory never runs ahead of the state topic. Returns the record written."""
         now = self.ctx.clock.now()
-        new = replace(rec, phase=phase, reason=reason, updated=now, **changes)
-        change = Change(time=now, phase=phase, wave=new.wave, reason=reason, by=by)
-        new = replace(new, history=[*rec.history, change][-MAX_HISTORY:])
+        new = with_status(rec, phase=phase, reason=reason, updated=now, **changes)
+        change = Change(time=now, phase=phase, wave=new.status.wave, reason=reason, by=by)
+        new = with_status(new, history=[*rec.status.history, change][-MAX_HISTORY:])
         await self.ctx.store.put(STATE_ROLLOUTS, new.name, new)
         self.records[new.name] = new
-        wave = new.waves[new.wave] if new.waves else None
+        wave = new.status.waves[new.status.wave] if new.status.waves else None
         await self.ctx.producer.send(
             RolloutPhaseChanged(
                 rollout=new.name,
-                component=new.component,
-                version=new.version,
+                component=new.spec.component,
+                version=new.spec.version,
                 phase=phase,
-                wave=new.wave + 1,
-                waves=len(new.waves),
+                wave=new.status.wave + 1,
+                waves=len(new.status.waves),
                 reason=reason[:2000],
                 by=by,
                 gates=wave.gates if wave else [],
@@ -470,7 +485,11 @@ class Rollouts(Component):
 
     def _health(self) -> dict[str, Any]:
         rec = self.active()
-        return {"rollout": f"{rec.name} {rec.phase} wave {rec.wave + 1}/{len(rec.waves)}" if rec else None}
+        return {
+            "rollout": f"{rec.name} {rec.status.phase} wave {rec.status.wave + 1}/{len(rec.status.waves)}"
+            if rec
+            else None
+        }
 
     def stats(self) -> dict[str, int]:
         return {"rollouts": len(self.records), "faults_seen": len(self.faults), "leak_reports_seen": len(self.leaks)}

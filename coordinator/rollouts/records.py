@@ -1,11 +1,12 @@
 """What the rollouts component writes to ``myolo.state.rollouts`` (keyed by rollout name): one record per
-rollout, with its plan, its waves (nodes, step, the commands sent, each node's version before) and its
-history. It is written before every action, so a new leader resumes the rollout where it was. Records are
-frozen: a step makes a new one (``msgspec.structs.replace``), kept in memory only once the state topic took it."""
+rollout: its ``spec`` (the release, the plan, who asked) and its ``status`` (the phase, the waves with their
+nodes, step, the commands sent, each node's version before, and the history). It is written before every
+action, so a new leader resumes the rollout where it was. Records are frozen: a step makes a new one
+(``with_status``), kept in memory only once the state topic took it."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -44,17 +45,24 @@ class Change(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     by: str = "auto"
 
 
-class RolloutRecord(msgspec.Struct, kw_only=True, frozen=True):
-    name: str
+class RolloutSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """What was asked for: the release to install, how (the plan), by whom and from where. It never changes:
+    the operator's pause, resume, abort and undo are transitions the controller records in the status."""
+
     component: str  # agent | trainer
     version: str
     artifact: str
     sha256: str
-    created: float
-    updated: float
     by: str
     source: str = "operator"  # operator | release
     plan: Plan = msgspec.field(default_factory=Plan)
+
+
+class RolloutStatus(msgspec.Struct, kw_only=True, frozen=True):
+    """What the controller observed and decided: the phase, the waves as they went, the nodes left out, the
+    failed gate and the history of phases."""
+
+    updated: float
     phase: Phase = "Progressing"
     reason: str = ""
     wave: int = 0  # the wave in progress (or the last one)
@@ -64,17 +72,29 @@ class RolloutRecord(msgspec.Struct, kw_only=True, frozen=True):
     ending: Phase = "RolledBack"  # where RollingBack ends: RolledBack (a gate, undo) or Aborted (abort)
     history: list[Change] = []
 
+
+class RolloutRecord(msgspec.Struct, kw_only=True, frozen=True):
+    name: str
+    created: float
+    spec: RolloutSpec
+    status: RolloutStatus
+
     @property
     def terminal(self) -> bool:
-        return self.phase in TERMINAL
+        return self.status.phase in TERMINAL
 
     def with_wave(self, wave: Wave) -> list[Wave]:
-        """The waves with ``wave`` in place of the one of its index (for a ``msgspec.structs.replace``)."""
-        return [wave if w.index == wave.index else w for w in self.waves]
+        """The waves with ``wave`` in place of the one of its index (for ``with_status``)."""
+        return [wave if w.index == wave.index else w for w in self.status.waves]
 
     def upgraded_nodes(self) -> list[str]:
         """Nodes an upgrade command was sent to (whatever became of it): what a rollback must cover."""
-        return [n for w in self.waves for n in w.commands]
+        return [n for w in self.status.waves for n in w.commands]
+
+
+def with_status(rec: RolloutRecord, **changes: Any) -> RolloutRecord:
+    """``rec`` with ``changes`` to its status (a new record; not written yet)."""
+    return msgspec.structs.replace(rec, status=msgspec.structs.replace(rec.status, **changes))
 
 
 STATE_ROLLOUTS = "myolo.state.rollouts"  # the compacted topic they are written to

@@ -25,7 +25,7 @@ from coordinator.backup.schema import Record, check_name
 from coordinator.components import COMPONENTS
 from coordinator.core.coordinator import state_topics
 from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.records import JobRecord, JobSpec, JobStatus
 from events.keys import Ed25519Signer
 
 MANIFEST = """\
@@ -45,7 +45,7 @@ STATE = state_topics(COMPONENTS)
 
 def job_record(name: str, ckpt: Path, offset: int) -> Record:
     spec = parse_manifest(MANIFEST.format(name=name, ckpt=ckpt))
-    job = JobRecord(name=name, spec=spec, created=time.time(), updated=time.time())
+    job = JobRecord(name=name, created=time.time(), spec=JobSpec(job=spec), status=JobStatus(updated=time.time()))
     headers: list[tuple[str, bytes | None]] = [("myolo-state-kind", b"job")]
     return Record(
         partition=0, offset=offset, timestamp=0, key=name.encode(), value=msgspec.json.encode(job), headers=headers

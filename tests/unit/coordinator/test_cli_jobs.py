@@ -19,7 +19,6 @@ import msgspec
 import pytest
 import yaml
 from aiohttp import web
-from msgspec.structs import replace
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -27,7 +26,8 @@ from agent.healthz.logs import JobLogs
 from agent.trainer.launch import rank_log, run_dir
 from coordinator.cli import render
 from coordinator.cli.main import app
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.answer import JobAnswer, job_answer
+from coordinator.jobs.records import with_spec, with_status
 from events.payloads.worker_logs import WorkerLogChunk
 from tests.api_auth import OPERATOR, token
 from tests.helpers import refused_port
@@ -155,13 +155,13 @@ def test_apply_via_the_standby_creates_then_configures_on_the_leader(cluster: Cl
     assert first.exit_code == 0, first.output
     assert first.output.strip() == f"job/tiny-pretrain created via {cluster.leader.url}"
     record = cluster.leader_jobs.job("tiny-pretrain")
-    assert record is not None and record.manifest == MANIFEST and record.spec.max_replicas == 3
+    assert record is not None and record.spec.manifest == MANIFEST and record.spec.job.max_replicas == 3
     assert cluster.standby_jobs.records == {}
     job_file.write_text(MANIFEST.replace("maxReplicas: 3", "maxReplicas: 2"))
     again = run("apply", "-f", str(job_file), "--api", cluster.standby.url)
     assert again.exit_code == 0, again.output
     assert again.output.startswith("job/tiny-pretrain configured")
-    assert cluster.leader_jobs.job("tiny-pretrain").spec.max_replicas == 2
+    assert cluster.leader_jobs.job("tiny-pretrain").spec.job.max_replicas == 2
     assert [w[0] for w in cluster.leader_jobs.writes] == ["apply", "apply"]
     assert all(w[2] == f"operator:{OPERATOR}" for w in cluster.leader_jobs.writes)  # the token's name
 
@@ -216,12 +216,12 @@ def test_get_jobs_table_when_piped(cluster: Cluster) -> None:
     cluster.standby_jobs.add(running_job(time.time()))
     waiting = running_job(time.time(), name="waiting")
     cluster.standby_jobs.add(
-        replace(
+        with_status(
             waiting,
             phase="Pending",
             reason="needs 1 GPU, 0 free",
             generation=None,
-            progress=type(waiting.progress)(),
+            progress=type(waiting.status.progress)(),
         )
     )
     result = run("get", "jobs", "--api", cluster.standby.url)
@@ -242,7 +242,7 @@ def test_get_jobs_as_data_is_the_full_record(cluster: Cluster, fmt: str) -> None
     result = run("get", "jobs", "-o", fmt, "--api", cluster.leader.url)
     assert result.exit_code == 0, result.output
     body = json.loads(result.output) if fmt == "json" else yaml.safe_load(result.output)
-    assert [msgspec.convert(j, JobRecord) for j in body["items"]] == [record]
+    assert [msgspec.convert(j, JobAnswer) for j in body["items"]] == [job_answer(record)]
     one = run("get", "jobs", "tiny-pretrain", "-o", fmt, "--api", cluster.leader.url)
     assert (json.loads(one.output) if fmt == "json" else yaml.safe_load(one.output)) == body["items"][0]
 
@@ -263,7 +263,7 @@ def test_get_or_describe_an_unknown_job_exits_2(cluster: Cluster) -> None:
 
 def test_describe_job_shows_generation_members_progress_and_decisions(cluster: Cluster) -> None:
     now = cluster.leader_jobs.clock.now()
-    cluster.leader_jobs.add(replace(running_job(now), desired_replicas=3))
+    cluster.leader_jobs.add(with_spec(running_job(now), desired_replicas=3))
     result = run("describe", "job", "tiny-pretrain", "--api", cluster.leader.url)
     assert result.exit_code == 0, result.output
     out = result.output
@@ -302,7 +302,7 @@ def test_describe_job_shows_generation_members_progress_and_decisions(cluster: C
 
 def test_describe_a_job_that_waits(cluster: Cluster) -> None:
     job = running_job(cluster.leader_jobs.clock.now())
-    cluster.leader_jobs.add(replace(job, phase="Pending", reason="needs 1 GPU", generation=None, decisions=[]))
+    cluster.leader_jobs.add(with_status(job, phase="Pending", reason="needs 1 GPU", generation=None, decisions=[]))
     result = run("describe", "job", "tiny-pretrain", "--api", cluster.leader.url)
     assert result.exit_code == 0, result.output
     assert "none yet (the job waits for capacity)" in result.output
@@ -318,7 +318,7 @@ def test_scale_via_the_standby_lands_on_the_leader(cluster: Cluster) -> None:
         result.output.strip()
         == f"job/tiny-pretrain scaled to 3 replicas (running 2 now, Running) via {cluster.leader.url}"
     )
-    assert cluster.leader_jobs.job("tiny-pretrain").desired_replicas == 3
+    assert cluster.leader_jobs.job("tiny-pretrain").spec.desired_replicas == 3
 
 
 def test_scale_errors_name_the_bound_or_the_job(cluster: Cluster) -> None:
@@ -338,7 +338,7 @@ def test_delete_via_the_standby(cluster: Cluster) -> None:
     result = run("delete", "job", "tiny-pretrain", "--api", cluster.standby.url)
     assert result.exit_code == 0, result.output
     assert "job/tiny-pretrain deleting: its workers stop with a checkpoint" in result.output
-    assert cluster.leader_jobs.job("tiny-pretrain").deleting
+    assert cluster.leader_jobs.job("tiny-pretrain").spec.deleting
     assert [(w[0], w[1]) for w in cluster.leader_jobs.writes] == [("delete", "tiny-pretrain")]
     assert cluster.leader_jobs.writes[0][2] == f"operator:{OPERATOR}"
 
@@ -380,7 +380,7 @@ def test_logs_errors_say_what_to_do(cluster: Cluster) -> None:
     now = cluster.leader_jobs.clock.now()
     cluster.leader_jobs.add(running_job(now))
     waiting = running_job(now, name="waiting")
-    cluster.leader_jobs.add(replace(waiting, phase="Pending", reason="needs 1 GPU", generation=None))
+    cluster.leader_jobs.add(with_status(waiting, phase="Pending", reason="needs 1 GPU", generation=None))
 
     no_gen = run("logs", "job", "waiting", "--api", cluster.leader.url)
     assert no_gen.exit_code == 1 and "has no generation yet (Pending: needs 1 GPU)" in no_gen.output
@@ -409,11 +409,11 @@ def test_logs_errors_say_what_to_do(cluster: Cluster) -> None:
 
 
 def test_on_a_terminal_the_phase_is_coloured_and_a_deletion_shows() -> None:
-    record = replace(running_job(time.time()), deleting=True)
+    record = with_spec(running_job(time.time()), deleting=True)
     buf = io.StringIO()
     render.print_jobs(
         Console(file=buf, force_terminal=True, color_system="standard", width=160),
-        {"items": [msgspec.to_builtins(record)]},
+        {"items": [msgspec.to_builtins(job_answer(record))]},
     )
     row = next(line for line in buf.getvalue().splitlines() if "tiny-pretrain" in line)
     assert "\x1b[32mRunning\x1b[0m,\x1b[35mDeleting\x1b[0m" in row

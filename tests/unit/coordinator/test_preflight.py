@@ -52,7 +52,7 @@ def verdicts(report: PreflightReport) -> list[tuple[str, str, str]]:
 
 async def test_every_check_passes_on_a_healthy_fleet_with_the_recorded_data(sim: PreflightSim) -> None:
     await sim.running_job(job_manifest(digest=sha(DATA)))
-    assert sorted(sim.job().generation.node_ids) == ["n1", "n2"]
+    assert sorted(sim.job().status.generation.node_ids) == ["n1", "n2"]
     report = await sim.run(PreflightRequest(min_busbw_gbps=10))
     assert verdicts(report) == [(n, c, "PASS") for n in ("n1", "n2") for c in ("driver", "memory", "data", "nccl")], (
         report.results

@@ -97,11 +97,11 @@ async def test_drift_retrains_from_the_champion_and_registers_the_new_version_wi
     kinds = [(t, type(r).__name__) for t, r in sim.writes if t in (STATE_DRIFT, "myolo.state.jobs")]
     assert kinds.index((STATE_DRIFT, "RetrainRun")) < kinds.index(("myolo.state.jobs", "JobRecord"))
     job = sim.job(run.job)
-    trainer = job.spec.trainer
+    trainer = job.spec.job.trainer
     assert trainer.init_from == str(tmp_path / "v1.safetensors")  # from the champion's weights
     assert trainer.export_path == str(tmp_path / "models" / run.job / "model.safetensors")
-    assert trainer.eval_data_path == "/data/heldout.bin" and job.spec.labels["retrain-of"] == "credit-risk"
-    assert yaml.safe_load(job.manifest)["metadata"]["name"] == run.job
+    assert trainer.eval_data_path == "/data/heldout.bin" and job.spec.job.labels["retrain-of"] == "credit-risk"
+    assert yaml.safe_load(job.spec.manifest)["metadata"]["name"] == run.job
     assert trainer.checkpoint_dir == f"/srv/ckpt/retrain/{run.job}"  # each run apart: none resumes another's end
 
     # the job runs and completes; rank 0's node reports the export
@@ -116,11 +116,11 @@ async def test_drift_retrains_from_the_champion_and_registers_the_new_version_wi
         eval=EvalResult(dataset="/data/heldout.bin", dataset_sha256="d" * 64, tokens=512, loss=2.5, perplexity=12.18),
     )
     done = TrainingCompleted(
-        job_id=run.job, generation=rec.generation.number, node_id="n1", ranks=[0], last_step=5, export=export
+        job_id=run.job, generation=rec.status.generation.number, node_id="n1", ranks=[0], last_step=5, export=export
     )
     await sim.deliver(done, "/x/n1")
     await sim.second(3)
-    assert sim.job(run.job).phase == "Succeeded"
+    assert sim.job(run.job).status.phase == "Succeeded"
     run = sim.drift.retrainer.runs["credit-risk"]
     assert (run.state, run.registered) == ("registered", 2)
     v2 = sim.registry.version("credit-risk", 2)

@@ -57,10 +57,15 @@ class Registry:
 
 
 @dataclass
-class Job:
+class JobStatus:
     phase: str = "Running"
     reason: str = ""
     updated: float = 0.0
+
+
+@dataclass
+class Job:
+    status: JobStatus = field(default_factory=JobStatus)
 
 
 @dataclass
@@ -94,7 +99,7 @@ async def test_a_detection_writes_the_run_then_submits_and_the_success_is_regist
     done = TrainingCompleted(job_id=job, generation=3, node_id="n1", ranks=[0], last_step=5, export=EXPORT)
     await retrainer.completed(done, leading=True)
     assert retrainer.runs["m"].export == EXPORT and retrainer.runs["m"].generation == 3
-    jobs.records[job].phase = "Succeeded"
+    jobs.records[job].status.phase = "Succeeded"
     await retrainer.tick(200.0)
     run = retrainer.runs["m"]
     assert (run.state, run.registered) == ("registered", 2)
@@ -111,7 +116,7 @@ async def test_a_refused_write_of_a_run_submits_nothing_and_changes_nothing(part
     store.refuse = False
     job = await retrainer.detected("m", "1", "drift-1", now=100.0)
     before = retrainer.runs["m"]
-    jobs.records[job].phase = "Failed"
+    jobs.records[job].status.phase = "Failed"
     store.refuse = True
     with pytest.raises(Refused):
         await retrainer.tick(200.0)

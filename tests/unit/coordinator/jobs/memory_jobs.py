@@ -9,7 +9,6 @@ change a running job cannot take, ``UnknownJob``, and ``ValueError`` naming the 
 from __future__ import annotations
 
 from aiohttp import web
-from msgspec.structs import replace
 
 from coordinator.api.app import create_app
 from coordinator.core.component import RouteSet
@@ -17,7 +16,17 @@ from coordinator.core.errors import NotLeader
 from coordinator.jobs import routes as job_routes
 from coordinator.jobs.interface import JobConflict, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.records import Decision, Generation, JobProgress, JobRecord, Member
+from coordinator.jobs.records import (
+    Decision,
+    Generation,
+    JobProgress,
+    JobRecord,
+    JobSpec,
+    JobStatus,
+    Member,
+    with_spec,
+    with_status,
+)
 from events.clock import SimClock
 from tests.api_auth import MemoryAudit, security
 from tests.unit.coordinator.api_fleet import MemoryFleet
@@ -49,28 +58,35 @@ class MemoryJobs:
         old = self.records.get(spec.name)
         self.writes.append(("apply", spec.name, by))
         if old is None:
-            return self.add(JobRecord(name=spec.name, spec=spec, manifest=manifest, created=now, updated=now)), True
-        if old.spec.trainer.model != spec.trainer.model:
-            raise JobConflict("spec.trainer.model", f"the job trains {old.spec.trainer.model!r}; it cannot change")
-        return self.add(replace(old, spec=spec, manifest=manifest, updated=now)), False
+            record = JobRecord(
+                name=spec.name,
+                created=now,
+                spec=JobSpec(job=spec, manifest=manifest),
+                status=JobStatus(updated=now),
+            )
+            return self.add(record), True
+        if old.spec.job.trainer.model != spec.trainer.model:
+            raise JobConflict("spec.trainer.model", f"the job trains {old.spec.job.trainer.model!r}; it cannot change")
+        return self.add(with_status(with_spec(old, job=spec, manifest=manifest), updated=now)), False
 
     async def scale(self, name: str, replicas: int, by: str) -> JobRecord:
         self._lead()
         record = self._get(name)
-        low, high = record.spec.min_replicas, record.spec.max_replicas
+        low, high = record.spec.job.min_replicas, record.spec.job.max_replicas
         if not low <= replicas <= high:
             raise ValueError(f"{replicas} is outside the job's bounds: minReplicas {low}, maxReplicas {high}")
         self.writes.append(("scale", name, by))
         decision = Decision(
             time=self.clock.now(), kind="scale", reason=f"scaled to {replicas}", replicas=replicas, by=by
         )
-        return self.add(replace(record, desired_replicas=replicas, decisions=[*record.decisions, decision]))
+        record = with_spec(record, desired_replicas=replicas)
+        return self.add(with_status(record, decisions=[*record.status.decisions, decision]))
 
     async def delete(self, name: str, by: str) -> JobRecord:
         self._lead()
         record = self._get(name)
         self.writes.append(("delete", name, by))
-        return self.add(replace(record, deleting=True))
+        return self.add(with_spec(record, deleting=True))
 
     def _lead(self) -> None:
         if not self.is_leader:
@@ -116,18 +132,19 @@ def running_job(now: float, name: str = "tiny-pretrain", manifest: str = MANIFES
     ]
     return JobRecord(
         name=name,
-        spec=spec,
-        manifest=manifest,
         created=now - 300,
-        updated=now - 1,
-        phase="Running",
-        reason="training on 2 of 3 replicas (node-b cordoned)",
-        generation=generation,
-        restarts=1,
-        node_failures={"node-b": 1},
-        last_resize=now - 30,
-        progress=JobProgress(step=150, loss=2.3456, tokens_per_s=12345.6, step_time_s=0.125, updated=now - 1),
-        decisions=decisions,
+        spec=JobSpec(job=spec, manifest=manifest),
+        status=JobStatus(
+            updated=now - 1,
+            phase="Running",
+            reason="training on 2 of 3 replicas (node-b cordoned)",
+            generation=generation,
+            restarts=1,
+            node_failures={"node-b": 1},
+            last_resize=now - 30,
+            progress=JobProgress(step=150, loss=2.3456, tokens_per_s=12345.6, step_time_s=0.125, updated=now - 1),
+            decisions=decisions,
+        ),
     )
 
 

@@ -170,6 +170,6 @@ class JobSim:
             await self.second()
             await self.ack_all("start_workers")
             await self.second()
-            if self.job(name).generation is not None and self.job(name).generation.stage == "running":
+            if self.job(name).status.generation is not None and self.job(name).status.generation.stage == "running":
                 break
         return self.job(name)

@@ -14,7 +14,7 @@ from coordinator.fleet.model import CordonRecord, NodeState
 from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec
 from events.payloads import GpuReading, TrainingCompleted, TrainingFault
 from tests.unit.coordinator.jobs.sim import manifest
 
@@ -124,7 +124,7 @@ class Harness:
 
     def job(self, lo: int = 1, hi: int = 3, restarts: int = 10, **changes: Any) -> JobRecord:
         spec = parse_manifest(manifest(lo=lo, hi=hi, restarts=restarts))
-        rec = JobRecord(name=spec.name, spec=spec, created=T0, updated=T0, **changes)
+        rec = JobRecord(name=spec.name, created=T0, spec=JobSpec(job=spec), status=JobStatus(updated=T0, **changes))
         self.records[rec.name] = rec
         return rec
 
@@ -138,7 +138,7 @@ class Harness:
         rec = await self.step(rec)
         self.commands.answer("start_workers")
         rec = await self.step(rec)
-        assert rec.generation is not None and rec.generation.stage == "running", rec.reason
+        assert rec.status.generation is not None and rec.status.generation.stage == "running", rec.status.reason
         return rec
 
 
@@ -158,9 +158,11 @@ async def test_a_terminal_job_is_left_alone() -> None:
 async def test_without_capacity_the_job_waits_in_pending_and_says_why_once() -> None:
     h = Harness()
     rec = await h.step(h.job(reason="waiting for its first placement"))
-    assert rec.phase == "Pending" and rec.reason.startswith("waiting for capacity: minReplicas 1 x 1 GPU(s)")
-    assert "0 free GPU(s) on 0 schedulable node(s)" in rec.reason
-    assert rec.decisions == []  # it was Pending already: a new reason, no decision
+    assert rec.status.phase == "Pending" and rec.status.reason.startswith(
+        "waiting for capacity: minReplicas 1 x 1 GPU(s)"
+    )
+    assert "0 free GPU(s) on 0 schedulable node(s)" in rec.status.reason
+    assert rec.status.decisions == []  # it was Pending already: a new reason, no decision
     again = await h.step(rec)
     assert again is rec and len(h.saved()) == 1  # nothing new: nothing written
 
@@ -168,11 +170,11 @@ async def test_without_capacity_the_job_waits_in_pending_and_says_why_once() -> 
 async def test_a_placement_begins_generation_one_and_writes_it_before_any_command() -> None:
     h = Harness("n1", "n2", "n3")
     rec = await h.step(h.job())
-    gen = rec.generation
+    gen = rec.status.generation
     assert gen is not None and (gen.number, gen.replicas, gen.stage) == (1, 3, "stopping")
     assert gen.node_ids == ["n1", "n2", "n3"] and gen.master_addr == "127.0.0.1"
-    assert (rec.phase, rec.generations, rec.decisions[-1].kind) == ("Resizing", 1, "start")
-    assert rec.last_resize is None  # a first start is not a resize
+    assert (rec.status.phase, rec.status.generations, rec.status.decisions[-1].kind) == ("Resizing", 1, "start")
+    assert rec.status.last_resize is None  # a first start is not a resize
     assert [k for k, _ in h.log] == ["save"]
 
 
@@ -181,8 +183,8 @@ async def test_a_back_off_holds_the_next_generation() -> None:
     rec = h.job(not_before=T0 + 10, generations=1)
     assert await h.step(rec) is rec and h.log == []
     rec = await h.step(rec, after_s=10)
-    assert rec.generation is not None and rec.decisions[-1].kind == "restart"
-    assert rec.decisions[-1].reason == "capacity for 1 replica(s) is back" and rec.last_resize == T0 + 10
+    assert rec.status.generation is not None and rec.status.decisions[-1].kind == "restart"
+    assert rec.status.decisions[-1].reason == "capacity for 1 replica(s) is back" and rec.status.last_resize == T0 + 10
 
 
 # ---- stopping and starting -------------------------------------------------------------------------------
@@ -190,17 +192,23 @@ async def test_starting_is_written_before_the_start_commands_and_done_answers_ma
     h = Harness("n1", "n2")
     rec = await h.step(h.job(hi=2))
     rec = await h.step(rec)
-    assert rec.generation.stage == "starting" and h.commands.sent("start_workers") == ["n1", "n2"]
+    assert rec.status.generation.stage == "starting" and h.commands.sent("start_workers") == ["n1", "n2"]
     assert [k for k, _ in h.log][1:] == ["save", "issue", "issue", "save"]
     first, then = h.saved()[1:]
-    assert first.generation.stage == "starting" and all(m.start_command is None for m in first.generation.members)
-    assert [m.start_command for m in then.generation.members] == ["c1", "c2"]  # the command ids, recorded
-    assert all(m.start_command for m in rec.generation.members)
-    assert (await h.step(rec)).generation.stage == "starting"  # no answer yet: nothing changes
+    assert first.status.generation.stage == "starting" and all(
+        m.start_command is None for m in first.status.generation.members
+    )
+    assert [m.start_command for m in then.status.generation.members] == ["c1", "c2"]  # the command ids, recorded
+    assert all(m.start_command for m in rec.status.generation.members)
+    assert (await h.step(rec)).status.generation.stage == "starting"  # no answer yet: nothing changes
     h.commands.answer("start_workers")
     rec = await h.step(rec, after_s=3)
-    assert (rec.phase, rec.generation.stage, rec.generation.started) == ("Running", "running", T0 + 3)
-    assert rec.reason == "generation 1: 2 replica(s)"
+    assert (rec.status.phase, rec.status.generation.stage, rec.status.generation.started) == (
+        "Running",
+        "running",
+        T0 + 3,
+    )
+    assert rec.status.reason == "generation 1: 2 replica(s)"
 
 
 async def test_a_member_lost_before_its_generation_started_places_again() -> None:
@@ -208,8 +216,11 @@ async def test_a_member_lost_before_its_generation_started_places_again() -> Non
     rec = await h.step(h.job(hi=2))
     h.fleet.set("n2", liveness="Lost")
     rec = await h.step(rec)
-    assert rec.generation.number == 2 and rec.generation.node_ids == ["n1"]
-    assert rec.decisions[-1].kind == "shrink" and rec.decisions[-1].reason == "n2 is Lost before generation 1 started"
+    assert rec.status.generation.number == 2 and rec.status.generation.node_ids == ["n1"]
+    assert (
+        rec.status.decisions[-1].kind == "shrink"
+        and rec.status.decisions[-1].reason == "n2 is Lost before generation 1 started"
+    )
     assert h.commands.sent("start_workers") == []
 
 
@@ -218,9 +229,16 @@ async def test_a_node_refusing_its_start_is_avoided_without_spending_the_restart
     rec = await h.step(await h.step(h.job(hi=2)))
     h.commands.answer("start_workers", "rejected", {"n2"}, reason="draining")
     rec = await h.step(rec)
-    assert rec.restarts == 0 and rec.avoid == {"n2": T0 + 60.0}
-    assert rec.decisions[-1].kind == "restart" and "start_workers rejected on n2: draining" in rec.decisions[-1].reason
-    assert rec.generation.node_ids == ["n1"] and rec.previous is not None and rec.previous.stage == "ended"
+    assert rec.status.restarts == 0 and rec.status.avoid == {"n2": T0 + 60.0}
+    assert (
+        rec.status.decisions[-1].kind == "restart"
+        and "start_workers rejected on n2: draining" in rec.status.decisions[-1].reason
+    )
+    assert (
+        rec.status.generation.node_ids == ["n1"]
+        and rec.status.previous is not None
+        and rec.status.previous.stage == "ended"
+    )
     assert h.commands.sent("stop_workers") == ["n1", "n2"]  # the first generation's workers are told to stop
 
 
@@ -229,18 +247,18 @@ async def test_a_start_that_failed_is_the_jobs_failure_restarted_after_a_back_of
     rec = await h.step(await h.step(h.job(hi=1)))
     h.commands.answer("start_workers", "failed", reason="no such file")
     rec = await h.step(rec)
-    assert (rec.restarts, rec.node_failures, rec.not_before) == (1, {"n1": 1}, T0 + 1.0)
-    assert "restart 1/10 after 1 s" in rec.decisions[-1].reason and rec.generation.node_ids == ["n1"]
+    assert (rec.status.restarts, rec.status.node_failures, rec.status.not_before) == (1, {"n1": 1}, T0 + 1.0)
+    assert "restart 1/10 after 1 s" in rec.status.decisions[-1].reason and rec.status.generation.node_ids == ["n1"]
 
 
 async def test_starts_not_confirmed_in_time_restart_without_the_silent_nodes() -> None:
     h = Harness("n1", "n2")
     rec = await h.step(await h.step(h.job(hi=2)))
     h.commands.answer("start_workers", nodes={"n1"})
-    assert (await h.step(rec, after_s=100)).generation.number == 1
+    assert (await h.step(rec, after_s=100)).status.generation.number == 1
     rec = await h.step(rec, after_s=21)
-    assert rec.generation.number == 2 and rec.avoid == {"n2": h.clock.now() + 60.0}
-    assert rec.decisions[-1].reason == "no start confirmed by n2 in 120 s" and rec.restarts == 0
+    assert rec.status.generation.number == 2 and rec.status.avoid == {"n2": h.clock.now() + 60.0}
+    assert rec.status.decisions[-1].reason == "no start confirmed by n2 in 120 s" and rec.status.restarts == 0
 
 
 async def test_the_previous_generation_is_waited_for_until_the_stop_timeout() -> None:
@@ -248,11 +266,11 @@ async def test_the_previous_generation_is_waited_for_until_the_stop_timeout() ->
     rec = await h.running(h.job(hi=2))
     h.fleet.set("n2", liveness="Lost")
     rec = await h.step(rec)  # shrink: generation 2 on n1; n1 is told to stop, the Lost n2 is not
-    assert h.commands.sent("stop_workers") == ["n1"] and rec.previous.members[0].stop_command is not None
+    assert h.commands.sent("stop_workers") == ["n1"] and rec.status.previous.members[0].stop_command is not None
     waiting = await h.step(rec, after_s=10)
-    assert waiting.generation.stage == "stopping" and waiting.previous is not None
+    assert waiting.status.generation.stage == "stopping" and waiting.status.previous is not None
     rec = await h.step(waiting, after_s=171)  # 181 s after the new generation: going on without the answer
-    assert rec.previous is None and rec.generation.stage == "starting"
+    assert rec.status.previous is None and rec.status.generation.stage == "starting"
 
 
 async def test_a_stopped_previous_generation_lets_the_next_one_start() -> None:
@@ -262,7 +280,11 @@ async def test_a_stopped_previous_generation_lets_the_next_one_start() -> None:
     rec = await h.step(rec)
     h.commands.answer("stop_workers")
     rec = await h.step(rec)
-    assert rec.previous is None and rec.generation.stage == "starting" and h.commands.sent("start_workers")[-1] == "n1"
+    assert (
+        rec.status.previous is None
+        and rec.status.generation.stage == "starting"
+        and h.commands.sent("start_workers")[-1] == "n1"
+    )
 
 
 # ---- running ---------------------------------------------------------------------------------------------
@@ -272,15 +294,18 @@ async def test_a_lost_member_shrinks_without_a_checkpoint_and_a_cordoned_one_wit
     cordon = CordonRecord(node_id="n3", cordoned=True, reason="disk", by="operator:alice", time=T0)
     h.fleet.set("n3", cordon=cordon)
     rec = await h.step(rec)
-    assert rec.decisions[-1].reason == "n3 was cordoned (operator:alice: disk)" and rec.generation.replicas == 2
-    stops = [m.stop_command for m in rec.previous.members]
+    assert (
+        rec.status.decisions[-1].reason == "n3 was cordoned (operator:alice: disk)"
+        and rec.status.generation.replicas == 2
+    )
+    stops = [m.stop_command for m in rec.status.previous.members]
     assert [h.commands.arg(c, "checkpoint") for c in stops if c] == [True] * 3  # all Ready: checkpoint first
     h.commands.answer("stop_workers")
     rec = await h.running(rec)
     h.fleet.set("n2", liveness="Lost")
     rec = await h.step(rec)
-    assert rec.decisions[-1].kind == "shrink" and rec.generation.node_ids == ["n1"]
-    stops = [m.stop_command for m in rec.previous.members]
+    assert rec.status.decisions[-1].kind == "shrink" and rec.status.generation.node_ids == ["n1"]
+    stops = [m.stop_command for m in rec.status.previous.members]
     assert [h.commands.arg(c, "checkpoint") for c in stops if c] == [False]  # n2 is gone: nothing to wait for
 
 
@@ -290,7 +315,7 @@ async def test_a_suspect_member_alone_is_kept_but_not_with_a_fault() -> None:
     h.fleet.set("n2", liveness="Suspect")
     assert await h.step(rec) is rec
     rec = await h.step(rec, Evidence(faults=[fault("n1")], first_fault_at=T0))
-    assert rec.decisions[-1].kind == "shrink" and rec.decisions[-1].reason == "n2 is Suspect"
+    assert rec.status.decisions[-1].kind == "shrink" and rec.status.decisions[-1].reason == "n2 is Suspect"
 
 
 async def test_a_fault_waits_for_silent_members_then_leaves_them_out() -> None:
@@ -300,8 +325,8 @@ async def test_a_fault_waits_for_silent_members_then_leaves_them_out() -> None:
     evidence = Evidence(faults=[fault("n1"), fault("n2", rank=1)], first_fault_at=T0)
     assert await h.step(rec, evidence) is rec  # fault_settle_s not passed: n3 may still speak up
     rec = await h.step(rec, evidence, after_s=2)
-    assert rec.decisions[-1].kind == "shrink" and rec.generation.node_ids == ["n1", "n2"]
-    assert rec.decisions[-1].reason.startswith("n3 silent since the first worker fault (2.0 s")
+    assert rec.status.decisions[-1].kind == "shrink" and rec.status.generation.node_ids == ["n1", "n2"]
+    assert rec.status.decisions[-1].reason.startswith("n3 silent since the first worker fault (2.0 s")
 
 
 async def test_a_fault_every_member_spoke_of_restarts_with_the_first_fault_as_the_cause() -> None:
@@ -309,9 +334,9 @@ async def test_a_fault_every_member_spoke_of_restarts_with_the_first_fault_as_th
     rec = await h.running(h.job(hi=2))
     evidence = Evidence(faults=[fault("n2", rank=1, exit_code=9), fault("n1")], first_fault_at=T0)
     rec = await h.step(rec, evidence)
-    assert rec.restarts == 1 and rec.node_failures == {"n2": 1}
-    assert rec.decisions[-1].reason.startswith("rank 1 on n2: worker_exit (exit code 9); restart 1/10")
-    assert rec.generation.node_ids == ["n1", "n2"]  # the same layout: its snapshots are where they were
+    assert rec.status.restarts == 1 and rec.status.node_failures == {"n2": 1}
+    assert rec.status.decisions[-1].reason.startswith("rank 1 on n2: worker_exit (exit code 9); restart 1/10")
+    assert rec.status.generation.node_ids == ["n1", "n2"]  # the same layout: its snapshots are where they were
 
 
 async def test_a_node_failing_the_job_again_and_again_is_cordoned_and_left_out() -> None:
@@ -319,18 +344,18 @@ async def test_a_node_failing_the_job_again_and_again_is_cordoned_and_left_out()
     rec = await h.running(h.job(hi=2, node_failures={"n2": 1}))
     rec = await h.step(rec, Evidence(faults=[fault("n2")], first_fault_at=T0))
     assert h.cordons.cordoned == [
-        ("n2", f"job tiny: 2 failures on this node (last: {rec.decisions[-1].reason.split(';')[0]})", "auto:job")
+        ("n2", f"job tiny: 2 failures on this node (last: {rec.status.decisions[-1].reason.split(';')[0]})", "auto:job")
     ]
-    assert rec.generation.node_ids == ["n1"]
+    assert rec.status.generation.node_ids == ["n1"]
 
 
 async def test_the_restart_budget_spent_fails_the_job() -> None:
     h = Harness("n1")
     rec = await h.running(h.job(hi=1, restarts=0))
     rec = await h.step(rec, Evidence(faults=[fault("n1")], first_fault_at=T0))
-    assert (rec.phase, rec.generation) == ("Failed", None) and rec.decisions[-1].kind == "fail"
-    assert rec.reason.endswith("restart budget spent (0 restart(s))") and rec.terminal
-    assert h.saved()[-2].phase == "Pending" and h.saved()[-1].phase == "Failed"
+    assert (rec.status.phase, rec.status.generation) == ("Failed", None) and rec.status.decisions[-1].kind == "fail"
+    assert rec.status.reason.endswith("restart budget spent (0 restart(s))") and rec.terminal
+    assert h.saved()[-2].status.phase == "Pending" and h.saved()[-1].status.phase == "Failed"
 
 
 async def test_every_member_completing_the_steps_succeeds_and_short_of_them_restarts() -> None:
@@ -343,49 +368,55 @@ async def test_every_member_completing_the_steps_succeeds_and_short_of_them_rest
     half = await h.step(rec, Evidence(completed={"n1": done("n1", 400)}))
     assert half is rec  # one of two: not yet
     short = await h.step(rec, Evidence(completed={n: done(n, 300) for n in ("n1", "n2")}))
-    assert short.restarts == 1 and "the workers stopped at step 300 of 400" in short.decisions[-1].reason
+    assert short.status.restarts == 1 and "the workers stopped at step 300 of 400" in short.status.decisions[-1].reason
     rec = await h.step(rec, Evidence(completed={n: done(n, 400) for n in ("n1", "n2")}))
-    assert (rec.phase, rec.reason, rec.generation.stage) == ("Succeeded", "trained 400 steps", "ended")
-    assert rec.decisions[-1].kind == "succeed"
+    assert (rec.status.phase, rec.status.reason, rec.status.generation.stage) == (
+        "Succeeded",
+        "trained 400 steps",
+        "ended",
+    )
+    assert rec.status.decisions[-1].kind == "succeed"
 
 
 # ---- resizing --------------------------------------------------------------------------------------------
 async def test_a_lower_target_scales_in_and_spare_capacity_grows_after_the_cooldown() -> None:
     h = Harness("n1", "n2", "n3")
     rec = await h.running(h.job())
-    rec = await h.step(replace(rec, desired_replicas=2))
-    assert rec.decisions[-1].kind == "scale" and rec.generation.replicas == 2
+    rec = await h.step(with_spec(rec, desired_replicas=2))
+    assert rec.status.decisions[-1].kind == "scale" and rec.status.generation.replicas == 2
     h.commands.answer("stop_workers")
-    rec = await h.running(replace(rec, desired_replicas=None))
+    rec = await h.running(with_spec(rec, desired_replicas=None))
     assert await h.step(rec, after_s=10) is rec  # 30 s of cooldown after the scale
     rec = await h.step(rec, after_s=21)
-    assert rec.decisions[-1].kind == "grow" and rec.generation.replicas == 3
-    assert rec.decisions[-1].reason == "capacity for 3 replica(s) (was 2, target 3)"
+    assert rec.status.decisions[-1].kind == "grow" and rec.status.generation.replicas == 3
+    assert rec.status.decisions[-1].reason == "capacity for 3 replica(s) (was 2, target 3)"
 
 
 async def test_a_policy_verdict_sets_the_size_and_a_replace_leaves_the_straggler_out() -> None:
     h = Harness("n1", "n2", "n3")
     rec = await h.running(h.job())
-    gen = rec.generation
+    gen = rec.status.generation
     shrink = Verdict("shrink", 2, "staleness 12 > 8", {"gradient_staleness": 12.0})
     rec = await h.r.resize(rec, gen, h.clock.now(), shrink)
-    assert rec.desired_replicas == 2 and rec.decisions[-1].metrics == {"gradient_staleness": 12.0}
+    assert rec.spec.desired_replicas == 2 and rec.status.decisions[-1].metrics == {"gradient_staleness": 12.0}
     h.commands.answer("stop_workers")
     rec = await h.running(rec)
     slow = Verdict("replace", 2, "n1 slow", {"ratio": 5.0}, frozenset({"n1"}))
-    rec = await h.r.resize(rec, rec.generation, h.clock.now(), slow)
-    assert rec.decisions[-1].kind == "replace" and rec.generation.node_ids == ["n2", "n3"]
+    rec = await h.r.resize(rec, rec.status.generation, h.clock.now(), slow)
+    assert rec.status.decisions[-1].kind == "replace" and rec.status.generation.node_ids == ["n2", "n3"]
     same = Verdict("grow", 2, "no change", {})
-    assert await h.r.resize(rec, rec.generation, h.clock.now(), same) is rec  # nothing to place differently
+    assert await h.r.resize(rec, rec.status.generation, h.clock.now(), same) is rec  # nothing to place differently
 
 
 # ---- deleting --------------------------------------------------------------------------------------------
 async def test_a_deleted_job_stops_with_a_checkpoint_and_is_gone_once_stopped() -> None:
     h = Harness("n1")
     rec = await h.running(h.job(hi=1))
-    rec = await h.step(replace(rec, deleting=True))
-    assert (rec.generation, rec.decisions[-1].kind) == (None, "delete") and h.commands.sent("stop_workers") == ["n1"]
-    assert h.commands.arg(rec.previous.members[0].stop_command, "checkpoint") is True
+    rec = await h.step(with_spec(rec, deleting=True))
+    assert (rec.status.generation, rec.status.decisions[-1].kind) == (None, "delete") and h.commands.sent(
+        "stop_workers"
+    ) == ["n1"]
+    assert h.commands.arg(rec.status.previous.members[0].stop_command, "checkpoint") is True
     assert not Reconciler.gone(rec)
     h.commands.answer("stop_workers")
     rec = await h.step(rec)
@@ -398,4 +429,4 @@ async def test_refusals_that_are_the_nodes_state_do_not_fail_the_job(status: str
     rec = await h.step(await h.step(h.job(hi=2)))
     h.commands.answer("start_workers", status, {"n1"})
     rec = await h.step(rec)
-    assert rec.restarts == 0 and "n1" in rec.avoid and rec.generation.node_ids == ["n2"]
+    assert rec.status.restarts == 0 and "n1" in rec.status.avoid and rec.status.generation.node_ids == ["n2"]

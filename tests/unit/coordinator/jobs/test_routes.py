@@ -8,8 +8,9 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from coordinator.jobs.answer import JobAnswer, job_answer
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
-from coordinator.jobs.records import JobRecord
+from coordinator.jobs.records import with_status
 from tests.api_auth import ADMIN, OPERATOR, bearer
 from tests.unit.coordinator.jobs.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
 
@@ -38,8 +39,8 @@ async def test_list_and_get_answer_the_full_record(client: TestClient, jobs: Mem
     resp = await client.get("/v1/jobs/tiny-pretrain")
     assert resp.status == 200
     body = await resp.json()
-    assert body == json.loads(json.dumps(msgspec.to_builtins(record)))  # tuples become lists, nothing else
-    assert msgspec.convert(body, JobRecord) == record  # the contract with the CLI: the record, whole
+    assert body == json.loads(json.dumps(msgspec.to_builtins(job_answer(record))))  # tuples become lists, nothing else
+    assert msgspec.convert(body, JobAnswer) == job_answer(record)  # the contract with the CLI: the record, whole
     assert body["generation"]["members"][1] == {
         "node_id": "node-c",
         "node_rank": 1,
@@ -52,7 +53,7 @@ async def test_list_and_get_answer_the_full_record(client: TestClient, jobs: Mem
 
 async def test_a_loss_that_is_not_finite_is_null(client: TestClient, jobs: MemoryJobs) -> None:
     job = running_job(jobs.clock.now())
-    jobs.add(msgspec.structs.replace(job, progress=msgspec.structs.replace(job.progress, loss=float("nan"))))
+    jobs.add(with_status(job, progress=msgspec.structs.replace(job.status.progress, loss=float("nan"))))
     text = await (await client.get("/v1/jobs/tiny-pretrain")).text()
     assert json.loads(text)["progress"]["loss"] is None and "NaN" not in text
 
@@ -205,7 +206,7 @@ async def test_a_bad_scale_is_a_400_naming_the_field(
     assert resp.status == 400
     answer = await resp.json()
     assert answer["field"] == field and words in answer["error"]
-    assert jobs.job("tiny-pretrain").desired_replicas is None
+    assert jobs.job("tiny-pretrain").spec.desired_replicas is None
 
 
 async def test_scale_body_is_json(client: TestClient, jobs: MemoryJobs) -> None:

@@ -23,20 +23,25 @@ class Gen:
 
 
 @dataclass(frozen=True)
+class Status:
+    generation: Gen | None
+
+
+@dataclass(frozen=True)
 class Job:
     name: str
-    generation: Gen | None
+    status: Status
     terminal: bool = False
 
 
 def test_a_job_s_window_starts_at_its_first_step_after_the_upgrade() -> None:
     jobs = [
-        Job("kept", Gen("running", 50.0)),  # trained before the upgrade (at 100) on the layout it still runs
-        Job("back", Gen("running", 130.0)),  # restarted and trained again
-        Job("restarting", Gen("starting", None)),
-        Job("no-step-yet", Gen("running", None)),
-        Job("unplaced", None),
-        Job("ended", None, terminal=True),
+        Job("kept", Status(Gen("running", 50.0))),  # trained before the upgrade (at 100) on the layout it still runs
+        Job("back", Status(Gen("running", 130.0))),  # restarted and trained again
+        Job("restarting", Status(Gen("starting", None))),
+        Job("no-step-yet", Status(Gen("running", None))),
+        Job("unplaced", Status(None)),
+        Job("ended", Status(None), terminal=True),
     ]
     names = [j.name for j in jobs] + ["deleted"]
     assert bake.window_starts(jobs, names, 100.0) == {
@@ -75,7 +80,7 @@ async def _roll(sim: FleetSim, plan: Plan, restart_s: float, trains_after_upgrad
     step = 0
     for _ in range(60):  # its first generation, then a baseline before the rollout
         await sim.run(1)
-        if (g := sim.job("train").generation) and g.stage == "running":
+        if (g := sim.job("train").status.generation) and g.stage == "running":
             step += 1
             await sim.progress("train", g.number, step, g.replicas)
             if step > plan.baseline_s:
@@ -86,7 +91,7 @@ async def _roll(sim: FleetSim, plan: Plan, restart_s: float, trains_after_upgrad
         if sim.rollouts.rollout(rec.name).terminal:
             return
         await sim.run(1)
-        gen = sim.job("train").generation
+        gen = sim.job("train").status.generation
         if not trains_after_upgrade and sim.upgraded():
             continue
         if gen is not None and gen.stage == "running" and sim.clock.now() - (gen.started or 0) >= restart_s:
@@ -102,8 +107,8 @@ PLAN = Plan(waves=[50, 100], bake_s=10, baseline_s=30, drain_timeout_s=30, upgra
 async def test_a_good_release_passes_though_the_job_takes_longer_than_the_bake_to_grow_back(sim: FleetSim) -> None:
     await _roll(sim, PLAN, restart_s=3 * PLAN.bake_s)  # each restart outlasts the bake
     (rec,) = sim.rollouts.rollouts()
-    assert rec.phase == "Succeeded", (rec.reason, rec.waves)
-    displaced = [w for w in rec.waves if "train" in w.baseline]
+    assert rec.status.phase == "Succeeded", (rec.status.reason, rec.status.waves)
+    displaced = [w for w in rec.status.waves if "train" in w.baseline]
     assert displaced  # a wave took the job's nodes
     for wave in displaced:
         (gate,) = [g for g in wave.gates if g.gate == "throughput"]
@@ -114,12 +119,13 @@ async def test_a_good_release_passes_though_the_job_takes_longer_than_the_bake_t
 async def test_a_job_that_never_trains_again_fails_the_throughput_gate_once_the_wait_is_out(sim: FleetSim) -> None:
     await _roll(sim, PLAN, restart_s=0, trains_after_upgrade=False)
     (rec,) = sim.rollouts.rollouts()
-    assert rec.phase == "RolledBack" and rec.failed_gate is not None, rec.reason
+    assert rec.status.phase == "RolledBack" and rec.status.failed_gate is not None, rec.status.reason
     assert (
-        rec.failed_gate.gate == "throughput" and "train reported no progress during the bake" in rec.failed_gate.detail
+        rec.status.failed_gate.gate == "throughput"
+        and "train reported no progress during the bake" in rec.status.failed_gate.detail
     )
-    wave = next(w for w in rec.waves if w.step == "failed")
+    wave = next(w for w in rec.status.waves if w.step == "failed")
     assert wave.upgraded_at is not None and "train" in wave.baseline  # the wave that displaced the job
-    failed = next(h.time for h in rec.history if h.phase == "RollingBack")
+    failed = next(h.time for h in rec.status.history if h.phase == "RollingBack")
     assert failed - wave.upgraded_at >= PLAN.upgrade_timeout_s  # it waited for the job to come back
     assert failed - wave.upgraded_at < PLAN.upgrade_timeout_s + 5  # and no longer

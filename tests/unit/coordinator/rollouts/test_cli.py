@@ -43,8 +43,8 @@ async def test_start_status_pause_resume_abort_and_history(served, tmp_path: Pat
     assert done.exit_code == 0, done.output
     assert "rollout agent-4.1.0 started: 2 waves of 1/3 node(s)" in done.output
     rec = lead.coord.get(Rollouts).rollout("agent-4.1.0")
-    assert rec.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest() and rec.plan.bake_s == 3600
-    assert rec.by == f"operator:{ADMIN}"
+    assert rec.spec.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest() and rec.spec.plan.bake_s == 3600
+    assert rec.spec.by == f"operator:{ADMIN}"
 
     status = await myoloctl(url, "rollout", "status")
     assert status.exit_code == 0 and "agent-4.1.0: agent 4.1.0  Progressing" in status.output, status.output

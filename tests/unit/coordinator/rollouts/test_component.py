@@ -76,7 +76,12 @@ class FleetSim(JobSim):
     async def run(self, seconds: int, job: str | None = None, rate: float = 1000.0) -> None:
         for t in range(seconds):
             await self.agents()
-            if job is not None and self.jobs.job(job) and (gen := self.job(job).generation) and gen.stage == "running":
+            if (
+                job is not None
+                and self.jobs.job(job)
+                and (gen := self.job(job).status.generation)
+                and gen.stage == "running"
+            ):
                 await self.progress(job, gen.number, 1 + t, gen.replicas, tokens_per_s=rate)
             await self.second()
 
@@ -107,56 +112,56 @@ async def start(sim: FleetSim, plan: Plan = PLAN) -> RolloutRecord:
 async def test_a_good_release_rolls_through_every_wave_while_a_job_trains(sim: FleetSim) -> None:
     await sim.jobs.apply(manifest(name="train", lo=1, hi=2), "alice")
     await sim.run(5, "train")
-    busy = set(sim.job("train").generation.node_ids)
+    busy = set(sim.job("train").status.generation.node_ids)
     rec = await start(sim)
-    assert [len(w.nodes) for w in rec.waves] == [1, 2, 2]  # 20 % of 5, then 60 %, then the rest
-    assert not busy & set(rec.waves[0].nodes)  # nodes without running jobs go first
-    assert busy <= set(rec.waves[-1].nodes) | set(rec.waves[1].nodes)
+    assert [len(w.nodes) for w in rec.status.waves] == [1, 2, 2]  # 20 % of 5, then 60 %, then the rest
+    assert not busy & set(rec.status.waves[0].nodes)  # nodes without running jobs go first
+    assert busy <= set(rec.status.waves[-1].nodes) | set(rec.status.waves[1].nodes)
     for _ in range(20):
         await sim.run(30, "train")
         if sim.rollouts.rollout(rec.name).terminal:
             break
     rec = sim.rollouts.rollout(rec.name)
-    assert rec.phase == "Succeeded", (rec.reason, rec.waves)
+    assert rec.status.phase == "Succeeded", (rec.status.reason, rec.status.waves)
     assert sim.version == dict.fromkeys(NODES, NEW)
-    assert all(w.step == "passed" for w in rec.waves)
-    for wave in rec.waves:
+    assert all(w.step == "passed" for w in rec.status.waves)
+    for wave in rec.status.waves:
         assert [g.gate for g in wave.gates] == ["health", "faults", "leak", "throughput"]
         assert wave.previous == dict.fromkeys(wave.nodes, OLD)
     # the job's throughput held (the agents report the same rate): the gate judged it where the job ran
-    judged = [g for w in rec.waves for g in w.gates if g.gate == "throughput" and g.passed is not None]
+    judged = [g for w in rec.status.waves for g in w.gates if g.gate == "throughput" and g.passed is not None]
     assert judged and all(g.passed and abs(g.figures["train"]) < 1e-9 for g in judged)
     assert not any(n.cordoned for n in sim.fleet.nodes())  # every rollout cordon lifted
-    assert sim.job("train").phase == "Running"
+    assert sim.job("train").status.phase == "Running"
     phases = [e.phase for e in sim.events()]
     assert phases[0] == "Progressing" and phases[-1] == "Succeeded"
     # every step was written to the state before its event
-    assert [r.phase for t, r in sim.writes if t == STATE_ROLLOUTS][-1] == "Succeeded"
+    assert [r.status.phase for t, r in sim.writes if t == STATE_ROLLOUTS][-1] == "Succeeded"
 
 
 async def test_a_release_failing_its_health_check_stops_after_the_first_wave_and_rolls_back(sim: FleetSim) -> None:
     sim.bad_versions = {NEW}
     rec = await start(sim)
-    first = set(rec.waves[0].nodes)
+    first = set(rec.status.waves[0].nodes)
     for _ in range(10):
         await sim.run(10)
         if sim.rollouts.rollout(rec.name).terminal:
             break
     rec = sim.rollouts.rollout(rec.name)
-    assert rec.phase == "RolledBack" and rec.failed_gate is not None
-    assert rec.failed_gate.gate == "health" and "fail" in rec.failed_gate.detail.lower()
+    assert rec.status.phase == "RolledBack" and rec.status.failed_gate is not None
+    assert rec.status.failed_gate.gate == "health" and "fail" in rec.status.failed_gate.detail.lower()
     assert sim.upgraded() == first  # no node outside the first wave was ever sent it
     assert {c.node_id for c in sim.sent("rollback")} == first
     assert sim.version == dict.fromkeys(NODES, OLD)
-    assert [w.step for w in rec.waves] == ["failed", "pending", "pending"]
+    assert [w.step for w in rec.status.waves] == ["failed", "pending", "pending"]
 
 
 async def test_a_leaking_release_fails_the_leak_gate_with_its_figures(sim: FleetSim) -> None:
     rec = await start(sim)
-    (node,) = rec.waves[0].nodes
+    (node,) = rec.status.waves[0].nodes
     for _ in range(30):
         await sim.run(5)
-        wave = sim.rollouts.rollout(rec.name).waves[0]
+        wave = sim.rollouts.rollout(rec.name).status.waves[0]
         if wave.step == "baking":
             break
     leak = LeakReport(
@@ -166,9 +171,9 @@ async def test_a_leaking_release_fails_the_leak_gate_with_its_figures(sim: Fleet
     await sim.deliver(leak, f"/x/{node}")
     await sim.run(PLAN_BAKE + 5)
     rec = sim.rollouts.rollout(rec.name)
-    assert rec.phase == "RolledBack", rec.reason
-    assert rec.failed_gate.gate == "leak" and rec.failed_gate.figures[f"{node} gpu 0"] == 0.42
-    assert "+0.420 %/h" in rec.failed_gate.detail
+    assert rec.status.phase == "RolledBack", rec.status.reason
+    assert rec.status.failed_gate.gate == "leak" and rec.status.failed_gate.figures[f"{node} gpu 0"] == 0.42
+    assert "+0.420 %/h" in rec.status.failed_gate.detail
     assert sim.upgraded() == {node} and sim.version[node] == OLD
 
 
@@ -181,21 +186,21 @@ async def test_pause_resume_abort_and_one_rollout_at_a_time(sim: FleetSim) -> No
         await start(sim)
     await sim.rollouts.act(rec.name, "pause", "op")
     await sim.run(60)
-    assert sim.rollouts.rollout(rec.name).phase == "Paused"
+    assert sim.rollouts.rollout(rec.name).status.phase == "Paused"
     assert sim.upgraded() == set()  # nothing moves while paused
     await sim.rollouts.act(rec.name, "resume", "op")
     with pytest.raises(RolloutError, match=r"cannot resume rollout .* it is Progressing"):
         await sim.rollouts.act(rec.name, "resume", "op")
     for _ in range(30):
         await sim.run(5)
-        if sim.rollouts.rollout(rec.name).waves[0].step == "baking":
+        if sim.rollouts.rollout(rec.name).status.waves[0].step == "baking":
             break
-    first = set(rec.waves[0].nodes)
+    first = set(rec.status.waves[0].nodes)
     assert sim.upgraded() == first
     rec = await sim.rollouts.act(rec.name, "abort", "op")
     await sim.run(10)
     rec = sim.rollouts.rollout(rec.name)
-    assert rec.phase == "Aborted" and sim.version == dict.fromkeys(NODES, OLD)
+    assert rec.status.phase == "Aborted" and sim.version == dict.fromkeys(NODES, OLD)
     assert not any(n.cordoned for n in sim.fleet.nodes())
     with pytest.raises(RolloutError, match="cannot pause"):
         await sim.rollouts.act(rec.name, "pause", "op")
@@ -207,10 +212,10 @@ async def test_undo_after_success_and_a_new_leader_resumes_from_the_state(sim: F
         await sim.run(10)
         if sim.rollouts.rollout(rec.name).terminal:
             break
-    assert sim.rollouts.rollout(rec.name).phase == "Succeeded"
+    assert sim.rollouts.rollout(rec.name).status.phase == "Succeeded"
     await sim.rollouts.act(rec.name, "undo", "op")
     await sim.run(10)
-    assert sim.rollouts.rollout(rec.name).phase == "RolledBack" and sim.version == dict.fromkeys(NODES, OLD)
+    assert sim.rollouts.rollout(rec.name).status.phase == "RolledBack" and sim.version == dict.fromkeys(NODES, OLD)
     # a standby follows the state: it knows the rollout as recorded
     from tests.unit.coordinator.offline import offline_coordinator
 
@@ -219,7 +224,7 @@ async def test_undo_after_success_and_a_new_leader_resumes_from_the_state(sim: F
     for topic, record in sim.writes:
         if topic == STATE_ROLLOUTS:
             other.apply_state(STATE_ROLLOUTS, record.name, record, "rollout")
-    assert other.get(Rollouts).rollout(rec.name).phase == "RolledBack"
+    assert other.get(Rollouts).rollout(rec.name).status.phase == "RolledBack"
 
 
 async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_does_not(sim: FleetSim) -> None:
@@ -233,21 +238,21 @@ async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_doe
         ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl", sha256=SHA), "/ci"
     )
     (rec,) = sim.rollouts.rollouts()
-    assert (rec.name, rec.component, rec.version, rec.source, rec.by) == (
+    assert (rec.name, rec.spec.component, rec.spec.version, rec.spec.source, rec.spec.by) == (
         "agent-4.2.0",
         "agent",
         "4.2.0",
         "release",
         "auto:release",
     )
-    assert rec.plan == sim.rollouts.cfg.plan and [len(w.nodes) for w in rec.waves] == [1, 1, 1, 2]
+    assert rec.spec.plan == sim.rollouts.cfg.plan and [len(w.nodes) for w in rec.status.waves] == [1, 1, 1, 2]
 
 
 async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: FleetSim) -> None:
     from events.payloads import CommandAck
 
     rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
-    (node,) = rec.waves[0].nodes
+    (node,) = rec.status.waves[0].nodes
     for _ in range(30):
         await sim.second()
         await sim.ack_all("drain")
@@ -259,8 +264,8 @@ async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: Fl
     await sim.deliver(ack, f"/x/{node}")
     await sim.run(5)  # far less than upgrade_timeout_s: the failure is known, nothing to wait for
     rec = sim.rollouts.rollout(rec.name)
-    assert rec.phase == "RolledBack" and rec.failed_gate.gate == "upgrade"
-    assert node in rec.failed_gate.detail and "sha256 mismatch" in rec.failed_gate.detail
+    assert rec.status.phase == "RolledBack" and rec.status.failed_gate.gate == "upgrade"
+    assert node in rec.status.failed_gate.detail and "sha256 mismatch" in rec.status.failed_gate.detail
     assert sim.upgraded() == {node} and sim.sent("rollback") == []  # it never switched: nothing to undo
 
 
@@ -276,7 +281,7 @@ async def test_a_refused_state_write_leaves_the_rollout_as_it_was(sim: FleetSim)
             await sim.rollouts.act(rec.name, "pause", "op")
     assert refused == [rec.name, rec.name]
     assert sim.rollouts.rollout(rec.name) is before  # memory is what the state topic holds
-    assert before.phase == "Progressing" and [w.step for w in before.waves] == ["pending"] * 3
+    assert before.status.phase == "Progressing" and [w.step for w in before.status.waves] == ["pending"] * 3
     assert not any(n.cordoned for n in sim.fleet.nodes())  # nothing acted on a step that was not recorded
     await sim.rollouts.tick(sim.clock.now())  # the broker is back: the same step goes through
-    assert sim.rollouts.rollout(rec.name).waves[0].step == "draining"
+    assert sim.rollouts.rollout(rec.name).status.waves[0].step == "draining"
