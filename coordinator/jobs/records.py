@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from coordinator.jobs.manifest import ElasticJobSpec
+from coordinator.state.flat import split_flat
 
 Phase = Literal["Pending", "Running", "Resizing", "Succeeded", "Failed"]
 TERMINAL_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})
@@ -126,6 +127,19 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def terminal(self) -> bool:
         return self.status.phase in TERMINAL_PHASES
+
+    @classmethod
+    def from_flat(cls, raw: bytes) -> JobRecord:
+        """A job record written before spec and status were apart (``spec`` then held the manifest's spec)."""
+        return split_flat(
+            raw,
+            cls,
+            _OWN,
+            {"spec": "job", "manifest": "manifest", "desired_replicas": "desired_replicas", "deleting": "deleting"},
+        )
+
+
+_OWN = frozenset({"name", "created"})
 
 
 def with_status(rec: JobRecord, **changes: Any) -> JobRecord:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import msgspec
 
 from coordinator.rollouts.config import Plan
+from coordinator.state.flat import split_flat
 from events.payloads.models import GateResult
 
 Phase = Literal["Progressing", "Paused", "RollingBack", "Succeeded", "RolledBack", "Aborted"]
@@ -83,6 +84,11 @@ class RolloutRecord(msgspec.Struct, kw_only=True, frozen=True):
     def terminal(self) -> bool:
         return self.status.phase in TERMINAL
 
+    @classmethod
+    def from_flat(cls, raw: bytes) -> RolloutRecord:
+        """A rollout record written before spec and status were apart."""
+        return split_flat(raw, cls, _OWN, {f: f for f in RolloutSpec.__struct_fields__})
+
     def with_wave(self, wave: Wave) -> list[Wave]:
         """The waves with ``wave`` in place of the one of its index (for ``with_status``)."""
         return [wave if w.index == wave.index else w for w in self.status.waves]
@@ -97,4 +103,5 @@ def with_status(rec: RolloutRecord, **changes: Any) -> RolloutRecord:
     return msgspec.structs.replace(rec, status=msgspec.structs.replace(rec.status, **changes))
 
 
+_OWN = frozenset({"name", "created"})
 STATE_ROLLOUTS = "myolo.state.rollouts"  # the compacted topic they are written to

@@ -56,7 +56,15 @@ class StateCodec:
             raise BadStateRecord(f"unknown state kind {kind!r} (known: {sorted(self.kinds)})")
         try:
             return dec.decode(value)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except msgspec.ValidationError as exc:
+            earlier = getattr(self.kinds[kind], "from_flat", None)  # a kind that split its fields into spec/status
+            if earlier is None:
+                raise BadStateRecord(f"{kind} record does not decode: {exc}") from None
+            try:
+                return earlier(value)
+            except (msgspec.ValidationError, msgspec.DecodeError, TypeError):
+                raise BadStateRecord(f"{kind} record does not decode: {exc}") from None
+        except msgspec.DecodeError as exc:
             raise BadStateRecord(f"{kind} record does not decode: {exc}") from None
         except RecursionError:
             raise BadStateRecord(f"{kind} record is nested too deeply to decode") from None
