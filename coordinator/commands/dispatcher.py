@@ -131,6 +131,7 @@ class Dispatcher:
                 status=ack.status,
                 reason=ack.reason,
                 result=ack.result or intent.result,
+                original=ack.original,
                 finished=None if ack.status == "accepted" else self._clock.now(),
             )
             await self._store.put(STATE_COMMANDS, intent.command_id, changed)

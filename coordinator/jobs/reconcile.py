@@ -29,7 +29,6 @@ from events.clock import Clock
 from events.payloads import TrainingCompleted, TrainingFault
 
 log = structlog.get_logger("myolo.coordinator.jobs")
-FAILED_COMMAND = frozenset({"rejected", "failed", "expired"})
 AUTO_JOB = "auto:job"
 
 
@@ -290,11 +289,11 @@ class Reconciler:
             return
         await self._send_starts(rec, gen)  # after a failover: members not told yet
         answers = {m.node_id: self.commands.intent(m.start_command or "") for m in gen.members}
-        refused = [(n, i) for n, i in answers.items() if i is not None and i.status in FAILED_COMMAND]
+        refused = [(n, i) for n, i in answers.items() if i is not None and i.outcome == "failed"]
         if refused:
             node, intent = refused[0]
             why = f"start_workers {intent.status} on {node}: {intent.reason or 'no reason given'}"
-            if intent.status == "failed":  # the workers could not run there: the job's failure
+            if "failed" in (intent.status, intent.original):  # the workers could not run there: the job's failure
                 await self._failed(rec, gen, node, why, now)
                 return
             # the node refused (draining, GPUs taken) or did not answer: its state, not the job's failure;
@@ -312,12 +311,12 @@ class Reconciler:
         if evidence.faults:
             await self._on_faults(rec, gen, evidence, now)
             return
-        if all(i is not None and i.status == "done" for i in answers.values()):
+        if all(i is not None and i.outcome == "done" for i in answers.values()):
             gen.stage, gen.started = "running", now
             rec.phase, rec.reason = "Running", f"generation {gen.number}: {gen.replicas} replica(s)"
             await self.save(rec)
         elif now - gen.created > self.cfg.start_timeout_s:
-            silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
+            silent = sorted(n for n, i in answers.items() if i is None or i.outcome != "done")
             self._avoid(rec, silent, now)
             why = f"no start confirmed by {', '.join(silent)} in {self.cfg.start_timeout_s:g} s"
             await self.begin(rec, self.place(rec), "restart", why, now, checkpoint=False)

@@ -184,7 +184,7 @@ class PreflightRun:
     def _answered(self, asked: Asked) -> None:
         intent = self.commands.intent(asked.intent.command_id) or asked.intent
         node, cid, action = asked.node_id, intent.command_id, intent.action
-        if intent.status not in ("done", "duplicate"):
+        if intent.outcome != "done":
             if intent.status == "pending":
                 why = f"no answer within {self.timeout_s:g} s: the node's agent did not take {action} (is it running?)"
             elif intent.status == "accepted":

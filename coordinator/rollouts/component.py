@@ -42,7 +42,6 @@ from events.topics import STATE_ROLLOUTS
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)
-FAILED = frozenset({"failed", "rejected", "expired", "duplicate"})
 
 
 def _series(r: LeakReport) -> str:
@@ -270,9 +269,9 @@ class Rollouts(Component):
     def _back(self, rec: RolloutRecord, node_id: str, command_id: str) -> str | None:
         """None when the node is back healthy on the new version; else what it still lacks."""
         intent = self.commands.intent(command_id)
-        if intent is None or intent.status in FAILED:
+        if intent is None or intent.outcome == "failed":
             return f"upgrade {intent.status if intent else 'lost'}: {intent.reason if intent else 'no record'}"
-        if intent.status != "done":
+        if intent.outcome != "done":
             return f"upgrade {intent.status}"
         node = self.fleet.node(node_id)
         if node is None or node.liveness != "Ready" or node.health == "fail":
@@ -285,7 +284,7 @@ class Rollouts(Component):
     async def _upgrading(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         lacking = {n: why for n, c in wave.commands.items() if (why := self._back(rec, n, c))}
         broken = {
-            n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.status in FAILED
+            n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.outcome == "failed"
         }
         if broken:
             detail = "; ".join(f"{n}: {why}" for n, why in sorted(broken.items()))
@@ -361,7 +360,7 @@ class Rollouts(Component):
                     continue
                 intent = self.commands.intent(cmd)
                 before = (intent.result.get("previous") if intent else None) or wave.previous.get(n)
-                if not before or (intent is not None and intent.status in FAILED):
+                if not before or (intent is not None and intent.outcome == "failed"):
                     wave.rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
                     continue
                 args = {"component": rec.component, "version": str(before), "rollout": rec.name}

@@ -6,7 +6,7 @@ stale leader. ``command_id`` is stable across retries so an agent executes each 
 from __future__ import annotations
 
 import typing
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -41,15 +41,47 @@ class Command(Payload, kw_only=True):
     expires_at: NonNegFloat | None = None
 
 
+# ---- what becomes of a command: the one definition of its statuses, for agent and coordinator alike
+
+AckStatus = Literal["accepted", "done", "rejected", "failed", "duplicate"]
+"""What an agent says of a command: taken (``accepted``), ran (``done``/``failed``), refused without running
+(``rejected``), or a retry of an id that already ran (``duplicate``, with the original outcome beside it)."""
+Outcome = Literal["done", "failed"]
+"""What a command came to, in the end: judged by :func:`outcome`, never by the status alone."""
+CommandStatus = Literal["pending", AckStatus, "expired"]
+"""A command as the coordinator records it: ``pending`` until an agent answers, ``expired`` when none did."""
+TERMINAL: frozenset[str] = frozenset({"done", "rejected", "failed", "duplicate", "expired"})
+ACK_STATUSES: tuple[str, ...] = get_args(AckStatus)
+
+
+def outcome(status: str, original: Outcome | None = None) -> Outcome | None:
+    """What a command came to: ``done``, ``failed`` (rejected, failed, expired, or a duplicate of a failed
+    run) or None while it is still on its way. A ``duplicate`` is judged by the ``original`` outcome it
+    carries; one that carries none (an agent that does not say) counts as failed, since nothing shows it ran."""
+    if status == "done":
+        return "done"
+    if status == "duplicate":
+        return original or "failed"
+    if status in TERMINAL:
+        return "failed"
+    return None
+
+
 class CommandAck(Payload, kw_only=True):
-    """``ai.myolo.command.ack.v1``: what became of a command on the node."""
+    """``ai.myolo.command.ack.v1``: what became of a command on the node. A ``duplicate`` ack carries the
+    first run's outcome in ``original`` and its result in ``result``."""
 
     command_id: Id
     node_id: Id
     epoch: NonNegInt
-    status: Literal["accepted", "done", "rejected", "failed", "duplicate"]
+    status: AckStatus
     reason: str | None = None
     result: dict[str, Any] = {}
+    original: Outcome | None = None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return outcome(self.status, self.original)
 
 
 # ---- the arguments of each action: one definition, checked by the coordinator before it sends and by the

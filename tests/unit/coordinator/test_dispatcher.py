@@ -196,3 +196,18 @@ async def test_every_send_carries_its_own_expiry() -> None:
     assert await d.retry_due() == 1
     again = rec.sends()[-1]
     assert again.command_id == first.command_id and again.expires_at == pytest.approx(clock.now() + 300.0)
+
+
+async def test_a_duplicate_ack_is_judged_by_the_original_outcome_it_carries() -> None:
+    clock = SimClock()
+    d, rec = make(clock)
+    await d.lead(1)
+    ok, bad, old = [await d.issue("n1", "report_sample") for _ in range(3)]
+    dup = {"node_id": "n1", "epoch": 1, "status": "duplicate"}
+    done = await d.on_ack(CommandAck(command_id=ok.command_id, original="done", result={"ok": 1}, **dup))
+    assert done.status == "duplicate" and done.original == "done" and done.outcome == "done" and done.terminal
+    assert done.result == {"ok": 1} and rec.log[-1][3].original == "done"  # recorded with the outcome
+    failed = await d.on_ack(CommandAck(command_id=bad.command_id, original="failed", **dup))
+    assert failed.outcome == "failed"
+    unknown = await d.on_ack(CommandAck(command_id=old.command_id, **dup))  # says nothing of the first run
+    assert unknown.outcome == "failed"
