@@ -26,6 +26,7 @@ from coordinator.fleet.liveness import Transition
 from coordinator.fleet.model import CordonRecord, NodeState
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
+from events.payloads.commands import DrainArgs
 from events.topics import STATE_NODES
 
 log = structlog.get_logger("myolo.coordinator.cordons")
@@ -133,7 +134,7 @@ class Cordons(Component):
         """An automatic cordon also tells the node to drain (no new trainer workers), with the reason; an
         automatic uncordon lifts that drain."""
         try:
-            await self._commands.issue(rec.node_id, "drain", {"draining": rec.cordoned, "reason": rec.reason})
+            await self._commands.issue(rec.node_id, DrainArgs(draining=rec.cordoned, reason=rec.reason))
         except Exception as exc:  # not leading any more, or Kafka away: the cordon stands; log and go on
             log.warning("drain command not sent", node=rec.node_id, error=str(exc))
 

@@ -224,7 +224,7 @@ class Reconciler:
             node = self.fleet.node(m.node_id)
             if m.stop_command is not None or node is None or node.liveness == "Lost":
                 continue  # a Lost node cannot answer: its workers are fenced by the generation number
-            intent = await self.commands.issue(m.node_id, "stop_workers", stop_args(rec, prev, checkpoint))
+            intent = await self.commands.issue(m.node_id, stop_args(rec, prev, checkpoint))
             m.stop_command, sent = intent.command_id, True
         if sent:
             await self.save(rec)
@@ -269,7 +269,7 @@ class Reconciler:
         sent = False
         for m in gen.members:
             if m.start_command is None:
-                intent = await self.commands.issue(m.node_id, "start_workers", start_args(rec, gen, m))
+                intent = await self.commands.issue(m.node_id, start_args(rec, gen, m))
                 m.start_command, sent = intent.command_id, True
         if sent:
             self.generations_started += 1

@@ -37,6 +37,7 @@ from coordinator.rollouts.records import MAX_HISTORY, ROLLOUT_BY, Change, Rollou
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import LeakReport, NodeFault, ReleasePublished
+from events.payloads.commands import RollbackArgs, UpgradeArgs
 from events.payloads.models import GateResult, RolloutPhaseChanged
 from events.topics import STATE_ROLLOUTS
 
@@ -250,10 +251,15 @@ class Rollouts(Component):
             for n in wave.nodes:
                 if n in wave.commands:
                     continue
-                args = {"component": rec.component, "version": rec.version, "artifact": rec.artifact}
-                args |= {"sha256": rec.sha256, "rollout": rec.name}
+                args = UpgradeArgs(
+                    component=rec.component,  # type: ignore[arg-type]
+                    version=rec.version,
+                    artifact=rec.artifact,
+                    sha256=rec.sha256,
+                    rollout=rec.name,
+                )
                 try:
-                    intent = await self.commands.issue(n, "upgrade", args)
+                    intent = await self.commands.issue(n, args)
                 except ValueError as exc:
                     await self._fail(rec, wave, GateResult(gate="upgrade", passed=False, detail=str(exc)), now)
                     return
@@ -363,9 +369,9 @@ class Rollouts(Component):
                 if not before or (intent is not None and intent.outcome == "failed"):
                     wave.rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
                     continue
-                args = {"component": rec.component, "version": str(before), "rollout": rec.name}
+                back = RollbackArgs(component=rec.component, version=str(before), rollout=rec.name)  # type: ignore[arg-type]
                 try:
-                    wave.rollbacks[n] = (await self.commands.issue(n, "rollback", args)).command_id
+                    wave.rollbacks[n] = (await self.commands.issue(n, back)).command_id
                 except ValueError as exc:
                     log.error("rollback not sent", rollout=rec.name, node=n, error=str(exc))
                     wave.rollbacks[n] = ""

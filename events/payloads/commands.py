@@ -6,7 +6,7 @@ stale leader. ``command_id`` is stable across retries so an agent executes each 
 from __future__ import annotations
 
 import typing
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
 
@@ -89,22 +89,29 @@ class CommandAck(Payload, kw_only=True):
 
 
 class ActionArgs(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
-    """Base of the per-action argument Structs: an unknown argument is an error naming it."""
+    """Base of the per-action argument Structs: an unknown argument is an error naming it. ``action`` names
+    the action the Struct is the arguments of: a command is issued with its arguments alone."""
+
+    action: ClassVar[CommandAction]
 
     def check(self) -> None:
         """Rules across fields, which types alone cannot say; raise :class:`InvalidEvent` naming the field."""
 
 
 class SetIntervalArgs(ActionArgs, kw_only=True):
+    action = "set_interval"
+
     interval_s: Annotated[float, msgspec.Meta(ge=0.05, le=3600.0)]
 
 
 class ReportSampleArgs(ActionArgs, kw_only=True):
-    pass
+    action = "report_sample"
 
 
 class NcclProbeArgs(ActionArgs, kw_only=True):
     """``sizes`` None means the probe's default sweep."""
+
+    action = "nccl_probe"
 
     world_size: Annotated[int, msgspec.Meta(ge=2, le=64)] = 2
     sizes: (
@@ -121,6 +128,8 @@ class NcclProbeArgs(ActionArgs, kw_only=True):
 class DrainArgs(ActionArgs, kw_only=True):
     """``draining=false`` lifts a drain."""
 
+    action = "drain"
+
     draining: bool = True
     reason: Annotated[str, msgspec.Meta(max_length=500)] | None = None
 
@@ -134,6 +143,8 @@ class StartWorkersArgs(ActionArgs, kw_only=True):
     As with torchrun, every node of a job runs the same number of workers, so the world size is
     ``nnodes x len(gpus)`` and this node's workers get global ranks ``node_rank x len(gpus) + local_rank``.
     ``master_addr:master_port`` is the rendezvous (global rank 0's node)."""
+
+    action = "start_workers"
 
     job_id: Id
     generation: NonNegInt
@@ -164,6 +175,8 @@ class StopWorkersArgs(ActionArgs, kw_only=True):
     the job to save and stop after the current step, and every node waits a bounded time for its workers
     to leave on their own before SIGTERM, then SIGKILL."""
 
+    action = "stop_workers"
+
     job_id: Id
     generation: NonNegInt
     checkpoint: bool = True
@@ -178,6 +191,8 @@ class UpgradeArgs(ActionArgs, kw_only=True):
     ``artifact`` (a wheel: a path, ``file://`` or ``https://`` URL) after checking its SHA-256, switch the
     ``current`` link atomically, keep the previous version for rollback, and restart into it (``restart``)."""
 
+    action = "upgrade"
+
     component: Component
     version: Version
     artifact: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
@@ -190,6 +205,8 @@ class RollbackArgs(ActionArgs, kw_only=True):
     """Switch ``component``'s ``current`` link back to ``version`` (installed already: the one before an
     upgrade) and restart into it."""
 
+    action = "rollback"
+
     component: Component
     version: Version
     rollout: Annotated[str, msgspec.Meta(max_length=128)] | None = None
@@ -200,6 +217,8 @@ class HashFilesArgs(ActionArgs, kw_only=True):
     """SHA-256 of files on the node (pre-flight: a job's data against what it recorded); ``max_bytes`` bounds
     what one command may read."""
 
+    action = "hash_files"
+
     paths: Annotated[
         list[Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]], msgspec.Meta(min_length=1, max_length=64)
     ]
@@ -207,15 +226,18 @@ class HashFilesArgs(ActionArgs, kw_only=True):
 
 
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
-    "set_interval": SetIntervalArgs,
-    "report_sample": ReportSampleArgs,
-    "nccl_probe": NcclProbeArgs,
-    "drain": DrainArgs,
-    "start_workers": StartWorkersArgs,
-    "stop_workers": StopWorkersArgs,
-    "upgrade": UpgradeArgs,
-    "rollback": RollbackArgs,
-    "hash_files": HashFilesArgs,
+    cls.action: cls
+    for cls in (
+        SetIntervalArgs,
+        ReportSampleArgs,
+        NcclProbeArgs,
+        DrainArgs,
+        StartWorkersArgs,
+        StopWorkersArgs,
+        UpgradeArgs,
+        RollbackArgs,
+        HashFilesArgs,
+    )
 }
 
 
