@@ -11,9 +11,9 @@ from typing import Literal
 import msgspec
 
 from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault
+from events.payloads.common import Health
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
-Health = Literal["ok", "warn", "fail"]
 
 
 class FaultEntry(msgspec.Struct, kw_only=True):
