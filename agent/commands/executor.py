@@ -42,7 +42,7 @@ from events.payloads.commands import AckStatus, Outcome
 from events.signing import Verifier
 
 log = structlog.get_logger("myolo.agent.commands")
-ActionFn = Callable[..., Awaitable[Mapping[str, Any] | None]]
+ActionFn = Callable[..., Awaitable[Mapping[str, Any] | msgspec.Struct | None]]
 AdmitFn = Callable[..., Awaitable[None]]  # same kwargs as the action; raises ArgsError to refuse
 DEFAULT_MAX_AGE_S = 3600.0
 STOPPED = "cancelled: the agent stopped while the command ran; it was not run again"
@@ -71,8 +71,8 @@ class CommandExecutor:
 
     ``actions`` maps action names to the daemon's async callables, called with the keyword arguments that
     ``agent.commands.args`` parses (``set_interval(interval_s=...)``, ``report_sample()``,
-    ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns a JSON-able dict (the ack's
-    ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
+    ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns its result Struct of
+    ``events.payloads.commands`` or a JSON-able dict (the ack's ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
     checks called with the same arguments before the command is taken (``start_workers``: the GPUs exist, the
     trainer accepts the job); one that raises ``ArgsError`` gets the command rejected, and holds the consumer
     meanwhile, so it must be bounded in time. ``state_dir`` holds the ledger.
@@ -249,10 +249,11 @@ class CommandExecutor:
             log.warning("command ack not sent", status=status, command_id=cmd.command_id, error=str(exc))
 
 
-def _as_result(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The action's result as plain JSON data (it travels in the ack and is kept in the ledger)."""
+def _as_result(value: Mapping[str, Any] | msgspec.Struct | None) -> dict[str, Any]:
+    """The action's result (a result Struct of ``events.payloads.commands``, or a mapping) as plain JSON data:
+    it travels in the ack and is kept in the ledger."""
     if value is None:
         return {}
-    result = msgspec.to_builtins(dict(value))
+    result = msgspec.to_builtins(value if isinstance(value, msgspec.Struct) else dict(value))
     msgspec.json.encode(result)  # fails here, as this command's failure, if it cannot travel
     return result

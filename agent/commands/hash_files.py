@@ -21,17 +21,10 @@ import msgspec
 import structlog
 
 from events.digest import Sha256, TooLarge
+from events.payloads.commands import FileDigest, HashFilesResult
 
 log = structlog.get_logger("myolo.agent.commands")
 CHUNK_BYTES = 4 << 20
-
-
-class FileDigest(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One path's answer: its digest and size, or why it was not hashed."""
-
-    sha256: str | None = None
-    size: int | None = None
-    error: str | None = None
 
 
 def _kind(mode: int) -> str:
@@ -91,9 +84,9 @@ class _Stopped(Exception):
     """The command was cancelled while a file was read."""
 
 
-def hash_paths(paths: list[str], max_bytes: int, stop: threading.Event | None = None) -> dict[str, FileDigest]:
+def hash_paths(paths: list[str], max_bytes: int, stop: threading.Event | None = None) -> HashFilesResult:
     """Every path's answer (a path given twice is read once), reading at most ``max_bytes`` in all."""
-    out: dict[str, FileDigest] = {}
+    out: HashFilesResult = {}
     left = max_bytes
     for path in paths:
         if path in out:

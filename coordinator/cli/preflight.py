@@ -22,7 +22,7 @@ from coordinator.cli.client import ApiClient, ApiError, ApiOption
 from coordinator.cli.get import Output, OutputOption
 from coordinator.cli.registry import print_body
 from coordinator.preflight.config import MAX_TIMEOUT_S
-from coordinator.preflight.records import DEFAULT_MIN_DRIVER, PreflightReport
+from coordinator.preflight.records import CHECKS, DEFAULT_MIN_DRIVER, PreflightReport
 
 INPUT_ERRORS = (2, 400, 404, 409, 415)  # the caller's to fix: exit 2
 ANSWER_MARGIN_S = 30.0  # beyond the run's own timeout, for the report to come back
@@ -44,11 +44,7 @@ HELP = (
 )
 
 
-class Check(enum.StrEnum):
-    driver = "driver"
-    memory = "memory"
-    data = "data"
-    nccl = "nccl"
+Check = enum.StrEnum("Check", [(c, c) for c in CHECKS])  # the component's check names, as typer's choices
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -26,14 +26,12 @@ from coordinator.preflight.records import (
     CHECKS,
     CheckName,
     CheckResult,
-    FileDigest,
     PreflightReport,
     PreflightRequest,
-    ProbeSummary,
     Thresholds,
 )
 from events.clock import Clock
-from events.payloads.commands import ActionArgs, HashFilesArgs, NcclProbeArgs
+from events.payloads.commands import ActionArgs, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
 
 log = structlog.get_logger("myolo.coordinator.preflight")
 NO_SHA = "the job recorded no dataSha256"
@@ -193,7 +191,7 @@ class PreflightRun:
             return
         if asked.check == "data":
             try:
-                found = msgspec.convert(intent.result, dict[str, FileDigest])
+                found = msgspec.convert(intent.result, HashFilesResult)
             except msgspec.ValidationError as exc:
                 self._failed(node, "data", f"the agent's hash_files answer does not read: {exc}", asked.files, cid)
                 return
@@ -203,7 +201,7 @@ class PreflightRun:
                 self.rows.append(row)
         else:
             try:
-                summary = msgspec.convert(intent.result, ProbeSummary)
+                summary = msgspec.convert(intent.result, NcclProbeResult)
             except msgspec.ValidationError as exc:
                 self._failed(node, "nccl", f"the agent's nccl_probe answer does not read: {exc}", None, cid)
                 return

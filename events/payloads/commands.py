@@ -225,6 +225,34 @@ class HashFilesArgs(ActionArgs, kw_only=True):
     max_bytes: Annotated[int, msgspec.Meta(ge=1, le=1 << 44)] = 1 << 40
 
 
+# ---- what actions answer (the ack's ``result``): one definition, written by the agent, read by the coordinator
+
+
+class ActionResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Base of the per-action result Structs. Unknown fields are ignored: a newer agent may say more."""
+
+
+class FileDigest(ActionResult, kw_only=True):
+    """One path of a ``hash_files`` result (keyed by path): its digest and size, or why it was not hashed."""
+
+    sha256: str | None = None
+    size: int | None = None
+    error: str | None = None
+
+
+HashFilesResult = dict[str, FileDigest]
+
+
+class NcclProbeResult(ActionResult, kw_only=True):
+    """A ``nccl_probe`` result: the sweep's summary (the full report goes on the reports topic)."""
+
+    backend: str
+    world_size: int
+    points: int
+    peak_busbw_gbps: float
+    peak_size_bytes: int
+
+
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
     cls.action: cls
     for cls in (
