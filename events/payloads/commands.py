@@ -253,6 +253,34 @@ class NcclProbeResult(ActionResult, kw_only=True):
     peak_size_bytes: int
 
 
+class StartWorkersResult(ActionResult, kw_only=True):
+    """A ``start_workers`` result: each local worker's pid by global rank (as a string, the JSON key), and the
+    ranks that took over a warm standby instead of a cold start."""
+
+    job_id: str
+    generation: int
+    pids: dict[str, int]
+    world_size: int
+    warm_ranks: list[int]
+
+
+class StopWorkersResult(ActionResult, kw_only=True):
+    """A ``stop_workers`` result, one job's in a ``drain``'s: ``stopped`` false with a ``note`` when that
+    generation did not run here; else each worker's pid and exit code by global rank, the last step
+    reported, whether rank 0 was asked to checkpoint, and the ranks that had to be terminated or killed."""
+
+    job_id: str
+    generation: int
+    stopped: bool
+    note: str | None = None
+    pids: dict[str, int] | None = None
+    exit_codes: dict[str, int | None] | None = None
+    last_step: int | None = None
+    asked_to_checkpoint: bool | None = None
+    terminated: list[int] | None = None
+    killed: list[int] | None = None
+
+
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
     cls.action: cls
     for cls in (
