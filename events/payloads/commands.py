@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 import msgspec
 
 from events.errors import InvalidEvent, validation_problem
-from events.payloads.common import Host, Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.common import Health, Host, Id, NonNegFloat, NonNegInt, Payload
 from events.payloads.external import Sha256
 from events.payloads.trainer_job import TrainerJob
 
@@ -279,6 +279,50 @@ class StopWorkersResult(ActionResult, kw_only=True):
     asked_to_checkpoint: bool | None = None
     terminated: list[int] | None = None
     killed: list[int] | None = None
+
+
+class SetIntervalResult(ActionResult, kw_only=True):
+    interval_s: float
+    previous_s: float
+
+
+class ReportSampleResult(ActionResult, kw_only=True):
+    """The extra sample taken: its seq, health and GPU count."""
+
+    seq: int
+    health: Health
+    gpus: int
+
+
+class DrainResult(ActionResult, kw_only=True):
+    """Whether the node drains now, and the local jobs a drain stopped."""
+
+    draining: bool
+    stopped: list[StopWorkersResult]
+
+
+class UpgradeResult(ActionResult, kw_only=True):
+    """The release installed and switched to (``previous``: what ran before, for a rollback; ``restart``: how
+    the agent restarts into it, None when it does not)."""
+
+    component: Component
+    version: str
+    previous: str | None
+    path: str
+    sha256: str
+    installed: bool  # False: it was installed already (same hash), nothing was fetched
+    pruned: list[str]
+    restart: str | None
+
+
+class RollbackResult(ActionResult, kw_only=True):
+    """The release switched back to (``path`` None: the base install) and what ran before."""
+
+    component: Component
+    version: str
+    previous: str | None
+    path: str | None
+    restart: str | None
 
 
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
