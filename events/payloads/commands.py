@@ -341,6 +341,34 @@ ACTION_ARGS: dict[str, type[ActionArgs]] = {
 }
 
 
+ACTION_RESULTS: dict[str, type[ActionResult] | type[HashFilesResult]] = {
+    "set_interval": SetIntervalResult,
+    "report_sample": ReportSampleResult,
+    "nccl_probe": NcclProbeResult,
+    "drain": DrainResult,
+    "start_workers": StartWorkersResult,
+    "stop_workers": StopWorkersResult,
+    "upgrade": UpgradeResult,
+    "rollback": RollbackResult,
+    "hash_files": HashFilesResult,
+}
+
+
+def action_result(action: str, result: dict[str, Any]) -> Any:
+    """An ack's ``result`` read as its action's result type (``ACTION_RESULTS``); ``InvalidEvent`` names the
+    field when it does not read."""
+    tp = ACTION_RESULTS.get(action)
+    if tp is None:
+        raise InvalidEvent(
+            f"{action!r} is not an action agents execute; use one of {', '.join(ACTION_RESULTS)}", "action"
+        )
+    try:
+        return msgspec.convert(result, tp)
+    except msgspec.ValidationError as exc:
+        problem = validation_problem(exc)
+        raise InvalidEvent(problem.message, f"result{problem.field}") from None
+
+
 def action_args(action: str, args: dict[str, Any]) -> ActionArgs:
     """Validate a command's arguments; :class:`InvalidEvent` names the field (``args.interval_s``) and why."""
     cls = ACTION_ARGS.get(action)

@@ -42,3 +42,40 @@ def test_an_ack_carries_the_original_outcome_over_the_wire() -> None:
         msgspec.json.decode(
             b'{"command_id":"c1","node_id":"n1","epoch":1,"status":"duplicate","original":"ok"}', type=CommandAck
         )
+
+
+def test_every_action_has_one_result_type_that_reads_what_it_writes() -> None:
+    from events.payloads.commands import (
+        ACTION_ARGS,
+        ACTION_RESULTS,
+        InvalidEvent,
+        StopWorkersResult,
+        UpgradeResult,
+        action_result,
+    )
+
+    assert set(ACTION_RESULTS) == set(ACTION_ARGS)
+    up = UpgradeResult(
+        component="agent",
+        version="4.1",
+        previous=None,
+        path="/r/4.1",
+        sha256="ab" * 32,
+        installed=True,
+        pruned=[],
+        restart="exec",
+    )
+    wire = msgspec.json.decode(msgspec.json.encode(up))
+    assert wire["previous"] is None and wire["pruned"] == []  # required fields travel even when empty
+    assert action_result("upgrade", wire) == up
+    drained = action_result(
+        "drain", {"draining": True, "stopped": [{"job_id": "j", "generation": 1, "stopped": False}]}
+    )
+    assert drained.stopped == [StopWorkersResult(job_id="j", generation=1, stopped=False)]
+    with pytest.raises(InvalidEvent) as exc:
+        action_result(
+            "start_workers", {"job_id": "j", "generation": 1, "pids": {"0": "x"}, "world_size": 1, "warm_ranks": []}
+        )
+    assert exc.value.field == "result.pids[...]" and "Expected `int`" in exc.value.reason
+    with pytest.raises(InvalidEvent, match="not an action"):
+        action_result("reboot", {})
