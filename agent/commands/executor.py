@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import msgspec
 import structlog
@@ -38,12 +38,12 @@ from events.deadletter import RecordInfo
 from events.envelope import Event, parse_rfc3339
 from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck, Payload
+from events.payloads.commands import AckStatus, Outcome
 from events.signing import Verifier
 
 log = structlog.get_logger("myolo.agent.commands")
-ActionFn = Callable[..., Awaitable[Mapping[str, Any] | None]]
+ActionFn = Callable[..., Awaitable[Mapping[str, Any] | msgspec.Struct | None]]
 AdmitFn = Callable[..., Awaitable[None]]  # same kwargs as the action; raises ArgsError to refuse
-AckStatus = Literal["accepted", "done", "rejected", "failed", "duplicate"]
 DEFAULT_MAX_AGE_S = 3600.0
 STOPPED = "cancelled: the agent stopped while the command ran; it was not run again"
 
@@ -71,8 +71,8 @@ class CommandExecutor:
 
     ``actions`` maps action names to the daemon's async callables, called with the keyword arguments that
     ``agent.commands.args`` parses (``set_interval(interval_s=...)``, ``report_sample()``,
-    ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns a JSON-able dict (the ack's
-    ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
+    ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns its result Struct of
+    ``events.payloads.commands`` or a JSON-able dict (the ack's ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
     checks called with the same arguments before the command is taken (``start_workers``: the GPUs exist, the
     trainer accepts the job); one that raises ``ArgsError`` gets the command rejected, and holds the consumer
     meanwhile, so it must be bounded in time. ``state_dir`` holds the ledger.
@@ -186,7 +186,7 @@ class CommandExecutor:
         await self._ack(cmd, "accepted")
         try:
             async with self._lanes[cmd.action]:
-                status: Literal["done", "failed"] = "done"
+                status: Outcome = "done"
                 reason: str | None = None
                 try:
                     result = _as_result(await fn(**kwargs))
@@ -208,8 +208,8 @@ class CommandExecutor:
 
     async def _duplicate(self, cmd: Command, entry: Entry) -> None:
         """A retry of a taken id. Still running: ``accepted`` again, because ``duplicate`` is final for the
-        coordinator and would make it drop the ``done`` still to come. Finished: ``duplicate`` with the
-        original result, and the original status in the reason."""
+        coordinator and would make it drop the ``done`` still to come. Finished: ``duplicate`` carrying the
+        original outcome (``original``) and result, so the coordinator judges it as the first run went."""
         self.stats.duplicates += 1
         if entry.status == "accepted":
             reason = "already running: this command id was taken before; its outcome will be acked when it ends"
@@ -217,7 +217,8 @@ class CommandExecutor:
             return
         detail = f" ({entry.reason})" if entry.reason else ""
         reason = f"duplicate: this command id already ran; original status {entry.status}{detail}"
-        await self._ack(cmd, "duplicate", reason, entry.result)
+        original: Outcome = "done" if entry.status == "done" else "failed"
+        await self._ack(cmd, "duplicate", reason, entry.result, original)
 
     async def _reject(self, cmd: Command, reason: str, result: dict[str, Any] | None = None) -> None:
         self.stats.rejected += 1
@@ -225,7 +226,12 @@ class CommandExecutor:
         await self._ack(cmd, "rejected", reason, result or {})
 
     async def _ack(
-        self, cmd: Command, status: AckStatus, reason: str | None = None, result: dict[str, Any] | None = None
+        self,
+        cmd: Command,
+        status: AckStatus,
+        reason: str | None = None,
+        result: dict[str, Any] | None = None,
+        original: Outcome | None = None,
     ) -> None:
         ack = CommandAck(
             command_id=cmd.command_id,
@@ -234,6 +240,7 @@ class CommandExecutor:
             status=status,
             reason=reason,
             result=result or {},
+            original=original,
         )
         try:
             await self._acks.send(ack)
@@ -242,10 +249,11 @@ class CommandExecutor:
             log.warning("command ack not sent", status=status, command_id=cmd.command_id, error=str(exc))
 
 
-def _as_result(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The action's result as plain JSON data (it travels in the ack and is kept in the ledger)."""
+def _as_result(value: Mapping[str, Any] | msgspec.Struct | None) -> dict[str, Any]:
+    """The action's result (a result Struct of ``events.payloads.commands``, or a mapping) as plain JSON data:
+    it travels in the ack and is kept in the ledger."""
     if value is None:
         return {}
-    result = msgspec.to_builtins(dict(value))
+    result = msgspec.to_builtins(value if isinstance(value, msgspec.Struct) else dict(value))
     msgspec.json.encode(result)  # fails here, as this command's failure, if it cannot travel
     return result

@@ -11,7 +11,6 @@ reason, as is a relative path (the agent's directory is not the workers'). The a
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import stat
 import threading
@@ -21,16 +20,11 @@ from typing import Any
 import msgspec
 import structlog
 
+from events.digest import Sha256, TooLarge
+from events.payloads.commands import FileDigest, HashFilesResult
+
 log = structlog.get_logger("myolo.agent.commands")
 CHUNK_BYTES = 4 << 20
-
-
-class FileDigest(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One path's answer: its digest and size, or why it was not hashed."""
-
-    sha256: str | None = None
-    size: int | None = None
-    error: str | None = None
 
 
 def _kind(mode: int) -> str:
@@ -69,23 +63,30 @@ def hash_one(path: str, budget: int, stop: threading.Event | None = None, chunk:
         opened = os.fstat(f.fileno())
         if not stat.S_ISREG(opened.st_mode):
             return FileDigest(error=f"refused: {_kind(opened.st_mode)}, not a regular file; only files are hashed")
-        digest, size = hashlib.sha256(), 0
+        digest = Sha256(budget)
+
+        def check_stop(_: bytes) -> None:
+            if stop is not None and stop.is_set():
+                raise _Stopped
+
         try:
-            while block := f.read(chunk):
-                size += len(block)
-                if size > budget:
-                    return FileDigest(error=f"not hashed: it grew past the {budget} bytes left of max_bytes while read")
-                digest.update(block)
-                if stop is not None and stop.is_set():
-                    return FileDigest(error=f"stopped after {size} bytes: the command was cancelled")
+            hashed = digest.read(f, chunk=chunk, each=check_stop)
+        except TooLarge:
+            return FileDigest(error=f"not hashed: it grew past the {budget} bytes left of max_bytes while read")
+        except _Stopped:
+            return FileDigest(error=f"stopped after {digest.size} bytes: the command was cancelled")
         except OSError as exc:
-            return FileDigest(error=f"read failed after {size} bytes: {exc.strerror or exc}")
-    return FileDigest(sha256=digest.hexdigest(), size=size)
+            return FileDigest(error=f"read failed after {digest.size} bytes: {exc.strerror or exc}")
+    return FileDigest(sha256=hashed.sha256, size=hashed.size)
 
 
-def hash_paths(paths: list[str], max_bytes: int, stop: threading.Event | None = None) -> dict[str, FileDigest]:
+class _Stopped(Exception):
+    """The command was cancelled while a file was read."""
+
+
+def hash_paths(paths: list[str], max_bytes: int, stop: threading.Event | None = None) -> HashFilesResult:
     """Every path's answer (a path given twice is read once), reading at most ``max_bytes`` in all."""
-    out: dict[str, FileDigest] = {}
+    out: HashFilesResult = {}
     left = max_bytes
     for path in paths:
         if path in out:

@@ -22,12 +22,13 @@ from typing import Any, Literal
 import msgspec
 
 from events.files import atomic_write
+from events.payloads.commands import Outcome
 
 LEDGER_FILE = "ledger.jsonl"
 DEFAULT_MAX_IDS = 4096
 COMPACT_AFTER = 1024  # journal lines beyond which (and beyond 3x the entries) it is rewritten from its state
 INTERRUPTED = "interrupted: the agent stopped while the command ran; it was not run again"
-EntryStatus = Literal["accepted", "done", "failed"]
+EntryStatus = Literal["accepted", Outcome]  # taken and running, or what it came to
 
 
 class LedgerError(RuntimeError):
@@ -127,9 +128,7 @@ class Ledger:
         self._evict()
         return entry
 
-    def finish(
-        self, command_id: str, status: Literal["done", "failed"], reason: str | None, result: dict[str, Any], now: float
-    ) -> Entry:
+    def finish(self, command_id: str, status: Outcome, reason: str | None, result: dict[str, Any], now: float) -> Entry:
         """Record a taken command's outcome (what a retry of its id will be told)."""
         old = self._state.entries.get(command_id)
         if old is None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from agent.nccl.probe import ProbeSpec, run_probe
 from events.payloads import BandwidthReport, Payload
+from events.payloads.commands import NcclProbeResult
 
 
 def nccl_probe_action(
@@ -24,7 +25,7 @@ def nccl_probe_action(
 ) -> Callable[..., Any]:
     """The action callable for the executor's table. ``publish`` is e.g. the daemon's ``publisher.publish``."""
 
-    async def nccl_probe(spec: ProbeSpec, timeout_s: float, command_id: str) -> dict[str, Any]:
+    async def nccl_probe(spec: ProbeSpec, timeout_s: float, command_id: str) -> NcclProbeResult:
         report = await run_probe(
             node_id, spec, timeout_s=timeout_s, python=python, cwd=cwd, env=env, command_id=command_id
         )
@@ -34,12 +35,12 @@ def nccl_probe_action(
     return nccl_probe
 
 
-def summary(report: BandwidthReport) -> dict[str, Any]:
+def summary(report: BandwidthReport) -> NcclProbeResult:
     peak = max(report.points, key=lambda p: p.busbw_gbps)
-    return {
-        "backend": report.backend,
-        "world_size": report.world_size,
-        "points": len(report.points),
-        "peak_busbw_gbps": round(peak.busbw_gbps, 3),
-        "peak_size_bytes": peak.size_bytes,
-    }
+    return NcclProbeResult(
+        backend=report.backend,
+        world_size=report.world_size,
+        points=len(report.points),
+        peak_busbw_gbps=round(peak.busbw_gbps, 3),
+        peak_size_bytes=peak.size_bytes,
+    )

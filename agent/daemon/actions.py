@@ -46,6 +46,13 @@ from agent.daemon.runtime import Runtime, event_source
 from agent.daemon.trainer import trainer_actions, trainer_admissions
 from events.bus import EventConsumer, EventProducer
 from events.clock import sleep_or_wake
+from events.payloads.commands import (
+    DrainResult,
+    NcclProbeResult,
+    ReportSampleResult,
+    SetIntervalResult,
+    StopWorkersResult,
+)
 
 log = structlog.get_logger("myolo.agent.daemon")
 RETRY_MIN_S, RETRY_MAX_S = 1.0, 30.0
@@ -65,29 +72,29 @@ SourceFactory = Callable[[Runtime, CommandExecutor], CommandSource]
 def daemon_actions(rt: Runtime, releases: NodeReleases | None = None) -> dict[str, ActionFn]:
     """The action table for :class:`CommandExecutor`, bound to this runtime."""
 
-    async def set_interval(interval_s: float) -> dict[str, Any]:
+    async def set_interval(interval_s: float) -> SetIntervalResult:
         previous = rt.cfg.sample_interval_s
         rt.cfg = msgspec.structs.replace(rt.cfg, sample_interval_s=interval_s)
         rt.sampler.wake.set()
         log.info("command: sample interval changed", interval_s=interval_s, previous_s=previous)
-        return {"interval_s": interval_s, "previous_s": previous}
+        return SetIntervalResult(interval_s=interval_s, previous_s=previous)
 
-    async def report_sample() -> dict[str, Any]:
+    async def report_sample() -> ReportSampleResult:
         sample = await request_sample(rt)
-        return {"seq": sample.seq, "health": sample.health, "gpus": len(sample.gpus)}
+        return ReportSampleResult(seq=sample.seq, health=sample.health, gpus=len(sample.gpus))
 
     probe = nccl_probe_action(rt.cfg.node_id, rt.publisher.publish, python=probe_python(rt))
 
-    async def nccl_probe(**kwargs: Any) -> dict[str, Any]:
+    async def nccl_probe(**kwargs: Any) -> NcclProbeResult:
         async with rt.probe_lock:
             return await probe(**kwargs)
 
-    async def drain(draining: bool = True, reason: str | None = None) -> dict[str, Any]:
+    async def drain(draining: bool = True, reason: str | None = None) -> DrainResult:
         set_draining(rt, draining, reason)
-        stopped = []
+        stopped: list[StopWorkersResult] = []
         if draining and rt.trainer is not None:
             stopped = await rt.trainer.stop_all(f"drain: {reason or 'no reason given'}", checkpoint=True)
-        return {"draining": rt.draining, "stopped": stopped}
+        return DrainResult(draining=rt.draining, stopped=stopped)
 
     actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
     actions["hash_files"] = hash_files_action()

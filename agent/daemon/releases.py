@@ -18,7 +18,6 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -33,7 +32,7 @@ from agent.releases.fetch import check_local
 from agent.releases.install import Fetch, check_upgrade, fetch_artifact, install_release
 from agent.releases.restart import restart_mode
 from agent.releases.store import Switched
-from events.payloads.commands import RollbackArgs, UpgradeArgs
+from events.payloads.commands import RollbackArgs, RollbackResult, UpgradeArgs, UpgradeResult
 
 log = structlog.get_logger("myolo.agent.daemon")
 
@@ -82,7 +81,7 @@ class NodeReleases:
             )
 
     # ------------------------------------------------------------------ actions
-    async def upgrade(self, args: UpgradeArgs) -> dict[str, Any]:
+    async def upgrade(self, args: UpgradeArgs) -> UpgradeResult:
         self._refuse_while_restarting()
         store, cfg = self.store(args.component), self.rt.cfg.releases
         async with self._lock:
@@ -100,30 +99,30 @@ class NodeReleases:
             switched = store.switch(args.version, base=base)
             pruned = store.prune(cfg.keep)
         restart = self._after_switch(store, switched, args.restart, f"upgrade to {args.version}", args.rollout)
-        return {
-            "component": args.component,
-            "version": args.version,
-            "previous": switched.previous,
-            "path": installed.path,
-            "sha256": args.sha256,
-            "installed": installed.fresh,
-            "pruned": pruned,
-            "restart": restart,
-        }
+        return UpgradeResult(
+            component=args.component,
+            version=args.version,
+            previous=switched.previous,
+            path=installed.path,
+            sha256=args.sha256,
+            installed=installed.fresh,
+            pruned=pruned,
+            restart=restart,
+        )
 
-    async def rollback(self, args: RollbackArgs) -> dict[str, Any]:
+    async def rollback(self, args: RollbackArgs) -> RollbackResult:
         self._refuse_while_restarting()
         store = self.store(args.component)
         async with self._lock:
             switched = store.rollback(args.version)
         restart = self._after_switch(store, switched, args.restart, f"rollback to {args.version}", args.rollout)
-        return {
-            "component": args.component,
-            "version": args.version,
-            "previous": switched.previous,
-            "path": str(store.path(args.version)) if switched.version is not None else None,  # None: base install
-            "restart": restart,
-        }
+        return RollbackResult(
+            component=args.component,
+            version=args.version,
+            previous=switched.previous,
+            path=str(store.path(args.version)) if switched.version is not None else None,
+            restart=restart,
+        )
 
     # ------------------------------------------------------------------ after a switch
     def _after_switch(

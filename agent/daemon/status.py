@@ -40,7 +40,7 @@ def current_report(rt: Runtime) -> HealthReport:
 
 
 def check_commands(rt: Runtime) -> Check:
-    """Present only when commands are enabled. A draining node is *degraded*: healthy, but withdrawn from
+    """Present only when commands are enabled. A draining node is ``warn``: healthy, but withdrawn from
     new work, which an operator looking at ``.status`` must see."""
     ex = rt.commands
     assert ex is not None
@@ -55,12 +55,12 @@ def check_commands(rt: Runtime) -> Check:
     }
     if rt.draining:
         why = f" ({rt.drain_reason})" if rt.drain_reason else ""
-        return Check(status="degraded", detail=f"draining{why}: no new trainer workers start here", data=data)
+        return Check(status="warn", detail=f"draining{why}: no new trainer workers start here", data=data)
     return Check(status="ok", detail=f"obeying signed commands, leader epoch {ex.ledger.epoch}", data=data)
 
 
 def check_workers(rt: Runtime) -> Check:
-    """The trainer processes this agent supervises. A job being stopped after a fault is *degraded* until its
+    """The trainer processes this agent supervises. A job being stopped after a fault is ``warn`` until its
     workers are gone; a node without workers is simply ok."""
     sup = rt.trainer
     assert sup is not None
@@ -69,9 +69,7 @@ def check_workers(rt: Runtime) -> Check:
     data: dict[str, object] = {"workers": [msgspec.to_builtins(w) for w in workers], "warm": warm}
     faulted = sorted(job.job_id for job in sup.jobs.values() if job.ending == "faulted")
     if faulted:
-        return Check(
-            status="degraded", detail=f"stopping the workers of faulted job(s) {', '.join(faulted)}", data=data
-        )
+        return Check(status="warn", detail=f"stopping the workers of faulted job(s) {', '.join(faulted)}", data=data)
     standby = f"; {warm['ready']} warm standby worker(s) ready"
     if not workers:
         return Check(status="ok", detail=f"no training workers{standby}", data=data)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -24,6 +24,7 @@ from agent.releases.env import trainer_env
 from agent.trainer.check import check_job
 from agent.trainer.gpu_use import write_gpu_use
 from events.payloads import StartWorkersArgs
+from events.payloads.commands import StartWorkersResult, StopWorkersResult
 
 if TYPE_CHECKING:
     from agent.trainer.supervisor import Supervisor
@@ -72,10 +73,10 @@ def build_supervisor(rt: Runtime) -> Supervisor:
 def trainer_actions(sup: Supervisor) -> dict[str, ActionFn]:
     """``start_workers`` and ``stop_workers``."""
 
-    async def start_workers(args: StartWorkersArgs) -> dict[str, Any]:
+    async def start_workers(args: StartWorkersArgs) -> StartWorkersResult:
         return await sup.start(args)
 
-    async def stop_workers(job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
+    async def stop_workers(job_id: str, generation: int, checkpoint: bool) -> StopWorkersResult:
         return await sup.stop(job_id, generation, checkpoint)
 
     return {"start_workers": start_workers, "stop_workers": stop_workers}

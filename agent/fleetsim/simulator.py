@@ -28,6 +28,7 @@ from events.clock import Clock, SystemClock
 from events.codec import decode, encode
 from events.envelope import new_event, rfc3339
 from events.keys import Ed25519Public, Ed25519Signer
+from events.payloads.common import HEALTH_RANK
 from events.settings import KafkaSettings
 from events.signing import sign
 from events.topics import NODE_FAULTS, NODE_SAMPLES
@@ -36,7 +37,6 @@ from events.types import NODE_SAMPLE_V1
 _SPEC = ("ce_specversion", b"1.0")
 _TYPE = ("ce_type", NODE_SAMPLE_V1.encode())
 _CTYPE = ("content-type", b"application/json")
-_HEALTH_RANK = {"ok": 0, "warn": 1, "fail": 2}
 
 
 @dataclass
@@ -284,9 +284,9 @@ class FleetSimulator:
             return
         st = self._state[n]
         old = st.gpu_health.get(gpu, ("ok", ()))
-        if _HEALTH_RANK[health] >= _HEALTH_RANK[old[0]]:
+        if HEALTH_RANK[health] >= HEALTH_RANK[old[0]]:
             st.gpu_health[gpu] = (health, (*old[1][-3:], f"gpu {gpu}: {reason}"))
-        if _HEALTH_RANK[health] >= _HEALTH_RANK[st.health]:
+        if HEALTH_RANK[health] >= HEALTH_RANK[st.health]:
             st.health = health
         st.reasons = [*st.reasons[-3:], f"gpu {gpu}: {reason}"]
         if xid == 79:

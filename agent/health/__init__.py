@@ -1,7 +1,7 @@
 """GPU and node health: ok / warn / fail with reasons, by DCGM's XID classes and error-counter rules."""
 
 from agent.health.faults import fault_from_event
-from agent.health.model import Finding, Level, summarise, worst
+from agent.health.model import Finding, summarise
 from agent.health.rules import gpu_findings, pcie_replay_limit_per_min
 from agent.health.state import HealthState, NodeHealth, classify_event
 from agent.health.xid import FAIL_XIDS, WARN_XIDS, classify_xid, xid_level
@@ -11,7 +11,6 @@ __all__ = [
     "WARN_XIDS",
     "Finding",
     "HealthState",
-    "Level",
     "NodeHealth",
     "classify_event",
     "classify_xid",
@@ -19,6 +18,5 @@ __all__ = [
     "gpu_findings",
     "pcie_replay_limit_per_min",
     "summarise",
-    "worst",
     "xid_level",
 ]

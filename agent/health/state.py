@@ -12,11 +12,12 @@ from dataclasses import dataclass
 import msgspec
 
 from agent.gpu.backend import GpuEvent
-from agent.health.model import Finding, Level, summarise
+from agent.health.model import Finding, summarise
 from agent.health.rules import gpu_findings, pcie_findings
 from agent.health.xid import classify_xid
 from events.clock import Clock
 from events.payloads import GpuReading, NodeSample
+from events.payloads.common import Health
 
 NODE = -1  # key for events whose GPU the driver did not name
 
@@ -40,7 +41,7 @@ def classify_event(event: GpuEvent) -> Finding:
 class NodeHealth:
     """A node's verdict and its GPUs' readings with their own verdicts filled in."""
 
-    level: Level
+    level: Health
     reasons: list[str]
     gpus: list[GpuReading]
 

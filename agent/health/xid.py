@@ -6,7 +6,8 @@ time): they are still published as faults, but do not change a GPU's health.
 
 from __future__ import annotations
 
-from agent.health.model import Finding, Level
+from agent.health.model import Finding
+from events.payloads.common import Health
 
 FAIL_XIDS: dict[int, str] = {
     48: "double-bit ECC error",
@@ -32,7 +33,7 @@ WARN_XIDS: dict[int, str] = {
 }
 
 
-def xid_level(xid: int) -> Level:
+def xid_level(xid: int) -> Health:
     if xid in FAIL_XIDS:
         return "fail"
     if xid in WARN_XIDS:

@@ -1,45 +1,37 @@
-"""The checks behind ``/healthz``: NVML, Kafka, spool and GPUs, each ok / degraded / failed with a reason.
+"""The checks behind ``/healthz``: NVML, Kafka, spool and GPUs, each ok / warn / fail with a reason.
 
-Kept as plain functions of the agent's state so the rules are tested without HTTP. The overall status is the
-worst check: Kafka being away is only *degraded* because the spool keeps every event; so are events the spool
-lost (they are counted and reported); a spool that cannot be written or read, a GPU backend that cannot be read
-or a GPU in ``fail`` health is *failed*.
+The levels are the tree's one health scale (``events.payloads.common.Health``), the same a GPU's and a node's
+health use. Kept as plain functions of the agent's state so the rules are tested without HTTP. The overall
+status is the worst check: Kafka being away is only *warn* because the spool keeps every event; so are events
+the spool lost (they are counted and reported); a spool that cannot be written or read, a GPU backend that
+cannot be read or a GPU in ``fail`` health is *fail*.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from agent.spool import SpoolStats
-from events.payloads.common import Health
-
-Status = Literal["ok", "degraded", "failed"]
-_RANK: dict[str, int] = {"ok": 0, "degraded": 1, "failed": 2}
+from events.payloads.common import Health, worst_health
 
 
 class Check(msgspec.Struct, kw_only=True, omit_defaults=True):
-    status: Status
+    status: Health
     detail: str
     data: dict[str, object] = {}
 
 
 class HealthReport(msgspec.Struct, kw_only=True):
-    status: Status
+    status: Health
     checks: dict[str, Check]
     node_id: str
     backend: str
     agent_version: str
 
 
-def worst(statuses: list[Status]) -> Status:
-    return max(statuses, key=_RANK.__getitem__, default="ok")
-
-
 def report(node_id: str, backend: str, version: str, checks: dict[str, Check]) -> HealthReport:
     return HealthReport(
-        status=worst([c.status for c in checks.values()]),
+        status=worst_health(c.status for c in checks.values()),
         checks=checks,
         node_id=node_id,
         backend=backend,
@@ -51,12 +43,12 @@ def check_nvml(backend: str, gpu_count: int, error: str | None, read_age_s: floa
     """The GPU backend opened and its reads keep coming (a read older than 5 intervals means a stuck driver)."""
     what = "simulated GPUs (sim backend)" if backend == "sim" else "NVML"
     if error is not None:
-        return Check(status="failed", detail=f"{what}: {error}")
+        return Check(status="fail", detail=f"{what}: {error}")
     if read_age_s is None:
-        return Check(status="degraded", detail=f"{what}: no reading yet", data={"gpus": gpu_count})
+        return Check(status="warn", detail=f"{what}: no reading yet", data={"gpus": gpu_count})
     if read_age_s > 5 * interval_s:
         return Check(
-            status="failed",
+            status="fail",
             detail=f"{what}: last reading {read_age_s:.0f}s ago (interval {interval_s:g}s)",
             data={"gpus": gpu_count},
         )
@@ -70,12 +62,12 @@ def check_kafka(state: str, last_error: str | None, ack_age_s: float | None, pen
     if state == "ok":
         return Check(status="ok", detail="connected, events acknowledged", data=data)
     if state == "connecting":
-        return Check(status="degraded", detail="not connected yet; events are spooled", data=data)
-    return Check(status="degraded", detail=f"unreachable, events are spooled: {last_error}", data=data)
+        return Check(status="warn", detail="not connected yet; events are spooled", data=data)
+    return Check(status="warn", detail=f"unreachable, events are spooled: {last_error}", data=data)
 
 
 def check_spool(stats: SpoolStats, error: str | None, degraded_fraction: float) -> Check:
-    """Failed when the spool cannot be written or read; degraded when events were lost (any reason), the
+    """``fail`` when the spool cannot be written or read; ``warn`` when events were lost (any reason), the
     cursor cannot be written, or the spool is nearly full. Torn writes cut off and cursors not trusted on
     start cost no event and are only noted."""
     data: dict[str, object] = {
@@ -90,7 +82,7 @@ def check_spool(stats: SpoolStats, error: str | None, degraded_fraction: float) 
         "cursor_resets": stats.cursor_resets,
     }
     if error is not None:
-        return Check(status="failed", detail=error, data=data)
+        return Check(status="fail", detail=error, data=data)
     problems = []
     if stats.dropped:
         problems.append(f"{stats.dropped} events lost since start ({stats.why_dropped()})")
@@ -99,7 +91,7 @@ def check_spool(stats: SpoolStats, error: str | None, degraded_fraction: float) 
     if stats.bytes > degraded_fraction * stats.max_bytes:
         problems.append(f"spool {100 * stats.bytes / stats.max_bytes:.0f}% full")
     if problems:
-        return Check(status="degraded", detail="; ".join(problems), data=data)
+        return Check(status="warn", detail="; ".join(problems), data=data)
     notes = [f"{stats.pending_records} events waiting"]
     if stats.torn_tails:
         notes.append(f"{stats.torn_tails} write(s) cut short by a crash were cut off on start")
@@ -111,7 +103,6 @@ def check_spool(stats: SpoolStats, error: str | None, degraded_fraction: float) 
 def check_gpus(health: Health | None, reasons: list[str], per_gpu: dict[int, Health]) -> Check:
     data: dict[str, object] = {"per_gpu": {str(k): v for k, v in sorted(per_gpu.items())}}
     if health is None:
-        return Check(status="degraded", detail="no sample yet", data=data)
-    status: Status = {"ok": "ok", "warn": "degraded", "fail": "failed"}[health]
+        return Check(status="warn", detail="no sample yet", data=data)
     detail = "; ".join(reasons) if reasons else "all GPUs healthy"
-    return Check(status=status, detail=detail, data=data)
+    return Check(status=health, detail=detail, data=data)

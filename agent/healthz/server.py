@@ -1,9 +1,9 @@
 """The health endpoint: ``GET /healthz`` (cheap, the last known state) and ``POST /healthcheck`` (reads the
-GPUs afresh first), both answering ``{"status": "ok"|"degraded"|"failed", "checks": {...}}``.
+GPUs afresh first), both answering ``{"status": "ok"|"warn"|"fail", "checks": {...}}`` (the tree's one health scale).
 
 ``curl -X POST http://localhost:8080/healthcheck | jq .status`` is the operator's one-liner. The HTTP code is
-200 for ok and degraded and 503 for failed, so a load balancer or a probe that only reads codes still acts
-on a failed node. The endpoint only reads: ``POST /healthcheck`` changes nothing but the freshness of the GPU
+200 for ok and warn and 503 for fail, so a load balancer or a probe that only reads codes still acts
+on a failing node. The endpoint only reads: ``POST /healthcheck`` changes nothing but the freshness of the GPU
 reading, and at most once per ``[health] active_min_interval_s`` (throttle.py; the ``X-Myolo-Gpu-Read``
 header says whether this answer read the GPUs or how old the read it shows is). Request bodies are not read
 and are refused above 4 KiB.
@@ -100,7 +100,7 @@ class HealthServer:
 def _respond(rep: HealthReport, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
         body=_ENC.encode(rep),
-        status=503 if rep.status == "failed" else 200,
+        status=503 if rep.status == "fail" else 200,
         content_type="application/json",
         headers=headers,
     )

@@ -8,7 +8,6 @@ was verified is the file that is installed, whatever happens to the source meanw
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import ssl as ssl_module
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
@@ -16,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from agent.releases.errors import ReleaseError
+from events.digest import Sha256, TooLarge
 
 CHUNK = 1 << 16
 FIELD = "args.artifact"
@@ -101,24 +101,20 @@ def _too_big(size: int, max_bytes: int) -> ReleaseError:
 
 
 def _copy(src: Path, dest: Path, max_bytes: int) -> Fetched:
-    digest, size = hashlib.sha256(), 0
     try:
         with src.open("rb") as fin, dest.open("wb") as fout:
-            while chunk := fin.read(CHUNK):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise _too_big(size, max_bytes)
-                digest.update(chunk)
-                fout.write(chunk)
+            hashed = Sha256(max_bytes).read(fin, chunk=CHUNK, each=fout.write)
+    except TooLarge as exc:
+        raise _too_big(exc.size, max_bytes) from None
     except OSError as exc:
         raise ReleaseError(f"cannot read {src}: {exc}", FIELD) from None
-    return Fetched(path=dest, sha256=digest.hexdigest(), size=size)
+    return Fetched(path=dest, sha256=hashed.sha256, size=hashed.size)
 
 
 async def _download(url: str, dest: Path, max_bytes: int, ssl: ssl_module.SSLContext | None) -> Fetched:
     import aiohttp  # only when an upgrade downloads
 
-    digest, size = hashlib.sha256(), 0
+    digest = Sha256(max_bytes)
     try:
         async with aiohttp.ClientSession() as session, session.get(url, ssl=ssl if ssl is not None else True) as resp:
             if resp.status != 200:
@@ -127,11 +123,11 @@ async def _download(url: str, dest: Path, max_bytes: int, ssl: ssl_module.SSLCon
                 raise _too_big(resp.content_length, max_bytes)
             with dest.open("wb") as out:
                 async for chunk in resp.content.iter_chunked(CHUNK):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise _too_big(size, max_bytes)
                     digest.update(chunk)
                     out.write(chunk)
+    except TooLarge as exc:
+        raise _too_big(exc.size, max_bytes) from None
     except aiohttp.ClientError as exc:
         raise ReleaseError(f"cannot download {url}: {type(exc).__name__}: {exc}", FIELD) from None
-    return Fetched(path=dest, sha256=digest.hexdigest(), size=size)
+    hashed = digest.result()
+    return Fetched(path=dest, sha256=hashed.sha256, size=hashed.size)

@@ -60,6 +60,7 @@ from events.payloads import (
     WorkerHeartbeat,
     WorkerInfo,
 )
+from events.payloads.commands import StartWorkersResult, StopWorkersResult
 
 log = structlog.get_logger("myolo.agent.trainer")
 Publish = Callable[..., object]  # Publisher.publish(payload, urgent=...)
@@ -203,7 +204,7 @@ class Supervisor:
         if taken:
             raise ArgsError(f"GPU {taken[0]} is in use by job {busy[taken[0]]}", "args.gpus")
 
-    async def start(self, args: StartWorkersArgs) -> dict[str, Any]:
+    async def start(self, args: StartWorkersArgs) -> StartWorkersResult:
         """Start one worker per GPU of ``args``; returns their pids. Raises (a failed command) when a worker
         cannot be started, after stopping the ones that were."""
         assert self.link is not None, "open() first"
@@ -259,13 +260,9 @@ class Supervisor:
             warm_ranks=warm,
             dir=str(directory),
         )
-        return {
-            "job_id": args.job_id,
-            "generation": args.generation,
-            "pids": pids,
-            "world_size": args.world_size,
-            "warm_ranks": warm,
-        }
+        return StartWorkersResult(
+            job_id=args.job_id, generation=args.generation, pids=pids, world_size=args.world_size, warm_ranks=warm
+        )
 
     async def _launch(self, plan: launch.WorkerPlan, warm_ok: bool) -> tuple[asyncio.subprocess.Process, bool]:
         """A ready warm standby becomes the worker when there is one (and ``warm_ok``), else a cold spawn; the
@@ -276,27 +273,29 @@ class Supervisor:
         return await launch.spawn(plan), False
 
     # ------------------------------------------------------------------ stop
-    async def stop(self, job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
+    async def stop(self, job_id: str, generation: int, checkpoint: bool) -> StopWorkersResult:
         """Stop a job generation's local workers (see the module docstring); returns once every process is
         gone. A job or generation not running here is already stopped: that is a result, not an error."""
         job = self.jobs.get(job_id)
         if job is None or job.generation != generation:
             running = f"; generation {job.generation} runs here and is left running" if job else ""
-            return {"job_id": job_id, "generation": generation, "stopped": False, "note": f"not running here{running}"}
+            return StopWorkersResult(
+                job_id=job_id, generation=generation, stopped=False, note=f"not running here{running}"
+            )
         return await self._stop(job, checkpoint)
 
-    async def stop_all(self, reason: str, checkpoint: bool = True) -> list[dict[str, Any]]:
+    async def stop_all(self, reason: str, checkpoint: bool = True) -> list[StopWorkersResult]:
         """Stop every local job (``drain``, the agent's SIGTERM)."""
         if self.jobs:
             log.warning("stopping every local job", reason=reason, jobs=sorted(self.jobs))
         return list(await asyncio.gather(*(self._stop(job, checkpoint) for job in list(self.jobs.values()))))
 
-    async def _stop(self, job: LocalJob, checkpoint: bool) -> dict[str, Any]:
+    async def _stop(self, job: LocalJob, checkpoint: bool) -> StopWorkersResult:
         if job.stop_task is None:
             job.stop_task = asyncio.create_task(self._stop_sequence(job, checkpoint), name=f"stop:{job.job_id}")
         return await asyncio.shield(job.stop_task)
 
-    async def _stop_sequence(self, job: LocalJob, checkpoint: bool) -> dict[str, Any]:
+    async def _stop_sequence(self, job: LocalJob, checkpoint: bool) -> StopWorkersResult:
         if job.ending is None:
             job.ending = "stopping"
         trained = [w for w in job.running() if w.state != "starting"]  # through their start-up
@@ -315,17 +314,17 @@ class Supervisor:
             )
         terminated, killed = await self._terminate(job)
         await job.finished.wait()
-        return {
-            "job_id": job.job_id,
-            "generation": job.generation,
-            "stopped": True,
-            "pids": {str(r): w.pid for r, w in job.workers.items()},
-            "exit_codes": {str(r): w.exit_code for r, w in job.workers.items()},
-            "last_step": job.last_step,
-            "asked_to_checkpoint": asked,
-            "terminated": terminated,
-            "killed": killed,
-        }
+        return StopWorkersResult(
+            job_id=job.job_id,
+            generation=job.generation,
+            stopped=True,
+            pids={str(r): w.pid for r, w in job.workers.items()},
+            exit_codes={str(r): w.exit_code for r, w in job.workers.items()},
+            last_step=job.last_step,
+            asked_to_checkpoint=asked,
+            terminated=terminated,
+            killed=killed,
+        )
 
     async def _terminate(self, job: LocalJob) -> tuple[list[int], list[int]]:
         """SIGTERM the groups still running, SIGKILL what is left after ``term_grace_s``; the ranks of each."""

@@ -207,7 +207,7 @@ def status(state_dir: StateDir = None) -> None:
         raise typer.Exit(1)
 
 
-_HEALTH_STYLE = {"leader": "bold green", "standby": "green", "ok": "green", "degraded": "yellow", "failed": "bold red"}
+_HEALTH_STYLE = {"leader": "bold green", "standby": "green", "ok": "green", "warn": "yellow", "fail": "bold red"}
 
 
 @app.command()

@@ -23,7 +23,7 @@ from coordinator.cli.exits import answer, connect
 from coordinator.cli.get import Output, OutputOption
 from coordinator.cli.registry import print_body
 from coordinator.preflight.config import MAX_TIMEOUT_S
-from coordinator.preflight.records import DEFAULT_MIN_DRIVER, PreflightReport
+from coordinator.preflight.records import CHECKS, DEFAULT_MIN_DRIVER, PreflightReport
 
 ANSWER_MARGIN_S = 30.0  # beyond the run's own timeout, for the report to come back
 _DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
@@ -44,11 +44,7 @@ HELP = (
 )
 
 
-class Check(enum.StrEnum):
-    driver = "driver"
-    memory = "memory"
-    data = "data"
-    nccl = "nccl"
+Check = enum.StrEnum("Check", [(c, c) for c in CHECKS])  # the component's check names, as typer's choices
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -9,7 +9,6 @@ answer as it came.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from datetime import datetime
@@ -36,6 +35,7 @@ from coordinator.registry.answers import AliasAnswer, AliasHistory, AliasList, M
 from coordinator.registry.answers import ModelList as ModelListAnswer
 from coordinator.registry.errors import RegistryError
 from coordinator.registry.records import RetrainTemplate
+from events.digest import sha256_file
 from events.payloads.models import EvalResult, ModelExport
 
 T = TypeVar("T", bound=msgspec.Struct)
@@ -140,15 +140,10 @@ def _local(artifact: str) -> Path:
 
 
 def _digest(path: Path) -> tuple[str, int]:
-    h, size = hashlib.sha256(), 0
     try:
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-                size += len(chunk)
+        return sha256_file(path)
     except OSError as exc:
         fail(f"--artifact {path}: cannot read it to compute its sha256: {exc.strerror or exc}", code=2)
-    return h.hexdigest(), size
 
 
 def parse_metrics(value: str) -> tuple[dict[str, float], EvalResult | None, ModelExport | None]:

@@ -7,7 +7,6 @@ it ends; ``pause``, ``resume``, ``abort`` (stop and roll back) and ``undo`` (rol
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +26,7 @@ from coordinator.jobs import units
 from coordinator.rollouts.answer import RolloutAnswer
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.records import Wave
+from events.digest import sha256_file
 
 app = typer.Typer(
     help="Rolling upgrades of the agent or the trainer across the fleet: waves of nodes (5 -> 20 -> 50 -> "
@@ -58,13 +58,9 @@ def _sha256(artifact: str) -> str:
     if "://" in artifact and not artifact.startswith("file://"):
         fail("--sha256: give the artifact's SHA-256 (it is a URL: it cannot be hashed here)")
     try:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        return sha256_file(path).sha256
     except OSError as exc:
         fail(f"--artifact {artifact}: cannot read it to hash it: {exc.strerror or exc} (or give --sha256)")
-    return digest.hexdigest()
 
 
 @app.command("start")

@@ -18,6 +18,7 @@ from coordinator.core.context import Context
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import CommandAck
+from events.payloads.commands import ActionArgs
 
 log = structlog.get_logger("myolo.coordinator.commands")
 
@@ -57,9 +58,9 @@ class Commands(Component):
         check(section, core)
 
     # ---- CommandSender --------------------------------------------------------------------------------------
-    async def issue(self, node_id: str, action: str, args: dict[str, Any] | None = None) -> CommandIntent:
+    async def issue(self, node_id: str, args: ActionArgs) -> CommandIntent:
         self.ctx.leadership.require()  # NotLeader names the leader, for a caller to redirect to
-        return await self.dispatcher.issue(node_id, action, args)
+        return await self.dispatcher.issue(node_id, args)
 
     def has_pending(self, node_id: str, action: str) -> bool:
         return self.dispatcher.has_pending(node_id, action)

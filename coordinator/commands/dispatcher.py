@@ -22,20 +22,23 @@ from events.clock import Clock
 from events.envelope import new_id
 from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck
-from events.payloads.commands import action_args
+from events.payloads.commands import ActionArgs, action_args
 
 KEEP_FINISHED_S = 3600.0
 log = structlog.get_logger("myolo.coordinator.commands")
 
 
-def check_args(action: str, args: dict[str, Any]) -> None:
-    """Reject a command the agent could not execute, here, where the caller can still be told why.
+def check_args(args: ActionArgs) -> dict[str, Any]:
+    """The arguments as they travel, once checked: a command the agent could not execute is refused here,
+    where the caller can still be told why (``ValueError`` naming the argument).
 
     The same checks the agent runs (``events.payloads.commands.action_args``): one definition of each action."""
+    wire = msgspec.to_builtins(msgspec.structs.asdict(args))  # every field, defaults too: the command says all
     try:
-        action_args(action, args)
+        action_args(args.action, wire)
     except InvalidEvent as exc:
         raise ValueError(str(exc)) from None
+    return wire
 
 
 class Dispatcher:
@@ -97,17 +100,17 @@ class Dispatcher:
         self.epoch = None
 
     # ---- the command path ---------------------------------------------------------------------------------
-    async def issue(self, node_id: str, action: str, args: dict[str, Any] | None = None) -> CommandIntent:
-        args = dict(args or {})
-        check_args(action, args)
+    async def issue(self, node_id: str, args: ActionArgs) -> CommandIntent:
+        """Send ``args.action`` with ``args`` to the node (see :class:`CommandSender`)."""
+        wire = check_args(args)
         if self.epoch is None:
             raise NotLeader()
         now = self._clock.now()
         intent = CommandIntent(
             command_id=new_id(),
             node_id=node_id,
-            action=action,
-            args=args,
+            action=args.action,
+            args=wire,
             epoch=self.epoch,
             created=now,
             issued_by=self._instance,
@@ -130,6 +133,7 @@ class Dispatcher:
                 status=ack.status,
                 reason=ack.reason,
                 result=ack.result or intent.result,
+                original=ack.original,
                 finished=None if ack.status == "accepted" else self._clock.now(),
             )
             await self._store.put(STATE_COMMANDS, intent.command_id, changed)

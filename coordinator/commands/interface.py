@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from coordinator.commands.records import CommandIntent
+from events.payloads.commands import ActionArgs
 
 __all__ = ["CommandIntent", "CommandSender"]
 
 
 @runtime_checkable
 class CommandSender(Protocol):
-    async def issue(self, node_id: str, action: str, args: dict[str, Any] | None = None) -> CommandIntent:
-        """Record the intent, then send the signed command. Raises ``NotLeader`` when not leading and
+    async def issue(self, node_id: str, args: ActionArgs) -> CommandIntent:
+        """Record the intent, then send the signed command of ``args.action`` (the action is named by the
+        arguments' type: ``issue(node, DrainArgs(reason=...))``). Raises ``NotLeader`` when not leading and
         ``ValueError`` (naming the argument) when the agent could not execute it."""
 
     def intent(self, command_id: str) -> CommandIntent | None:

@@ -26,6 +26,7 @@ from coordinator.core.errors import UnknownNode
 from coordinator.fleet.interface import FleetNodes, NodeState, Transition
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
+from events.payloads.commands import DrainArgs
 
 log = structlog.get_logger("myolo.coordinator.cordons")
 
@@ -145,7 +146,7 @@ class Cordons(Component):
         """An automatic cordon also tells the node to drain (no new trainer workers), with the reason; an
         automatic uncordon lifts that drain."""
         try:
-            await self._commands.issue(rec.node_id, "drain", {"draining": rec.cordoned, "reason": rec.reason})
+            await self._commands.issue(rec.node_id, DrainArgs(draining=rec.cordoned, reason=rec.reason))
         except Exception as exc:  # not leading any more, or Kafka away: the cordon stands; log and go on
             log.warning("drain command not sent", node=rec.node_id, error=str(exc))
 

@@ -25,6 +25,7 @@ from events.bus import RecordInfo
 from events.envelope import Event
 from events.limits import Throttle
 from events.payloads import BandwidthReport, LeakReport, NcclReport, NodeFault, NodeSample
+from events.payloads.commands import ReportSampleArgs
 
 log = structlog.get_logger("myolo.coordinator.fleet")
 
@@ -118,7 +119,7 @@ class Fleet(Component):
     async def _ask_for_sample(self, node_id: str) -> None:
         """In a task of its own: the command waits on Kafka, liveness must not."""
         try:
-            await self._commands.issue(node_id, "report_sample")  # type: ignore[union-attr]
+            await self._commands.issue(node_id, ReportSampleArgs())  # type: ignore[union-attr]
         except Exception as exc:  # Kafka away: the node stays Suspect, and the next change asks again
             log.warning("sample request not sent", node=node_id, error=str(exc))
         finally:

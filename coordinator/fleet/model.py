@@ -12,9 +12,9 @@ import msgspec
 
 from coordinator.cordons.interface import CordonRecord
 from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault
+from events.payloads.common import Health
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
-Health = Literal["ok", "warn", "fail"]
 
 
 class FaultEntry(msgspec.Struct, kw_only=True):

@@ -9,12 +9,12 @@ global batch never changes: each replica's share and its accumulation follow fro
 from __future__ import annotations
 
 import zlib
-from typing import Any
 
 import msgspec
 
 from coordinator.jobs.placement import Placement
 from coordinator.jobs.records import Generation, JobRecord, Member
+from events.payloads.commands import StartWorkersArgs, StopWorkersArgs
 from events.payloads.trainer_job import TrainerJob
 
 
@@ -49,22 +49,22 @@ def trainer_job(record: JobRecord, gen: Generation) -> TrainerJob:
     )
 
 
-def start_args(record: JobRecord, gen: Generation, member: Member) -> dict[str, Any]:
+def start_args(record: JobRecord, gen: Generation, member: Member) -> StartWorkersArgs:
     """``start_workers`` arguments for one member (checked again by the commands component and the agent)."""
-    return {
-        "job_id": record.name,
-        "generation": gen.number,
-        "node_rank": member.node_rank,
-        "nnodes": len(gen.members),
-        "gpus": list(member.gpus),
-        "master_addr": gen.master_addr,
-        "master_port": gen.master_port,
-        "job": msgspec.to_builtins(trainer_job(record, gen)),
-    }
+    return StartWorkersArgs(
+        job_id=record.name,
+        generation=gen.number,
+        node_rank=member.node_rank,
+        nnodes=len(gen.members),
+        gpus=list(member.gpus),
+        master_addr=gen.master_addr,
+        master_port=gen.master_port,
+        job=trainer_job(record, gen),
+    )
 
 
-def stop_args(record: JobRecord, gen: Generation, checkpoint: bool) -> dict[str, Any]:
-    return {"job_id": record.name, "generation": gen.number, "checkpoint": checkpoint}
+def stop_args(record: JobRecord, gen: Generation, checkpoint: bool) -> StopWorkersArgs:
+    return StopWorkersArgs(job_id=record.name, generation=gen.number, checkpoint=checkpoint)
 
 
 def held_gpus(records: list[JobRecord], but: str | None = None) -> dict[str, set[int]]:

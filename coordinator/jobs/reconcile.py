@@ -37,7 +37,6 @@ from events.clock import Clock
 from events.payloads import TrainingCompleted, TrainingFault
 
 log = structlog.get_logger("myolo.coordinator.jobs")
-FAILED_COMMAND = frozenset({"rejected", "failed", "expired"})
 AUTO_JOB = "auto:job"
 
 
@@ -237,7 +236,7 @@ class Reconciler:
             if m.stop_command is not None or node is None or node.liveness == "Lost":
                 members.append(m)
                 continue  # a Lost node cannot answer: its workers are fenced by the generation number
-            intent = await self.commands.issue(m.node_id, "stop_workers", stop_args(rec, prev, checkpoint))
+            intent = await self.commands.issue(m.node_id, stop_args(rec, prev, checkpoint))
             members.append(replace(m, stop_command=intent.command_id))
             sent = True
         if sent:
@@ -289,7 +288,7 @@ class Reconciler:
         members = []
         for m in gen.members:
             if m.start_command is None:
-                intent = await self.commands.issue(m.node_id, "start_workers", start_args(rec, gen, m))
+                intent = await self.commands.issue(m.node_id, start_args(rec, gen, m))
                 m, sent = replace(m, start_command=intent.command_id), True
             members.append(m)
         if sent:
@@ -311,11 +310,11 @@ class Reconciler:
         rec = await self._send_starts(rec, gen)  # after a failover: members not told yet
         gen = rec.status.generation or gen
         answers = {m.node_id: self.commands.intent(m.start_command or "") for m in gen.members}
-        refused = [(n, i) for n, i in answers.items() if i is not None and i.status in FAILED_COMMAND]
+        refused = [(n, i) for n, i in answers.items() if i is not None and i.outcome == "failed"]
         if refused:
             node, intent = refused[0]
             why = f"start_workers {intent.status} on {node}: {intent.reason or 'no reason given'}"
-            if intent.status == "failed":  # the workers could not run there: the job's failure
+            if "failed" in (intent.status, intent.original):  # the workers could not run there: the job's failure
                 return await self._failed(rec, gen, node, why, now)
             # the node refused (draining, GPUs taken) or did not answer: its state, not the job's failure;
             # place without it for a while, without spending the restart budget
@@ -330,12 +329,12 @@ class Reconciler:
             )
         if evidence.faults:
             return await self._on_faults(rec, gen, evidence, now)
-        if all(i is not None and i.status == "done" for i in answers.values()):
+        if all(i is not None and i.outcome == "done" for i in answers.values()):
             running = replace(gen, stage="running", started=now)
             reason = f"generation {gen.number}: {gen.replicas} replica(s)"
             return await self.save(with_status(rec, generation=running, phase="Running", reason=reason))
         if now - gen.created > self.cfg.start_timeout_s:
-            silent = sorted(n for n, i in answers.items() if i is None or i.status != "done")
+            silent = sorted(n for n, i in answers.items() if i is None or i.outcome != "done")
             rec = self._avoid(rec, silent, now)
             why = f"no start confirmed by {', '.join(silent)} in {self.cfg.start_timeout_s:g} s"
             return await self.begin(rec, self.place(rec), "restart", why, now, checkpoint=False)

@@ -48,7 +48,7 @@ def settled_leader(bodies: list[dict[str, Any]]) -> bool:
 
 
 def agent_health(health_url: str) -> str:
-    """The agent's own verdict: 'ok', 'degraded', 'failed' (or 'no answer')."""
+    """The agent's own verdict: 'ok', 'warn', 'fail' (or 'no answer')."""
     answer = get_json(f"{health_url}/healthz")
     if answer is None:
         return "no answer"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from coordinator.fleet.interface import NodeState
-from coordinator.preflight.records import CheckResult, FileDigest, ProbeSummary
+from coordinator.preflight.records import CheckResult
+from events.payloads.commands import FileDigest, NcclProbeResult
 
 _VERSION = re.compile(r"^\s*(\d+(?:\.\d+)*)")
 GIB = 2**30
@@ -108,7 +109,7 @@ def data(node_id: str, job: str, path: str, expected: str, found: FileDigest | N
     return row
 
 
-def nccl(node_id: str, summary: ProbeSummary, min_busbw_gbps: float) -> CheckResult:
+def nccl(node_id: str, summary: NcclProbeResult, min_busbw_gbps: float) -> CheckResult:
     row = CheckResult(
         node_id=node_id,
         check="nccl",

@@ -64,21 +64,3 @@ class PreflightReport(msgspec.Struct, kw_only=True):
     finished: float
     epoch: int
     by: str
-
-
-class FileDigest(msgspec.Struct, kw_only=True):
-    """One path of a ``hash_files`` ack's result (``agent/commands/hash_files.py`` writes it)."""
-
-    sha256: str | None = None
-    size: int | None = None
-    error: str | None = None
-
-
-class ProbeSummary(msgspec.Struct, kw_only=True):
-    """What a ``nccl_probe`` ack's result holds (``agent/commands/probe.py``'s summary)."""
-
-    backend: str
-    world_size: int
-    points: int
-    peak_busbw_gbps: float
-    peak_size_bytes: int

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 import structlog
@@ -26,13 +25,12 @@ from coordinator.preflight.records import (
     CHECKS,
     CheckName,
     CheckResult,
-    FileDigest,
     PreflightReport,
     PreflightRequest,
-    ProbeSummary,
     Thresholds,
 )
 from events.clock import Clock
+from events.payloads.commands import ActionArgs, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
 
 log = structlog.get_logger("myolo.coordinator.preflight")
 NO_SHA = "the job recorded no dataSha256"
@@ -142,27 +140,25 @@ class PreflightRun:
             self.rows += skipped
             if files:
                 paths = list(dict.fromkeys(f.path for f in files))
-                await self._ask(
-                    node, "data", "hash_files", {"paths": paths, "max_bytes": self.cfg.hash_max_bytes}, files
-                )
+                await self._ask(node, "data", HashFilesArgs(paths=paths, max_bytes=self.cfg.hash_max_bytes), files)
             elif not skipped:
                 self.rows.append(
                     CheckResult(node_id=node.node_id, check="data", verdict="SKIP", reason="no job runs on this node")
                 )
         if "nccl" in self.checks:
-            args = {
-                "world_size": min(64, max(2, len(node.gpus))),
-                "timeout_s": min(self.cfg.probe_timeout_s, max(1.0, self.timeout_s)),
-            }
-            await self._ask(node, "nccl", "nccl_probe", args)
+            args = NcclProbeArgs(
+                world_size=min(64, max(2, len(node.gpus))),
+                timeout_s=min(self.cfg.probe_timeout_s, max(1.0, self.timeout_s)),
+            )
+            await self._ask(node, "nccl", args)
 
     async def _ask(
-        self, node: NodeState, check: CheckName, action: str, args: dict[str, Any], files: list[DataFile] | None = None
+        self, node: NodeState, check: CheckName, args: ActionArgs, files: list[DataFile] | None = None
     ) -> None:
         try:
-            intent = await self.commands.issue(node.node_id, action, args)
+            intent = await self.commands.issue(node.node_id, args)
         except ValueError as exc:  # the arguments: our fault, said as it is
-            self._failed(node.node_id, check, f"{action} could not be sent: {exc}", files)
+            self._failed(node.node_id, check, f"{args.action} could not be sent: {exc}", files)
             return
         self.asked.append(Asked(node.node_id, check, intent, files or []))
 
@@ -183,7 +179,7 @@ class PreflightRun:
     def _answered(self, asked: Asked) -> None:
         intent = self.commands.intent(asked.intent.command_id) or asked.intent
         node, cid, action = asked.node_id, intent.command_id, intent.action
-        if intent.status not in ("done", "duplicate"):
+        if intent.outcome != "done":
             if intent.status == "pending":
                 why = f"no answer within {self.timeout_s:g} s: the node's agent did not take {action} (is it running?)"
             elif intent.status == "accepted":
@@ -194,7 +190,7 @@ class PreflightRun:
             return
         if asked.check == "data":
             try:
-                found = msgspec.convert(intent.result, dict[str, FileDigest])
+                found = msgspec.convert(intent.result, HashFilesResult)
             except msgspec.ValidationError as exc:
                 self._failed(node, "data", f"the agent's hash_files answer does not read: {exc}", asked.files, cid)
                 return
@@ -204,7 +200,7 @@ class PreflightRun:
                 self.rows.append(row)
         else:
             try:
-                summary = msgspec.convert(intent.result, ProbeSummary)
+                summary = msgspec.convert(intent.result, NcclProbeResult)
             except msgspec.ValidationError as exc:
                 self._failed(node, "nccl", f"the agent's nccl_probe answer does not read: {exc}", None, cid)
                 return

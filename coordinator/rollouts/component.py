@@ -51,11 +51,11 @@ from coordinator.rollouts.records import (
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import LeakReport, NodeFault, ReleasePublished
+from events.payloads.commands import RollbackArgs, UpgradeArgs
 from events.payloads.models import GateResult, RolloutPhaseChanged
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)
-FAILED = frozenset({"failed", "rejected", "expired", "duplicate"})
 StepHandler = Callable[[RolloutRecord, Wave, float], Awaitable[None]]
 
 
@@ -303,10 +303,15 @@ class Rollouts(Component):
         for n in wave.nodes:
             if n in commands:
                 continue
-            args = {"component": rec.spec.component, "version": rec.spec.version, "artifact": rec.spec.artifact}
-            args |= {"sha256": rec.spec.sha256, "rollout": rec.name}
+            args = UpgradeArgs(
+                component=rec.spec.component,  # type: ignore[arg-type]
+                version=rec.spec.version,
+                artifact=rec.spec.artifact,
+                sha256=rec.spec.sha256,
+                rollout=rec.name,
+            )
             try:
-                intent = await self.commands.issue(n, "upgrade", args)
+                intent = await self.commands.issue(n, args)
             except ValueError as exc:
                 gate = GateResult(gate="upgrade", passed=False, detail=str(exc))
                 await self._fail(rec, replace(wave, commands=commands), gate, now)
@@ -320,9 +325,9 @@ class Rollouts(Component):
     def _back(self, rec: RolloutRecord, node_id: str, command_id: str) -> str | None:
         """None when the node is back healthy on the new version; else what it still lacks."""
         intent = self.commands.intent(command_id)
-        if intent is None or intent.status in FAILED:
+        if intent is None or intent.outcome == "failed":
             return f"upgrade {intent.status if intent else 'lost'}: {intent.reason if intent else 'no record'}"
-        if intent.status != "done":
+        if intent.outcome != "done":
             return f"upgrade {intent.status}"
         node = self.fleet.node(node_id)
         if node is None or node.liveness != "Ready" or node.health == "fail":
@@ -336,7 +341,7 @@ class Rollouts(Component):
         """``upgrading``: wait until every node is back healthy on the new version, then uncordon and bake."""
         lacking = {n: why for n, c in wave.commands.items() if (why := self._back(rec, n, c))}
         broken = {
-            n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.status in FAILED
+            n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.outcome == "failed"
         }
         if broken:
             detail = "; ".join(f"{n}: {why}" for n, why in sorted(broken.items()))
@@ -420,12 +425,12 @@ class Rollouts(Component):
                     continue
                 intent = self.commands.intent(cmd)
                 before = (intent.result.get("previous") if intent else None) or wave.previous.get(n)
-                if not before or (intent is not None and intent.status in FAILED):
+                if not before or (intent is not None and intent.outcome == "failed"):
                     rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
                     continue
-                args = {"component": rec.spec.component, "version": str(before), "rollout": rec.name}
+                back = RollbackArgs(component=rec.spec.component, version=str(before), rollout=rec.name)  # type: ignore[arg-type]
                 try:
-                    rollbacks[n] = (await self.commands.issue(n, "rollback", args)).command_id
+                    rollbacks[n] = (await self.commands.issue(n, back)).command_id
                 except ValueError as exc:
                     log.error("rollback not sent", rollout=rec.name, node=n, error=str(exc))
                     rollbacks[n] = ""

@@ -6,12 +6,12 @@ stale leader. ``command_id`` is stable across retries so an agent executes each 
 from __future__ import annotations
 
 import typing
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
 
 from events.errors import InvalidEvent, validation_problem
-from events.payloads.common import Host, Id, NonNegFloat, NonNegInt, Payload
+from events.payloads.common import Health, Host, Id, NonNegFloat, NonNegInt, Payload
 from events.payloads.external import Sha256
 from events.payloads.trainer_job import TrainerJob
 
@@ -41,15 +41,47 @@ class Command(Payload, kw_only=True):
     expires_at: NonNegFloat | None = None
 
 
+# ---- what becomes of a command: the one definition of its statuses, for agent and coordinator alike
+
+AckStatus = Literal["accepted", "done", "rejected", "failed", "duplicate"]
+"""What an agent says of a command: taken (``accepted``), ran (``done``/``failed``), refused without running
+(``rejected``), or a retry of an id that already ran (``duplicate``, with the original outcome beside it)."""
+Outcome = Literal["done", "failed"]
+"""What a command came to, in the end: judged by :func:`outcome`, never by the status alone."""
+CommandStatus = Literal["pending", AckStatus, "expired"]
+"""A command as the coordinator records it: ``pending`` until an agent answers, ``expired`` when none did."""
+TERMINAL: frozenset[str] = frozenset({"done", "rejected", "failed", "duplicate", "expired"})
+ACK_STATUSES: tuple[str, ...] = get_args(AckStatus)
+
+
+def outcome(status: str, original: Outcome | None = None) -> Outcome | None:
+    """What a command came to: ``done``, ``failed`` (rejected, failed, expired, or a duplicate of a failed
+    run) or None while it is still on its way. A ``duplicate`` is judged by the ``original`` outcome it
+    carries; one that carries none (an agent that does not say) counts as failed, since nothing shows it ran."""
+    if status == "done":
+        return "done"
+    if status == "duplicate":
+        return original or "failed"
+    if status in TERMINAL:
+        return "failed"
+    return None
+
+
 class CommandAck(Payload, kw_only=True):
-    """``ai.myolo.command.ack.v1``: what became of a command on the node."""
+    """``ai.myolo.command.ack.v1``: what became of a command on the node. A ``duplicate`` ack carries the
+    first run's outcome in ``original`` and its result in ``result``."""
 
     command_id: Id
     node_id: Id
     epoch: NonNegInt
-    status: Literal["accepted", "done", "rejected", "failed", "duplicate"]
+    status: AckStatus
     reason: str | None = None
     result: dict[str, Any] = {}
+    original: Outcome | None = None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return outcome(self.status, self.original)
 
 
 # ---- the arguments of each action: one definition, checked by the coordinator before it sends and by the
@@ -57,22 +89,29 @@ class CommandAck(Payload, kw_only=True):
 
 
 class ActionArgs(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
-    """Base of the per-action argument Structs: an unknown argument is an error naming it."""
+    """Base of the per-action argument Structs: an unknown argument is an error naming it. ``action`` names
+    the action the Struct is the arguments of: a command is issued with its arguments alone."""
+
+    action: ClassVar[CommandAction]
 
     def check(self) -> None:
         """Rules across fields, which types alone cannot say; raise :class:`InvalidEvent` naming the field."""
 
 
 class SetIntervalArgs(ActionArgs, kw_only=True):
+    action = "set_interval"
+
     interval_s: Annotated[float, msgspec.Meta(ge=0.05, le=3600.0)]
 
 
 class ReportSampleArgs(ActionArgs, kw_only=True):
-    pass
+    action = "report_sample"
 
 
 class NcclProbeArgs(ActionArgs, kw_only=True):
     """``sizes`` None means the probe's default sweep."""
+
+    action = "nccl_probe"
 
     world_size: Annotated[int, msgspec.Meta(ge=2, le=64)] = 2
     sizes: (
@@ -89,6 +128,8 @@ class NcclProbeArgs(ActionArgs, kw_only=True):
 class DrainArgs(ActionArgs, kw_only=True):
     """``draining=false`` lifts a drain."""
 
+    action = "drain"
+
     draining: bool = True
     reason: Annotated[str, msgspec.Meta(max_length=500)] | None = None
 
@@ -102,6 +143,8 @@ class StartWorkersArgs(ActionArgs, kw_only=True):
     As with torchrun, every node of a job runs the same number of workers, so the world size is
     ``nnodes x len(gpus)`` and this node's workers get global ranks ``node_rank x len(gpus) + local_rank``.
     ``master_addr:master_port`` is the rendezvous (global rank 0's node)."""
+
+    action = "start_workers"
 
     job_id: Id
     generation: NonNegInt
@@ -132,6 +175,8 @@ class StopWorkersArgs(ActionArgs, kw_only=True):
     the job to save and stop after the current step, and every node waits a bounded time for its workers
     to leave on their own before SIGTERM, then SIGKILL."""
 
+    action = "stop_workers"
+
     job_id: Id
     generation: NonNegInt
     checkpoint: bool = True
@@ -146,6 +191,8 @@ class UpgradeArgs(ActionArgs, kw_only=True):
     ``artifact`` (a wheel: a path, ``file://`` or ``https://`` URL) after checking its SHA-256, switch the
     ``current`` link atomically, keep the previous version for rollback, and restart into it (``restart``)."""
 
+    action = "upgrade"
+
     component: Component
     version: Version
     artifact: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
@@ -158,6 +205,8 @@ class RollbackArgs(ActionArgs, kw_only=True):
     """Switch ``component``'s ``current`` link back to ``version`` (installed already: the one before an
     upgrade) and restart into it."""
 
+    action = "rollback"
+
     component: Component
     version: Version
     rollout: Annotated[str, msgspec.Meta(max_length=128)] | None = None
@@ -168,23 +217,156 @@ class HashFilesArgs(ActionArgs, kw_only=True):
     """SHA-256 of files on the node (pre-flight: a job's data against what it recorded); ``max_bytes`` bounds
     what one command may read."""
 
+    action = "hash_files"
+
     paths: Annotated[
         list[Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]], msgspec.Meta(min_length=1, max_length=64)
     ]
     max_bytes: Annotated[int, msgspec.Meta(ge=1, le=1 << 44)] = 1 << 40
 
 
+# ---- what actions answer (the ack's ``result``): one definition, written by the agent, read by the coordinator
+
+
+class ActionResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Base of the per-action result Structs. Unknown fields are ignored: a newer agent may say more."""
+
+
+class FileDigest(ActionResult, kw_only=True):
+    """One path of a ``hash_files`` result (keyed by path): its digest and size, or why it was not hashed."""
+
+    sha256: str | None = None
+    size: int | None = None
+    error: str | None = None
+
+
+HashFilesResult = dict[str, FileDigest]
+
+
+class NcclProbeResult(ActionResult, kw_only=True):
+    """A ``nccl_probe`` result: the sweep's summary (the full report goes on the reports topic)."""
+
+    backend: str
+    world_size: int
+    points: int
+    peak_busbw_gbps: float
+    peak_size_bytes: int
+
+
+class StartWorkersResult(ActionResult, kw_only=True):
+    """A ``start_workers`` result: each local worker's pid by global rank (as a string, the JSON key), and the
+    ranks that took over a warm standby instead of a cold start."""
+
+    job_id: str
+    generation: int
+    pids: dict[str, int]
+    world_size: int
+    warm_ranks: list[int]
+
+
+class StopWorkersResult(ActionResult, kw_only=True):
+    """A ``stop_workers`` result, one job's in a ``drain``'s: ``stopped`` false with a ``note`` when that
+    generation did not run here; else each worker's pid and exit code by global rank, the last step
+    reported, whether rank 0 was asked to checkpoint, and the ranks that had to be terminated or killed."""
+
+    job_id: str
+    generation: int
+    stopped: bool
+    note: str | None = None
+    pids: dict[str, int] | None = None
+    exit_codes: dict[str, int | None] | None = None
+    last_step: int | None = None
+    asked_to_checkpoint: bool | None = None
+    terminated: list[int] | None = None
+    killed: list[int] | None = None
+
+
+class SetIntervalResult(ActionResult, kw_only=True):
+    interval_s: float
+    previous_s: float
+
+
+class ReportSampleResult(ActionResult, kw_only=True):
+    """The extra sample taken: its seq, health and GPU count."""
+
+    seq: int
+    health: Health
+    gpus: int
+
+
+class DrainResult(ActionResult, kw_only=True):
+    """Whether the node drains now, and the local jobs a drain stopped."""
+
+    draining: bool
+    stopped: list[StopWorkersResult]
+
+
+class UpgradeResult(ActionResult, kw_only=True):
+    """The release installed and switched to (``previous``: what ran before, for a rollback; ``restart``: how
+    the agent restarts into it, None when it does not)."""
+
+    component: Component
+    version: str
+    previous: str | None
+    path: str
+    sha256: str
+    installed: bool  # False: it was installed already (same hash), nothing was fetched
+    pruned: list[str]
+    restart: str | None
+
+
+class RollbackResult(ActionResult, kw_only=True):
+    """The release switched back to (``path`` None: the base install) and what ran before."""
+
+    component: Component
+    version: str
+    previous: str | None
+    path: str | None
+    restart: str | None
+
+
 ACTION_ARGS: dict[str, type[ActionArgs]] = {
-    "set_interval": SetIntervalArgs,
-    "report_sample": ReportSampleArgs,
-    "nccl_probe": NcclProbeArgs,
-    "drain": DrainArgs,
-    "start_workers": StartWorkersArgs,
-    "stop_workers": StopWorkersArgs,
-    "upgrade": UpgradeArgs,
-    "rollback": RollbackArgs,
-    "hash_files": HashFilesArgs,
+    cls.action: cls
+    for cls in (
+        SetIntervalArgs,
+        ReportSampleArgs,
+        NcclProbeArgs,
+        DrainArgs,
+        StartWorkersArgs,
+        StopWorkersArgs,
+        UpgradeArgs,
+        RollbackArgs,
+        HashFilesArgs,
+    )
 }
+
+
+ACTION_RESULTS: dict[str, type[ActionResult] | type[HashFilesResult]] = {
+    "set_interval": SetIntervalResult,
+    "report_sample": ReportSampleResult,
+    "nccl_probe": NcclProbeResult,
+    "drain": DrainResult,
+    "start_workers": StartWorkersResult,
+    "stop_workers": StopWorkersResult,
+    "upgrade": UpgradeResult,
+    "rollback": RollbackResult,
+    "hash_files": HashFilesResult,
+}
+
+
+def action_result(action: str, result: dict[str, Any]) -> Any:
+    """An ack's ``result`` read as its action's result type (``ACTION_RESULTS``); ``InvalidEvent`` names the
+    field when it does not read."""
+    tp = ACTION_RESULTS.get(action)
+    if tp is None:
+        raise InvalidEvent(
+            f"{action!r} is not an action agents execute; use one of {', '.join(ACTION_RESULTS)}", "action"
+        )
+    try:
+        return msgspec.convert(result, tp)
+    except msgspec.ValidationError as exc:
+        problem = validation_problem(exc)
+        raise InvalidEvent(problem.message, f"result{problem.field}") from None
 
 
 def action_args(action: str, args: dict[str, Any]) -> ActionArgs:

@@ -7,6 +7,8 @@ when encoded: a reading the hardware does not support is *absent*, never zero.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 import msgspec
@@ -22,6 +24,13 @@ HttpUrl = Annotated[
     str, msgspec.Meta(min_length=8, max_length=512, pattern=r"^https?://[A-Za-z0-9_.:\[\]-]+(/[A-Za-z0-9_.~%/-]*)?$")
 ]
 Health = Literal["ok", "warn", "fail"]
+"""How healthy something is (a GPU, a node, one of the agent's own checks): the one scale of the tree."""
+HEALTH_RANK = MappingProxyType({"ok": 0, "warn": 1, "fail": 2})
+
+
+def worst_health(levels: Iterable[Health]) -> Health:
+    """The most severe of ``levels``; ``ok`` for none."""
+    return max(levels, key=HEALTH_RANK.__getitem__, default="ok")
 
 
 class Payload(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=False):

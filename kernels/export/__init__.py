@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from kernels.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from kernels.export.checksum import sha256_file
     from kernels.export.consolidate import Consolidated, consolidate, resolve_checkpoint
     from kernels.export.evaluate import evaluate, heldout_batches
     from kernels.export.manifest import manifest_path, write_manifest
@@ -31,7 +30,6 @@ __all__ = [
     "manifest_path",
     "read_weights",
     "resolve_checkpoint",
-    "sha256_file",
     "write_manifest",
     "write_weights",
 ]
@@ -39,7 +37,6 @@ __all__ = [
 __getattr__ = lazy_attributes(
     __name__,
     {
-        "sha256_file": "kernels.export.checksum",
         "Consolidated": "kernels.export.consolidate",
         "consolidate": "kernels.export.consolidate",
         "resolve_checkpoint": "kernels.export.consolidate",

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from events.digest import sha256_file
 from events.payloads.models import EvalResult
 from kernels.data.tokenfile import TokenFile
-from kernels.export.checksum import sha256_file
 
 MAX_LOSS = 700.0  # exp() of more overflows a float; no model that learned anything is near it
 
@@ -88,7 +88,7 @@ def evaluate(
         )
     return EvalResult(
         dataset=str(Path(path).resolve()),
-        dataset_sha256=sha256_file(path),
+        dataset_sha256=sha256_file(path).sha256,
         tokens=tokens,
         loss=mean,
         perplexity=math.exp(mean),

@@ -13,8 +13,8 @@ from typing import Any
 import structlog
 import torch
 
+from events.digest import sha256_file
 from events.payloads.models import EvalResult, ModelExport
-from kernels.export.checksum import sha256_file
 from kernels.export.consolidate import consolidate
 from kernels.export.evaluate import evaluate
 from kernels.export.manifest import write_manifest
@@ -28,6 +28,8 @@ from kernels.export.weights import (
 from kernels.model import GPT, ModelConfig, preset
 
 log = structlog.get_logger("myolo.kernels.export")
+
+HASH_CHUNK = 8 << 20  # the data file is read in chunks this large, a heartbeat after each
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def export_checkpoint(
     del full  # the model's full copy in host memory; evaluation reads the file back
     tick()
     result = evaluate_file(written.path, spec, tick) if spec.eval_data else None
-    data_sha = sha256_file(spec.data_path, tick) if spec.data_path else None
+    data_sha = sha256_file(spec.data_path, chunk=HASH_CHUNK, each=lambda _: tick()).sha256 if spec.data_path else None
     export = ModelExport(
         artifact=str(written.path.resolve()),
         sha256=written.sha256,

@@ -17,8 +17,8 @@ import safetensors
 import torch
 from torch import nn
 
+from events.digest import sha256_file
 from events.files import fsync_dir
-from kernels.export.checksum import sha256_file
 from kernels.export.stfile import write_safetensors
 
 META_MODEL = "myolo.model"
@@ -66,7 +66,7 @@ def write_weights(
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
-    return WrittenWeights(target, sha256_file(target), target.stat().st_size)
+    return WrittenWeights(target, *sha256_file(target))
 
 
 def read_weights(path: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

@@ -8,7 +8,7 @@ is what ``myoloctl preflight`` asks each node's agent for before an upgrade.
 
 from __future__ import annotations
 
-from kernels.export.checksum import sha256_file
+from events.digest import sha256_file
 from kernels.train.config import JobConfig, JobConfigError
 
 
@@ -18,7 +18,7 @@ def check_data_sha256(job: JobConfig, rank: int) -> None:
     if rank != 0 or job.data_sha256 is None or job.data_path is None:
         return
     try:
-        actual = sha256_file(job.data_path)
+        actual = sha256_file(job.data_path).sha256
     except OSError as exc:
         raise JobConfigError(
             f"--data {job.data_path!r}: cannot read it to check data_sha256: {exc}", "data_sha256"

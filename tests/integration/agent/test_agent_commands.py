@@ -83,7 +83,7 @@ async def test_a_running_agent_obeys_signed_commands_once_and_fences_an_older_ep
             assert statuses("r1") == ["accepted", "done", "duplicate"]
             assert result("r1", "duplicate") == first  # the original outcome, not a second sample
             code, body = await asyncio.to_thread(agent.health)
-            assert code == 200 and body["status"] == "degraded", body
+            assert code == 200 and body["status"] == "warn", body
             assert body["checks"]["commands"]["data"]["draining"] is True
             assert body["checks"]["commands"]["data"]["epoch"] == 5
 

@@ -37,7 +37,7 @@ async def test_a_fault_spooled_while_kafka_was_away_verifies_when_sent_later(kaf
         await wait_until(lambda: "fault published" in agent.log_text(), timeout=30, what="the fault spooled")
         # and a sample reporting the failure spooled after it (the agent's status is its latest sample's health)
         await wait_until(
-            lambda: call(agent.socket, StatusRequest()).data["status"] == "failed", timeout=30, what="a fail sample"
+            lambda: call(agent.socket, StatusRequest()).data["status"] == "fail", timeout=30, what="a fail sample"
         )
         agent.signal(signal.SIGTERM)
         assert await asyncio.to_thread(agent.proc.wait, 60) == 0, agent.log_text()

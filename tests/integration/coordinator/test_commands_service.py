@@ -13,6 +13,7 @@ from coordinator.core.errors import NotLeader
 from events.codec import decode
 from events.keys import load_verify_key
 from events.payloads import Command, CommandAck, GpuReading, NodeSample
+from events.payloads.commands import ReportSampleArgs, SetIntervalArgs
 from events.signing import Verifier
 from events.topics import COMMANDS
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
@@ -52,15 +53,15 @@ async def test_intent_signed_command_retry_ack_expiry(
         await wait_until(lambda: True)
 
     with pytest.raises(ValueError, match=r"args\.interval_s"):
-        await commands(svc).issue(node, "set_interval", {"interval_s": -1})
+        await commands(svc).issue(node, SetIntervalArgs(interval_s=-1))
     await wait_until(
         lambda: fleet(svc).node(node) is not None and fleet(standby).node(node) is not None, 30, "standby view"
     )
     with pytest.raises(NotLeader) as exc:
-        await commands(standby).issue(node, "report_sample")
+        await commands(standby).issue(node, ReportSampleArgs())
     assert exc.value.leader_id == svc.instance_id
 
-    intent = await commands(svc).issue(node, "set_interval", {"interval_s": 2.0})
+    intent = await commands(svc).issue(node, SetIntervalArgs(interval_s=2.0))
     sent = await commands_for(settings, node)
     assert len(sent) == 1
     Verifier([load_verify_key(f"{key_file}.pub", "key")]).verify(sent[0])  # signed with the configured key
@@ -95,7 +96,7 @@ async def test_intent_signed_command_retry_ack_expiry(
     assert len(await commands_for(settings, node)) == 2
 
     # a node that never answers: expired after max_attempts, with the reason
-    lost = await commands(svc).issue(silent, "report_sample")
+    lost = await commands(svc).issue(silent, ReportSampleArgs())
     for attempts in (2, 3):
         await clock.advance(2.5)  # the retry does broker I/O: let it finish before time moves on
         await wait_until(

@@ -25,6 +25,7 @@ from events.deadletter import DLQ_PREFIX, dead_letter_info
 from events.envelope import Event, new_event
 from events.keys import Ed25519Signer
 from events.payloads import CommandAck, GpuReading, NodeFault, NodeSample
+from events.payloads.commands import ReportSampleArgs
 from events.signing import sign
 from events.sources import agent_source
 from events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_FAULTS
@@ -80,7 +81,7 @@ async def test_forged_node_events_are_dead_lettered_and_never_acted_on(
         for n in (node, other, revoked, stranger):
             await producer.send(NodeSample(node_id=n, backend="sim", gpus=gpus))  # telemetry: unsigned, accepted
         await wait_until(lambda: True)
-    pending = await commands(svc).issue(node, "report_sample")
+    pending = await commands(svc).issue(node, ReportSampleArgs())
     attacker = Ed25519Signer.generate()  # a key the attacker made: enrolled nowhere
 
     def ids(name: str) -> str:

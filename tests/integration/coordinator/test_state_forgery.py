@@ -18,6 +18,7 @@ from events.bus import EventProducer
 from events.codec import decode
 from events.keys import Ed25519Signer
 from events.payloads import GpuReading, NodeSample
+from events.payloads.commands import ReportSampleArgs
 from events.topics import COMMANDS
 from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import commands, cordons, fleet, one_leader, read_topic, wait_until
@@ -46,7 +47,7 @@ async def test_a_forged_pending_intent_is_never_sent_by_the_next_leader(
     node, victim = f"g-{tag}", f"v-{tag}"
     first = await services.start(make_config(f"c1-{tag}"), clock)
     await one_leader(first)
-    genuine = await commands(first).issue(node, "report_sample")  # never acknowledged: the next leader resends
+    genuine = await commands(first).issue(node, ReportSampleArgs())  # never acknowledged: the next leader resends
     forged = [f"forged-{tag}-{i}" for i in (1, 2)]
     before = first.tail.forged
     for command_id, sealed in zip(forged, (False, True), strict=True):

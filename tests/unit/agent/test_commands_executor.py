@@ -178,6 +178,7 @@ async def test_retry_of_an_executed_id_is_a_duplicate_even_after_a_restart(tmp_p
     assert acks.statuses("c1") == ["accepted", "done", "duplicate", "duplicate"]
     dup = acks.last("c1")
     assert dup.result == {"interval_s": 3.0, "previous_s": 1.0}  # the original result
+    assert dup.original == "done" and dup.outcome == "done"  # the first run's outcome, as a field
     assert "original status done" in (dup.reason or "")
 
 
@@ -292,6 +293,7 @@ async def test_a_failing_action_is_acked_failed_and_not_rerun(tmp_path, clock, a
     assert runs == [1]
     assert acks.of("r")[1] == ("failed", "RuntimeError: sample loop is not running")
     assert acks.statuses("r")[2] == "duplicate"
+    assert acks.last("r").original == "failed" and acks.last("r").outcome == "failed"
     assert "original status failed (RuntimeError: sample loop is not running)" in (acks.last("r").reason or "")
 
 
@@ -318,7 +320,7 @@ async def test_a_retry_while_running_is_accepted_again_and_a_stop_is_never_rerun
     await restarted.deliver(signed(command("slow"), clock))
     await restarted.close()
     assert runs == [5.0]
-    assert acks.last("slow").status == "duplicate"
+    assert acks.last("slow").status == "duplicate" and acks.last("slow").original == "failed"
     assert "original status failed (cancelled: the agent stopped" in (acks.last("slow").reason or "")
 
 

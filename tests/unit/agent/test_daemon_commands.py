@@ -190,8 +190,8 @@ async def test_drain_shows_in_health_status_line_and_control_status_until_lifted
     await node.send("d1", "drain", reason="auto:fault xid 79")
     assert node.acks("d1")[-1].status == "done" and node.acks("d1")[-1].result == {"draining": True, "stopped": []}
     rep = status.current_report(node.rt)
-    assert rep.status == "degraded"
-    assert rep.checks["commands"].status == "degraded"
+    assert rep.status == "warn"
+    assert rep.checks["commands"].status == "warn"
     assert rep.checks["commands"].detail.startswith("draining (auto:fault xid 79)")
     assert "; draining; seq" in loops.status_line(node.rt)
     assert handle_control(node.rt, StatusRequest()).data["draining"] is True

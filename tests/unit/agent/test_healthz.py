@@ -30,7 +30,7 @@ def stats(**kw) -> SpoolStats:
     return SpoolStats(**{**base, **kw})
 
 
-def test_worst_check_wins_and_kafka_away_is_only_degraded():
+def test_worst_check_wins_and_kafka_away_is_only_warn():
     ok = {
         "nvml": check_nvml("sim", 8, None, 0.5, 1.0),
         "kafka": check_kafka("ok", None, 0.2, 0),
@@ -39,31 +39,31 @@ def test_worst_check_wins_and_kafka_away_is_only_degraded():
     }
     assert report("n", "sim", "v", ok).status == "ok"
     away = {**ok, "kafka": check_kafka("away", "connection refused", 60.0, 120)}
-    assert report("n", "sim", "v", away).status == "degraded"
+    assert report("n", "sim", "v", away).status == "warn"
     assert "connection refused" in away["kafka"].detail
     failed = {**away, "gpus": check_gpus("fail", ["gpu 3: xid 79 (fallen off the bus)"], {3: "fail"})}
     rep = report("n", "sim", "v", failed)
-    assert rep.status == "failed" and "xid 79" in rep.checks["gpus"].detail
+    assert rep.status == "fail" and "xid 79" in rep.checks["gpus"].detail
 
 
 def test_spool_rules():
-    assert check_spool(stats(bytes=900), None, 0.8).status == "degraded"
-    assert check_spool(stats(), "cannot write the spool: No space left on device", 0.8).status == "failed"
-    assert check_spool(stats(), "cannot read the spool: Input/output error", 0.8).status == "failed"
+    assert check_spool(stats(bytes=900), None, 0.8).status == "warn"
+    assert check_spool(stats(), "cannot write the spool: No space left on device", 0.8).status == "fail"
+    assert check_spool(stats(), "cannot read the spool: Input/output error", 0.8).status == "fail"
 
 
 def test_every_spool_loss_degrades_the_spool_check_and_says_why():
     lost = check_spool(stats(dropped=4, over_cap=2, corrupt_frames=1, failed_writes=1), None, 0.8)
-    assert lost.status == "degraded"
+    assert lost.status == "warn"
     assert lost.detail == "4 events lost since start (2 over cap, 1 corrupt, 1 failed writes)"
     assert lost.data["corrupt_frames"] == 1 and lost.data["dropped"] == 4
     only_corrupt = check_spool(stats(dropped=1, corrupt_frames=1), None, 0.8)
-    assert (only_corrupt.status, only_corrupt.detail) == ("degraded", "1 events lost since start (1 corrupt)")
+    assert (only_corrupt.status, only_corrupt.detail) == ("warn", "1 events lost since start (1 corrupt)")
 
 
 def test_a_cursor_that_cannot_be_written_degrades_and_start_up_notes_stay_ok():
     cur = check_spool(stats(cursor_error="cannot write the spool cursor: Read-only file system"), None, 0.8)
-    assert cur.status == "degraded" and "sent again" in cur.detail
+    assert cur.status == "warn" and "sent again" in cur.detail
     noted = check_spool(stats(pending_records=5, torn_tails=1, cursor_resets=1), None, 0.8)
     assert noted.status == "ok"  # no event was lost: a write cut short by a crash, duplicates to come
     assert "cut short" in noted.detail and "not trusted" in noted.detail
@@ -76,9 +76,9 @@ def test_the_status_line_names_every_kind_of_loss():
 
 
 def test_nvml_rules():
-    assert check_nvml("nvml", 8, "NVMLError_DriverNotLoaded", None, 1.0).status == "failed"
-    assert check_nvml("nvml", 8, None, None, 1.0).status == "degraded"  # no reading yet
-    assert check_nvml("nvml", 8, None, 30.0, 1.0).status == "failed"  # reads stopped: a stuck driver
+    assert check_nvml("nvml", 8, "NVMLError_DriverNotLoaded", None, 1.0).status == "fail"
+    assert check_nvml("nvml", 8, None, None, 1.0).status == "warn"  # no reading yet
+    assert check_nvml("nvml", 8, None, 30.0, 1.0).status == "fail"  # reads stopped: a stuck driver
 
 
 async def test_http_endpoint_get_and_post():
@@ -120,7 +120,7 @@ async def test_http_endpoint_get_and_post():
         assert code == 200 and posts == [1]
         state["gpus"] = "fail"
         code, body = await asyncio.to_thread(fetch, "POST")
-        assert code == 503 and body["status"] == "failed" and body["checks"]["gpus"]["detail"] == "gpu 0: bad"
+        assert code == 503 and body["status"] == "fail" and body["checks"]["gpus"]["detail"] == "gpu 0: bad"
     finally:
         await server.stop()
 

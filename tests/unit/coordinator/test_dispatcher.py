@@ -11,7 +11,9 @@ from coordinator.commands.dispatcher import Dispatcher
 from coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from coordinator.core.errors import NotLeader
 from events.clock import SimClock
+from events.errors import InvalidEvent
 from events.payloads import Command, CommandAck
+from events.payloads.commands import DrainArgs, ReportSampleArgs, SetIntervalArgs, StartWorkersArgs, action_args
 
 
 class Recorder:
@@ -44,9 +46,9 @@ def make(clock: SimClock, **kw) -> tuple[Dispatcher, Recorder]:
 async def test_intent_is_written_before_the_command() -> None:
     d, rec = make(SimClock())
     with pytest.raises(NotLeader):
-        await d.issue("n1", "report_sample")
+        await d.issue("n1", ReportSampleArgs())
     await d.lead(3)
-    intent = await d.issue("n1", "set_interval", {"interval_s": 2})
+    intent = await d.issue("n1", SetIntervalArgs(interval_s=2))
     kinds = [e[0] for e in rec.log]
     assert kinds == ["put", "send"]
     put, send = rec.log[0], rec.log[1][1]
@@ -65,32 +67,40 @@ async def test_a_failed_intent_write_sends_nothing() -> None:
     await d.lead(1)
     rec.fail = True
     with pytest.raises(ConnectionError):
-        await d.issue("n1", "report_sample")
+        await d.issue("n1", ReportSampleArgs())
     assert rec.sends() == []
 
 
+START = {"job_id": "j", "generation": 1, "gpus": [0], "master_addr": "10.0.0.1", "master_port": 29500}
+
+
 @pytest.mark.parametrize(
-    ("action", "args", "match"),
+    ("args", "match"),
     [
-        ("reboot", {}, "action: 'reboot' is not an action agents execute"),
-        ("drain", {"draining": "yes"}, "args.draining"),
-        ("set_interval", {}, "args.interval_s"),
-        ("set_interval", {"interval_s": True}, "args.interval_s"),
+        (DrainArgs(draining="yes"), "args.draining"),  # type: ignore[arg-type]
+        (SetIntervalArgs(interval_s=0.0), "args.interval_s"),
+        (SetIntervalArgs(interval_s=True), "args.interval_s"),
+        (StartWorkersArgs(node_rank=2, nnodes=2, **START), "args.node_rank"),  # type: ignore[arg-type]
     ],
 )
-async def test_bad_commands_are_refused_before_anything_is_written(action, args, match) -> None:
+async def test_bad_commands_are_refused_before_anything_is_written(args, match) -> None:
     d, rec = make(SimClock())
     await d.lead(1)
     with pytest.raises(ValueError, match=match):
-        await d.issue("n1", action, args)
+        await d.issue("n1", args)
     assert rec.log == []
+
+
+def test_an_action_agents_do_not_execute_is_refused_by_name() -> None:
+    with pytest.raises(InvalidEvent, match="'reboot' is not an action agents execute"):
+        action_args("reboot", {})
 
 
 async def test_retries_keep_the_id_then_expire() -> None:
     clock = SimClock()
     d, rec = make(clock, retry_after_s=5.0, max_attempts=3)
     await d.lead(1)
-    intent = await d.issue("n1", "report_sample")
+    intent = await d.issue("n1", ReportSampleArgs())
     await clock.advance(4.9)
     assert await d.retry_due() == 0
     await clock.advance(0.1)
@@ -108,7 +118,7 @@ async def test_acks_finish_commands_and_stale_rejections_are_ignored() -> None:
     clock = SimClock()
     d, rec = make(clock)
     await d.lead(2)
-    a = await d.issue("n1", "report_sample")
+    a = await d.issue("n1", ReportSampleArgs())
     ack = CommandAck(command_id=a.command_id, node_id="n1", epoch=1, status="rejected", reason="stale epoch")
     assert (await d.on_ack(ack)).status == "pending"  # an older term's send was fenced; ours will go through
     assert (
@@ -139,14 +149,14 @@ async def test_a_new_leader_resends_unfinished_commands_with_the_same_id_and_its
     assert d.intents["p1"].epoch == 5
     d.step_down()
     with pytest.raises(NotLeader):
-        await d.issue("n1", "report_sample")
+        await d.issue("n1", ReportSampleArgs())
 
 
 async def test_finished_commands_are_forgotten_after_an_hour() -> None:
     clock = SimClock()
     d, rec = make(clock)
     await d.lead(1)
-    a = await d.issue("n1", "report_sample")
+    a = await d.issue("n1", ReportSampleArgs())
     await d.on_ack(CommandAck(command_id=a.command_id, node_id="n1", epoch=1, status="done"))
     await clock.advance(3601)
     await d.retry_due()
@@ -156,7 +166,7 @@ async def test_finished_commands_are_forgotten_after_an_hour() -> None:
 async def test_has_pending() -> None:
     d, _ = make(SimClock())
     await d.lead(1)
-    a = await d.issue("n1", "report_sample")
+    a = await d.issue("n1", ReportSampleArgs())
     assert d.has_pending("n1", "report_sample") and not d.has_pending("n2", "report_sample")
     await d.on_ack(CommandAck(command_id=a.command_id, node_id="n1", epoch=1, status="done"))
     assert not d.has_pending("n1", "report_sample")
@@ -175,7 +185,7 @@ async def test_a_retry_running_while_a_command_is_issued_does_not_send_it_twice(
         await real_put(topic, key, record)
 
     rec.put = slow_put  # type: ignore[method-assign]
-    issuing = asyncio.create_task(d.issue("n1", "report_sample"))
+    issuing = asyncio.create_task(d.issue("n1", ReportSampleArgs()))
     await asyncio.sleep(0)
     retrying = asyncio.create_task(d.retry_due())  # a tick, while the intent is being written
     await asyncio.sleep(0)
@@ -188,10 +198,25 @@ async def test_every_send_carries_its_own_expiry() -> None:
     clock = SimClock()
     d, rec = make(clock, retry_after_s=5.0, expire_after_s=300.0)
     await d.lead(3)
-    await d.issue("n1", "report_sample")
+    await d.issue("n1", ReportSampleArgs())
     first = rec.sends()[-1]
     assert first.expires_at == pytest.approx(clock.now() + 300.0)
     await clock.advance(6.0)
     assert await d.retry_due() == 1
     again = rec.sends()[-1]
     assert again.command_id == first.command_id and again.expires_at == pytest.approx(clock.now() + 300.0)
+
+
+async def test_a_duplicate_ack_is_judged_by_the_original_outcome_it_carries() -> None:
+    clock = SimClock()
+    d, rec = make(clock)
+    await d.lead(1)
+    ok, bad, old = [await d.issue("n1", ReportSampleArgs()) for _ in range(3)]
+    dup = {"node_id": "n1", "epoch": 1, "status": "duplicate"}
+    done = await d.on_ack(CommandAck(command_id=ok.command_id, original="done", result={"ok": 1}, **dup))
+    assert done.status == "duplicate" and done.original == "done" and done.outcome == "done" and done.terminal
+    assert done.result == {"ok": 1} and rec.log[-1][3].original == "done"  # recorded with the outcome
+    failed = await d.on_ack(CommandAck(command_id=bad.command_id, original="failed", **dup))
+    assert failed.outcome == "failed"
+    unknown = await d.on_ack(CommandAck(command_id=old.command_id, **dup))  # says nothing of the first run
+    assert unknown.outcome == "failed"

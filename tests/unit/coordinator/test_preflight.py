@@ -18,15 +18,9 @@ from coordinator.components import COMPONENTS
 from coordinator.core.errors import NotLeader
 from coordinator.preflight.checks import version_tuple
 from coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
-from coordinator.preflight.records import (
-    CheckResult,
-    FileDigest,
-    PreflightReport,
-    PreflightRequest,
-    ProbeSummary,
-)
+from coordinator.preflight.records import CheckResult, PreflightReport, PreflightRequest
 from events.payloads import BandwidthPoint, BandwidthReport
-from events.payloads.commands import HashFilesArgs, NcclProbeArgs
+from events.payloads.commands import FileDigest, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
 from tests.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.unit.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
 from tests.unit.coordinator.test_api_openapi import _declared_properties, _response_schema, check
@@ -256,17 +250,18 @@ async def test_a_viewer_may_not_run_it(client: TestClient) -> None:
 
 
 async def test_the_agents_real_answers_read_as_the_preflight_expects(tmp_path) -> None:
-    """The two sides' shapes of a hash_files and an nccl_probe result, joined: what the agent's code writes is
-    what the coordinator's records read (they do not import each other)."""
+    """A hash_files and an nccl_probe result as they travel in an ack: what the agent's code writes is what the
+    coordinator reads, through the one result Struct of each action."""
     path = tmp_path / "train.bin"
     path.write_bytes(DATA)
     answer = await hash_files_action()(paths=[str(path), str(tmp_path)], max_bytes=1 << 20)
-    digests = msgspec.convert(json.loads(json.dumps(answer)), dict[str, FileDigest])
+    digests = msgspec.convert(json.loads(json.dumps(answer)), HashFilesResult)
     assert digests[str(path)] == FileDigest(sha256=sha(DATA), size=len(DATA))
     assert (digests[str(tmp_path)].error or "").startswith("refused: a directory")
     point = BandwidthPoint(size_bytes=1 << 20, time_s=0.001, algbw_gbps=1.05, busbw_gbps=1.05)
     report = BandwidthReport(node_id="n1", backend="gloo", world_size=2, points=[point])
-    assert msgspec.convert(summary(report), ProbeSummary).peak_busbw_gbps == 1.05
+    wire = json.loads(msgspec.json.encode(summary(report)))
+    assert msgspec.convert(wire, NcclProbeResult).peak_busbw_gbps == 1.05
 
 
 async def test_a_leader_deposed_during_a_run_answers_not_leader(sim: PreflightSim) -> None:

@@ -18,6 +18,7 @@ from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import STATE_REGISTRY
 from events.keys import Ed25519Signer
 from events.payloads import Command, CommandAck
+from events.payloads.commands import DrainArgs
 from tests.unit.coordinator.failing import WriteRefused, refused_writes
 from tests.unit.coordinator.jobs.sim import JobSim
 
@@ -33,13 +34,13 @@ async def sim(tmp_path):
 async def test_commands_a_refused_intent_is_neither_kept_nor_sent(sim: JobSim) -> None:
     before = sim.commands.intents()
     with refused_writes(sim.coord.store, STATE_COMMANDS), pytest.raises(WriteRefused):
-        await sim.commands.issue("n1", "drain", {"reason": "maintenance"})
+        await sim.commands.issue("n1", DrainArgs(reason="maintenance"))
     assert sim.commands.intents() == before and not sim.commands.has_pending("n1", "drain")
     assert not [c for c in sim.sent() if isinstance(c, Command) and c.action == "drain"]
 
 
 async def test_commands_a_refused_ack_leaves_the_intent_as_it_was(sim: JobSim) -> None:
-    intent = await sim.commands.issue("n1", "drain", {"reason": "maintenance"})
+    intent = await sim.commands.issue("n1", DrainArgs(reason="maintenance"))
     (cmd,) = sim.sent("drain")
     with refused_writes(sim.coord.store, STATE_COMMANDS) as refused, pytest.raises(WriteRefused):
         await sim.commands.dispatcher.on_ack(_ack(cmd))

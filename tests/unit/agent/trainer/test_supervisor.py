@@ -17,8 +17,8 @@ from tests.unit.agent.trainer.conftest import start_args
 async def test_workers_train_report_progress_and_complete(node_factory) -> None:
     node = await node_factory({"FAKE": "steps:6"})
     result = await node.sup.start(start_args([1, 3]))
-    assert sorted(result["pids"]) == ["0", "1"]
-    assert node.gpu_use[-1] == {1: [result["pids"]["0"]], 3: [result["pids"]["1"]]}
+    assert sorted(result.pids) == ["0", "1"]
+    assert node.gpu_use[-1] == {1: [result.pids["0"]], 3: [result.pids["1"]]}
     await wait_until(lambda: node.completions, 30, "the completion")
     done = node.completions[0]
     assert (done.job_id, done.generation, done.ranks, done.last_step, done.simulated) == ("j1", 0, [0, 1], 6, True)
@@ -47,7 +47,7 @@ async def test_a_worker_that_fails_is_a_fault_and_its_peers_are_stopped(node_fac
     # the last step heard: its step-3 record may still be in flight when the exit is seen (a race the agent
     # narrows by reading what is queued first, and cannot close)
     assert fault.last_step is not None and 1 <= fault.last_step <= 3
-    assert fault.pid == result["pids"]["1"]
+    assert fault.pid == result.pids["1"]
     assert "RuntimeError: injected failure" in fault.log_tail
     assert fault in node.urgent
     assert node.completions == []
@@ -57,7 +57,7 @@ async def test_a_killed_worker_names_the_signal(node_factory) -> None:
     node = await node_factory({"FAKE": "forever"})
     result = await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.progress, 30, "progress")
-    os.kill(result["pids"]["1"], signal.SIGKILL)
+    os.kill(result.pids["1"], signal.SIGKILL)
     await wait_until(lambda: node.faults and not node.sup.jobs, 30, "the fault and the stop")
     (fault,) = node.faults
     assert (fault.kind, fault.rank, fault.signal, fault.exit_code) == ("worker_exit", 1, "SIGKILL", None)
@@ -69,7 +69,7 @@ async def test_a_silent_worker_is_a_hang_on_the_agents_clock(node_factory) -> No
     node = await node_factory({"FAKE_0": "forever", "FAKE_1": "silent:3"}, clock=clock, hang_floor_s=30.0)
     result = await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.sup.jobs["j1"].workers[1].last_step == 3, 30, "rank 1 at step 3")
-    os.kill(result["pids"]["0"], signal.SIGSTOP)  # both silent now; the stopped one is named
+    os.kill(result.pids["0"], signal.SIGSTOP)  # both silent now; the stopped one is named
     node.sup.check_hangs()
     assert node.faults == []  # no time passed on the agent's clock
     await clock.advance(31.0)
@@ -86,8 +86,8 @@ async def test_stop_with_checkpoint_asks_rank_0_and_every_rank_leaves(node_facto
     await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.progress, 30, "progress")
     result = await node.sup.stop("j1", 0, checkpoint=True)
-    assert result["stopped"] and result["asked_to_checkpoint"]
-    assert result["exit_codes"] == {"0": 0, "1": 0} and result["terminated"] == [] == result["killed"]
+    assert result.stopped and result.asked_to_checkpoint
+    assert result.exit_codes == {"0": 0, "1": 0} and result.terminated == [] == result.killed
     assert list((tmp_path / "workers" / "j1" / "g0").glob("stopped-at-*"))
     assert node.faults == [] and node.completions == []  # a requested stop is neither
     assert node.sup.jobs == {}
@@ -103,12 +103,12 @@ async def test_a_stop_does_not_wait_for_a_worker_still_in_its_start_up(node_fact
         await wait_until(lambda: node.sup.jobs["j1"].workers[0].last_step, 30, "rank 0 training")
         result = await asyncio.wait_for(node.sup.stop("j1", 0, checkpoint=True), 60)
     finally:  # a stop that waits for rank 1 leaves no worker behind it for the teardown
-        for pid in started["pids"].values():
+        for pid in started.pids.values():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    assert result["stopped"] and result["asked_to_checkpoint"]
-    assert result["exit_codes"] == {"0": 0, "1": -signal.SIGTERM}
-    assert result["terminated"] == [1] and result["killed"] == []
+    assert result.stopped and result.asked_to_checkpoint
+    assert result.exit_codes == {"0": 0, "1": -signal.SIGTERM}
+    assert result.terminated == [1] and result.killed == []
     assert node.faults == [] and node.sup.jobs == {}
 
 
@@ -117,18 +117,18 @@ async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(node_
     result = await node.sup.start(start_args([2]))
     await wait_until(lambda: node.progress, 30, "progress")
     stopped = await node.sup.stop("j1", 0, checkpoint=False)
-    assert stopped["terminated"] == [0] and stopped["killed"] == [0]
-    assert stopped["exit_codes"] == {"0": -signal.SIGKILL}
+    assert stopped.terminated == [0] and stopped.killed == [0]
+    assert stopped.exit_codes == {"0": -signal.SIGKILL}
     with pytest.raises(ProcessLookupError):
-        os.kill(result["pids"]["0"], 0)
+        os.kill(result.pids["0"], 0)
 
 
 async def test_stop_of_a_generation_not_running_here_is_a_result(node_factory) -> None:
     node = await node_factory({"FAKE": "forever"})
     await node.sup.start(start_args([0], generation=4))
     other = await node.sup.stop("j1", 3, checkpoint=True)
-    assert other["stopped"] is False and "generation 4 runs here" in other["note"]
-    assert (await node.sup.stop("nope", 0, checkpoint=True))["stopped"] is False
+    assert other.stopped is False and "generation 4 runs here" in other.note
+    assert (await node.sup.stop("nope", 0, checkpoint=True)).stopped is False
 
 
 async def test_admission_names_the_argument(node_factory) -> None:
@@ -152,7 +152,7 @@ async def test_close_stops_every_worker(node_factory) -> None:
     result = await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.progress, 30, "progress")
     await node.sup.close()
-    for pid in result["pids"].values():
+    for pid in result.pids.values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 

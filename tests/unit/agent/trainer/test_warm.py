@@ -39,8 +39,8 @@ async def test_a_ready_standby_becomes_the_worker_and_is_replaced(node_factory, 
     node = await node_factory({"FAKE": "steps:6"}, warm_workers=2)
     standbys = await ready(node, 2)
     result = await node.sup.start(start_args([1, 3]))
-    assert result["warm_ranks"] == [0, 1]
-    assert set(result["pids"].values()) == standbys
+    assert result.warm_ranks == [0, 1]
+    assert set(result.pids.values()) == standbys
     await wait_until(lambda: node.completions, 30, "the completion")
     done = node.completions[0]
     assert (done.ranks, done.last_step) == ([0, 1], 6)
@@ -48,7 +48,7 @@ async def test_a_ready_standby_becomes_the_worker_and_is_replaced(node_factory, 
     run_dir = tmp_path / "workers" / "j1" / "g0"
     for rank in (0, 1):  # its output went to the rank's log, in the run directory, with the worker's env
         text = (run_dir / f"rank-{rank}.log").read_text()
-        assert f"fake standby pid {result['pids'][str(rank)]} took rank {rank}" in text
+        assert f"fake standby pid {result.pids[str(rank)]} took rank {rank}" in text
         assert f"fake worker rank {rank} job j1 mode steps:6 cuda='' cwd={run_dir}" in text
     replacements = await ready(node, 2)  # started once the job's workers had stepped
     assert not replacements & standbys
@@ -60,7 +60,7 @@ async def test_no_ready_standby_means_a_cold_start(node_factory) -> None:
     await wait_until(lambda: node.sup.warm.standbys, 30, "a standby (still importing)")
     (importing,) = [s.pid for s in node.sup.warm.standbys]
     result = await node.sup.start(start_args([0]))
-    assert result["warm_ranks"] == [] and result["pids"]["0"] != importing
+    assert result.warm_ranks == [] and result.pids["0"] != importing
     await wait_until(lambda: node.completions, 30, "the completion")
     assert node.sup.warm.stats.handed == 0
 
@@ -75,7 +75,7 @@ async def test_a_dead_standby_is_not_used_and_is_replaced(node_factory) -> None:
     await wait_until(lambda: not running_child(dead), 30, "the standby to die")
     assert node.sup.warm.standbys == [standby]  # not dropped yet
     result = await node.sup.start(start_args([0]))
-    assert result["warm_ranks"] == [] and result["pids"]["0"] != dead
+    assert result.warm_ranks == [] and result.pids["0"] != dead
     await wait_until(lambda: node.completions, 30, "the completion")
     await tick(node, clock, 1.0)
     (replacement,) = await ready(node, 1)
@@ -91,7 +91,7 @@ async def test_a_descendant_holding_the_standbys_stdout_does_not_hold_back_the_w
     grandchild = int((tmp_path / "workers" / "grandchild.pid").read_text())
     try:
         result = await node.sup.start(start_args([0]))
-        assert result["warm_ranks"] == [0]
+        assert result.warm_ranks == [0]
         await wait_until(lambda: node.completions, 30, "the completion, while the sleep still runs")
         assert not pid_gone(grandchild)
     finally:
@@ -103,7 +103,7 @@ async def test_compile_jobs_start_cold(node_factory) -> None:
     (standby,) = await ready(node, 1)
     args = msgspec.structs.replace(start_args([0]), job=TrainerJob(compile=True))
     result = await node.sup.start(args)
-    assert result["warm_ranks"] == [] and result["pids"]["0"] != standby
+    assert result.warm_ranks == [] and result.pids["0"] != standby
     await wait_until(lambda: node.completions, 30, "the completion")
     assert ready_pids(node) == {standby}  # still waiting for a job it can take
 
@@ -112,10 +112,10 @@ async def test_a_warm_worker_that_fails_is_a_fault_with_its_log(node_factory) ->
     node = await node_factory({"FAKE_0": "forever", "FAKE_1": "fail:3"}, warm_workers=2)
     await ready(node, 2)
     result = await node.sup.start(start_args([0, 1]))
-    assert result["warm_ranks"] == [0, 1]
+    assert result.warm_ranks == [0, 1]
     await wait_until(lambda: node.faults and not node.sup.jobs, 30, "the fault and the stop")
     (fault,) = node.faults
-    assert (fault.kind, fault.rank, fault.exit_code, fault.pid) == ("worker_exit", 1, 3, result["pids"]["1"])
+    assert (fault.kind, fault.rank, fault.exit_code, fault.pid) == ("worker_exit", 1, 3, result.pids["1"])
     assert "RuntimeError: injected failure" in fault.log_tail
 
 
@@ -123,12 +123,12 @@ async def test_a_warm_worker_that_ignores_sigterm_is_killed(node_factory) -> Non
     node = await node_factory({"FAKE": "stubborn"}, warm_workers=1, term_grace_s=0.5)
     await ready(node, 1)
     result = await node.sup.start(start_args([2]))
-    assert result["warm_ranks"] == [0]
+    assert result.warm_ranks == [0]
     await wait_until(lambda: node.progress, 30, "progress")
     stopped = await node.sup.stop("j1", 0, checkpoint=False)
-    assert stopped["terminated"] == [0] and stopped["killed"] == [0]
-    assert stopped["exit_codes"] == {"0": -signal.SIGKILL}
-    assert pid_gone(result["pids"]["0"])
+    assert stopped.terminated == [0] and stopped.killed == [0]
+    assert stopped.exit_codes == {"0": -signal.SIGKILL}
+    assert pid_gone(result.pids["0"])
 
 
 async def test_close_leaves_no_standby_and_no_worker(node_factory) -> None:
@@ -137,7 +137,7 @@ async def test_close_leaves_no_standby_and_no_worker(node_factory) -> None:
     result = await node.sup.start(start_args([0]))
     await wait_until(lambda: node.progress, 30, "progress")
     await wait_until(lambda: len(node.sup.warm.standbys) == 2, 30, "the replacement standby")
-    everyone = standbys | {s.pid for s in node.sup.warm.standbys} | set(result["pids"].values())
+    everyone = standbys | {s.pid for s in node.sup.warm.standbys} | set(result.pids.values())
     assert len(everyone) == 3
     await node.sup.close()
     await wait_until(lambda: all(pid_gone(p) for p in everyone), 30, "every process to be gone")
@@ -215,7 +215,7 @@ async def test_stop_of_warm_workers_is_a_stop(node_factory, checkpoint) -> None:
     await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.progress, 30, "progress")
     result = await node.sup.stop("j1", 0, checkpoint=checkpoint)
-    assert result["stopped"] and result["asked_to_checkpoint"] is checkpoint
+    assert result.stopped and result.asked_to_checkpoint is checkpoint
     if checkpoint:
-        assert result["exit_codes"] == {"0": 0, "1": 0} and result["terminated"] == []
+        assert result.exit_codes == {"0": 0, "1": 0} and result.terminated == []
     assert node.faults == [] and node.completions == []

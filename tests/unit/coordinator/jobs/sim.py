@@ -111,9 +111,16 @@ class JobSim:
             c for kind, c in self.writes if kind == "send" and isinstance(c, Command) and action in (None, c.action)
         ]
 
-    async def ack(self, command: Command, status: str = "done", reason: str | None = None) -> None:
+    async def ack(
+        self, command: Command, status: str = "done", reason: str | None = None, original: str | None = None
+    ) -> None:
         ack = CommandAck(
-            command_id=command.command_id, node_id=command.node_id, epoch=command.epoch, status=status, reason=reason
+            command_id=command.command_id,
+            node_id=command.node_id,
+            epoch=command.epoch,
+            status=status,
+            reason=reason,
+            original=original,
         )
         await self.deliver(ack, f"/x/{command.node_id}")
 

@@ -292,6 +292,34 @@ async def test_a_node_refusing_the_start_is_left_out_without_spending_the_budget
     assert rec.status.generation.node_ids == ["n1", "n2", "n3"] and rec.status.decisions[-1].kind == "grow"
 
 
+async def test_a_start_whose_done_ack_was_lost_counts_as_started_from_the_duplicate(sim: JobSim) -> None:
+    await sim.jobs.apply(manifest(), "alice")
+    await sim.second(2)
+    first = sim.sent("start_workers")
+    assert len(first) == 3
+    for c in first:  # the retry met the id already done: the agent answers duplicate, original outcome done
+        await sim.ack(c, "duplicate", "duplicate: this command id already ran; original status done", "done")
+    await sim.second()
+    rec = sim.job()
+    assert (
+        rec.status.phase == "Running" and rec.status.generation.number == 1 and rec.status.generation.stage == "running"
+    )
+    assert rec.status.restarts == 0 and [d.kind for d in rec.status.decisions] == ["start"]
+
+
+async def test_a_duplicate_of_a_failed_start_fails_the_generation_as_the_first_run_did(sim: JobSim) -> None:
+    await sim.jobs.apply(manifest(), "alice")
+    await sim.second(2)
+    failed = next(c for c in sim.sent("start_workers") if c.node_id == "n2")
+    await sim.ack(failed, "duplicate", "duplicate: original status failed (OSError: no such file)", "failed")
+    await sim.second()
+    rec = sim.job()
+    assert (
+        rec.status.generation.number == 2 and "n2" not in rec.status.avoid
+    )  # the job's failure, not the node's refusal
+    assert "start_workers duplicate on n2" in rec.status.decisions[-1].reason
+
+
 async def test_an_operator_uncordon_lifts_the_drain_of_an_automatic_cordon(sim: JobSim) -> None:
     await sim.cordons.uncordon("n1", "GPU reset", "ops")
     drains = [c.args for c in sim.sent("drain") if c.node_id == "n1"]

@@ -16,6 +16,7 @@ from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict
 from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec
 from events.payloads import GpuReading, TrainingCompleted, TrainingFault
+from events.payloads.commands import ActionArgs
 from tests.unit.coordinator.jobs.sim import manifest
 
 T0 = 1_000.0
@@ -52,24 +53,23 @@ class Commands:
 
     def __init__(self, log: list[tuple[str, Any]], clock: Clock) -> None:
         self.intents: dict[str, CommandIntent] = {}
-        self.args: dict[str, Any] = {}
+        self.args: dict[str, ActionArgs] = {}
         self.log = log
         self.clock = clock
 
-    async def issue(self, node_id: str, *call: Any) -> CommandIntent:
-        action = call[0] if isinstance(call[0], str) else type(call[0]).__name__
+    async def issue(self, node_id: str, args: ActionArgs) -> CommandIntent:
+        action = args.action
         cid = f"c{len(self.intents) + 1}"
         self.intents[cid] = CommandIntent(
             command_id=cid, node_id=node_id, action=action, epoch=1, created=self.clock.now()
         )
         self.log.append(("issue", (node_id, action)))
-        self.args[cid] = call[-1]
+        self.args[cid] = args
         return self.intents[cid]
 
     def arg(self, command_id: str, name: str) -> Any:
-        """One argument of a command as issued (a dict or a Struct of the action's arguments)."""
-        args = self.args[command_id]
-        return args[name] if isinstance(args, dict) else getattr(args, name)
+        """One argument of a command as issued."""
+        return getattr(self.args[command_id], name)
 
     def intent(self, command_id: str) -> CommandIntent | None:
         return self.intents.get(command_id)

@@ -248,10 +248,8 @@ async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_doe
     assert rec.spec.plan == sim.rollouts.cfg.plan and [len(w.nodes) for w in rec.status.waves] == [1, 1, 1, 2]
 
 
-async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: FleetSim) -> None:
-    from events.payloads import CommandAck
-
-    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+async def upgrade_sent(sim: FleetSim, rec: RolloutRecord) -> tuple[str, Command]:
+    """Drain the first wave's one node until its upgrade is sent; the node and the command."""
     (node,) = rec.status.waves[0].nodes
     for _ in range(30):
         await sim.second()
@@ -259,6 +257,14 @@ async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: Fl
         if sim.unanswered("upgrade"):
             break
     (cmd,) = sim.unanswered("upgrade")
+    return node, cmd
+
+
+async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: FleetSim) -> None:
+    from events.payloads import CommandAck
+
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    node, cmd = await upgrade_sent(sim, rec)
     reason = "sha256 mismatch: expected abab..., got 0000..."
     ack = CommandAck(command_id=cmd.command_id, node_id=node, epoch=cmd.epoch, status="failed", reason=reason)
     await sim.deliver(ack, f"/x/{node}")
@@ -285,3 +291,30 @@ async def test_a_refused_state_write_leaves_the_rollout_as_it_was(sim: FleetSim)
     assert not any(n.cordoned for n in sim.fleet.nodes())  # nothing acted on a step that was not recorded
     await sim.rollouts.tick(sim.clock.now())  # the broker is back: the same step goes through
     assert sim.rollouts.rollout(rec.name).status.waves[0].step == "draining"
+
+
+async def test_an_upgrade_whose_done_ack_was_lost_passes_its_gate_from_the_duplicate(sim: FleetSim) -> None:
+    from events.payloads import CommandAck
+
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=5, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    node, cmd = await upgrade_sent(sim, rec)
+    sim.version[node] = NEW  # it installed and restarted; its first ack was lost, the retry met the done id
+    result = {"component": "agent", "version": NEW, "previous": OLD}
+    reason = "duplicate: this command id already ran; original status done"
+    ack = CommandAck(
+        command_id=cmd.command_id,
+        node_id=node,
+        epoch=cmd.epoch,
+        status="duplicate",
+        reason=reason,
+        result=result,
+        original="done",
+    )
+    await sim.deliver(ack, f"/x/{node}")
+    for _ in range(60):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).status.wave > 0:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.failed_gate is None and rec.status.phase != "RolledBack" and sim.sent("rollback") == []
+    assert rec.status.waves[0].step == "passed" and rec.status.wave == 1
