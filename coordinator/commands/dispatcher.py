@@ -80,16 +80,22 @@ class Dispatcher:
     def pending(self) -> list[CommandIntent]:
         return [i for i in self.intents.values() if i.status == "pending"]
 
+    def unfinished(self) -> list[CommandIntent]:
+        """Sent and not finished: not acknowledged yet, or accepted and its outcome still to come."""
+        return [i for i in self.intents.values() if not i.terminal]
+
     def has_pending(self, node_id: str, action: str) -> bool:
         """Is such a command already on its way (so a reaction does not pile up copies of it)?"""
         return any(i.node_id == node_id and i.action == action and not i.terminal for i in self.intents.values())
 
     # ---- leadership ---------------------------------------------------------------------------------------
     async def lead(self, epoch: int) -> int:
-        """Start leading in ``epoch``: resend every unfinished command now, same id, new epoch."""
+        """Start leading in ``epoch``: resend every unfinished command now, same id, new epoch. An accepted one
+        too: its outcome may have been acknowledged while nobody led (acks are dropped then), and the agent
+        answers the resend with ``duplicate`` and that outcome, or ``accepted`` again while it still runs."""
         self.epoch = epoch
         resent = 0
-        for intent in sorted(self.pending(), key=lambda i: i.created):
+        for intent in sorted(self.unfinished(), key=lambda i: i.created):
             if self.epoch != epoch:
                 break
             await self._send(intent, self._clock.now())

@@ -152,6 +152,23 @@ async def test_a_new_leader_resends_unfinished_commands_with_the_same_id_and_its
         await d.issue("n1", ReportSampleArgs())
 
 
+async def test_an_outcome_acked_while_nobody_led_is_learnt_from_the_new_leader_s_resend() -> None:
+    clock = SimClock()
+    d, rec = make(clock)
+    await d.lead(1)
+    intent = await d.issue("n1", ReportSampleArgs())
+    ack = {"command_id": intent.command_id, "node_id": "n1"}
+    assert (await d.on_ack(CommandAck(epoch=1, status="accepted", **ack))).status == "accepted"
+    d.step_down()  # the leader is gone; the agent's done ack arrives while nobody leads and is dropped
+    assert (await d.on_ack(CommandAck(epoch=1, status="done", **ack))).status == "accepted"
+    assert await d.lead(2) == 1  # the accepted command is resent, same id, the new epoch
+    resend = rec.sends()[-1]
+    assert (resend.command_id, resend.epoch) == (intent.command_id, 2)
+    dup = await d.on_ack(CommandAck(epoch=2, status="duplicate", original="done", **ack))
+    assert dup.outcome == "done" and dup.terminal
+    assert await d.lead(3) == 0  # nothing unfinished is left to resend
+
+
 async def test_finished_commands_are_forgotten_after_an_hour() -> None:
     clock = SimClock()
     d, rec = make(clock)
