@@ -10,7 +10,7 @@ from pathlib import Path
 from coordinator.api import tokens
 from coordinator.api.audit import AuditLog
 from coordinator.api.auth import Authenticator
-from coordinator.api.guard import Security
+from coordinator.api.gate import Security
 from events.clock import Clock, SimClock
 from events.payloads import AuditRecord
 

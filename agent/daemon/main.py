@@ -24,10 +24,10 @@ from agent.daemon.actions import KafkaCommandSource, SourceFactory, stop_command
 from agent.daemon.idle_probe import IdleProbe
 from agent.daemon.reload import reload_config
 from agent.daemon.runtime import Runtime
-from agent.daemon.wiring import leak_observer, nccl_task
+from agent.daemon.watchers import leak_observer, nccl_task
+from agent.endpoint import ActiveCheck, HealthServer
+from agent.endpoint.logs import JobLogs
 from agent.gpu import GpuBackendError
-from agent.healthz import ActiveCheck, HealthServer
-from agent.healthz.logs import JobLogs
 
 log = structlog.get_logger("myolo.agent.daemon")
 EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2

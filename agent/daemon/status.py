@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from agent.daemon.runtime import Runtime
-from agent.healthz.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
+from agent.endpoint.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
 from agent.releases.store import current_releases
 
 

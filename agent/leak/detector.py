@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agent.leak.config import LeakConfig
-from agent.leak.series import LeakSeries, Verdict
+from agent.leak.series import LeakEstimate, LeakSeries
 from events.payloads import LeakReport, NodeFault, NodeSample
 
 Subject = Literal["gpu", "process_gpu", "host_rss"]
@@ -93,7 +93,7 @@ class LeakDetector:
             del self._series[gone]
         return out
 
-    def _report(self, key: Key, v: Verdict) -> LeakReport:
+    def _report(self, key: Key, v: LeakEstimate) -> LeakReport:
         subject, gpu, pid = key
         return LeakReport(
             node_id=self.node_id,
@@ -111,7 +111,7 @@ class LeakDetector:
             method="theil-sen floor",
         )
 
-    def _fault(self, key: Key, v: Verdict) -> NodeFault:
+    def _fault(self, key: Key, v: LeakEstimate) -> NodeFault:
         subject, gpu, pid = key
         what = {"gpu": f"GPU {gpu} used memory", "process_gpu": f"pid {pid} on GPU {gpu}", "host_rss": f"pid {pid} RSS"}
         return NodeFault(

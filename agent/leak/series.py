@@ -43,7 +43,7 @@ from agent.leak.estimate import Trend, segments_from_jumps, theil_sen
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class LeakEstimate:
     """The latest estimate of a series, in % of capacity per hour."""
 
     at: float
@@ -84,7 +84,7 @@ class LeakSeries:
     start: float | None  # time of the first reading
     samples: int
     alert: bool
-    last: Verdict | None
+    last: LeakEstimate | None
     evaluations: int
     _readings: list[float]  # of the block being filled, in % of capacity
     _readings_t_sum: float
@@ -118,7 +118,7 @@ class LeakSeries:
         self.last = None
         self.evaluations = 0
 
-    def add(self, t: float, value_bytes: float) -> Verdict | None:
+    def add(self, t: float, value_bytes: float) -> LeakEstimate | None:
         """One reading at time ``t`` (seconds). Returns a verdict when this reading closed a block."""
         if self.start is None:
             self.start = t
@@ -133,7 +133,7 @@ class LeakSeries:
         self.samples += 1
         return verdict
 
-    def add_many(self, ts: np.ndarray, values: np.ndarray) -> list[Verdict]:
+    def add_many(self, ts: np.ndarray, values: np.ndarray) -> list[LeakEstimate]:
         """Many readings in time order (a replay, or the benchmark): same result as calling :meth:`add`."""
         out = []
         for t, v in zip(ts.tolist(), values.tolist(), strict=True):
@@ -141,7 +141,7 @@ class LeakSeries:
                 out.append(verdict)
         return out
 
-    def _close(self) -> Verdict | None:
+    def _close(self) -> LeakEstimate | None:
         assert self.start is not None and self._block_no is not None
         t_mean = self._readings_t_sum / len(self._readings)
         if t_mean - self.start < self.config.warmup_s:
@@ -207,7 +207,7 @@ class LeakSeries:
         )
         return _Fit(trend, len(t), float(t[-1] - t[0]), passes)
 
-    def evaluate(self, now: float) -> Verdict | None:
+    def evaluate(self, now: float) -> LeakEstimate | None:
         """Re-estimate from the floor so far; ``None`` until there is enough of it after warm-up."""
         cfg = self.config
         if len(self._floor_t) < cfg.min_points:
@@ -234,7 +234,7 @@ class LeakSeries:
             self.alert = True
         elif best.trend.lower <= cfg.threshold_pct_per_h * cfg.clear_ratio:
             self.alert = False
-        self.last = Verdict(
+        self.last = LeakEstimate(
             at=now,
             slope=best.trend.slope,
             lower=best.trend.lower,

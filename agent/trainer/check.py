@@ -15,7 +15,7 @@ import msgspec
 
 from agent.commands.args import ArgsError
 from events.payloads import TrainerJob
-from events.payloads.trainer_job import JobVerdict
+from events.payloads.trainer_job import JobCheckResult
 
 
 async def check_job(
@@ -47,7 +47,7 @@ async def check_job(
         await proc.wait()
         raise ArgsError(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job") from None
     try:
-        verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=JobVerdict)
+        verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=JobCheckResult)
     except (msgspec.DecodeError, msgspec.ValidationError):
         detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
         raise ArgsError(

@@ -16,7 +16,7 @@ from aiohttp import web
 from coordinator.api import openapi, routes
 from coordinator.api.body import MAX_BODY
 from coordinator.api.errors import json_errors
-from coordinator.api.guard import SECURITY, Security, guard, install
+from coordinator.api.gate import SECURITY, Security, guard, install
 from coordinator.core.component import RouteSet
 
 

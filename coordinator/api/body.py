@@ -4,7 +4,7 @@ One behaviour for every route: an empty body is ``{}`` (every default; a require
 missing), a body that is not JSON or does not fit the Struct is ``Invalid`` naming the field at fault, a ``by``
 is refused (the caller's token says who writes), a body past its bound is ``TooLarge`` (checked as it arrives,
 whatever Content-Length says). A write's Content-Type is checked before the route runs, by the gate
-(``api/guard.py``: 415 naming the types the route takes).
+(``api/gate.py``: 415 naming the types the route takes).
 """
 
 from __future__ import annotations

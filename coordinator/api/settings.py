@@ -16,7 +16,7 @@ import structlog
 
 from coordinator.api.audit import AuditLog, Send
 from coordinator.api.auth import Authenticator
-from coordinator.api.guard import Security
+from coordinator.api.gate import Security
 from coordinator.api.tokens import FIELD, TokenStore
 from events.clock import Clock
 from events.errors import ConfigError

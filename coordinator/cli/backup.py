@@ -26,6 +26,7 @@ from rich.markup import escape
 from coordinator.backup import restore as rs
 from coordinator.backup.archive import Archive, Limits, read_archive
 from coordinator.backup.files import RefusedFile, default_configs
+from coordinator.backup.key_check import check_seals
 from coordinator.backup.make import (
     BackupError,
     BackupRequest,
@@ -35,7 +36,6 @@ from coordinator.backup.make import (
     resolve_topics,
 )
 from coordinator.backup.schema import BadArchive
-from coordinator.backup.seals import check_seals
 from coordinator.cli import common, render
 from coordinator.components import COMPONENTS
 from coordinator.core.coordinator import state_topics, topic_specs

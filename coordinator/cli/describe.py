@@ -21,7 +21,7 @@ from coordinator.cli.client import ApiOption
 from coordinator.cli.common import fail
 from coordinator.cli.exits import ask
 from coordinator.cli.render import Cell, age, reasons, styled
-from coordinator.jobs.answer import JobAnswer
+from coordinator.jobs.answers import JobAnswer
 from coordinator.jobs.records import Generation
 
 app = typer.Typer(help="Show one node or job in full.", no_args_is_help=True)

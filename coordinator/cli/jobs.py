@@ -22,7 +22,7 @@ from coordinator.cli import common, render
 from coordinator.cli.client import ApiClient, ApiOption
 from coordinator.cli.exits import ask
 from coordinator.core.errors import Refusal
-from coordinator.jobs.answer import JobAnswer
+from coordinator.jobs.answers import JobAnswer
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 from events.payloads.worker_logs import WorkerLogChunk
 

@@ -23,7 +23,7 @@ from coordinator.cli.exits import ask
 from coordinator.cli.get import Output, OutputOption
 from coordinator.cli.registry import fail, new_console, print_body
 from coordinator.jobs import units
-from coordinator.rollouts.answer import RolloutAnswer
+from coordinator.rollouts.answers import RolloutAnswer
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.records import Wave
 from events.digest import sha256_file

@@ -26,8 +26,8 @@ from coordinator.core import assembly
 from coordinator.core.component import Component, StateTopic
 from coordinator.core.config import CoreConfig, previous_signers, section
 from coordinator.core.context import Context
-from coordinator.core.guard import IngestGuard
 from coordinator.core.ingest import ConsumerHealth
+from coordinator.core.ingest_guard import IngestGuard
 from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
 from coordinator.core.router import EventRouter
 from coordinator.leader.election import LeaderElector

@@ -7,7 +7,7 @@ from typing import Protocol
 from aiohttp import web
 
 from coordinator.core.errors import UnknownNode
-from coordinator.fleet import views
+from coordinator.fleet import answers as views
 from coordinator.fleet.model import NodeState
 
 

@@ -22,13 +22,13 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.fleet.interface import FleetNodes, NodeState
 from coordinator.jobs import routes
-from coordinator.jobs.answer import job_answer
+from coordinator.jobs.answers import job_answer
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
-from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict, decide
+from coordinator.jobs.reconcile import Evidence, Reconciler, Resize, decide
 from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord, JobSpec, JobStatus, with_spec, with_status
 from coordinator.jobs.runtime import JobRuntime
 from events.bus import RecordInfo
@@ -345,7 +345,7 @@ class Jobs(Component):
                 self._forget(rec.name)
                 log.info("job deleted", job=rec.name)
 
-    def _policy(self, rec: JobRecord, now: float) -> Verdict | None:
+    def _policy(self, rec: JobRecord, now: float) -> Resize | None:
         """What the job's policies and the straggler check ask for, if anything."""
         gen = rec.status.generation
         runtime = self.runtime.get(rec.name)
@@ -360,14 +360,14 @@ class Jobs(Component):
             counts = sorted(replica_counts(spec))
             if verdict.action == "scaleOut":
                 up = [c for c in counts if c > gen.replicas]
-                return Verdict("grow", up[0], verdict.reason, verdict.metrics) if up else None
+                return Resize("grow", up[0], verdict.reason, verdict.metrics) if up else None
             if verdict.action == "scaleIn":
                 down = [c for c in counts if c < gen.replicas]
-                return Verdict("shrink", down[-1], verdict.reason, verdict.metrics) if down else None
+                return Resize("shrink", down[-1], verdict.reason, verdict.metrics) if down else None
             slow = straggler(metrics, now, verdict.policy.window_s, factor=self.cfg.straggler_factor)
             if slow is not None and slow.node_id is not None:  # replace: the slowest replica's node
                 reason = f"{verdict.reason}; {slow.reason}"
-                return Verdict(
+                return Resize(
                     "replace", gen.replicas, reason, verdict.metrics | slow.metrics, frozenset({slow.node_id})
                 )
             return None
@@ -375,7 +375,7 @@ class Jobs(Component):
         if slow is not None and slow.node_id is not None:
             cooled = rec.status.last_resize is None or now - rec.status.last_resize >= self.cfg.grow_cooldown_s
             if cooled and len(gen.members) > 0:
-                return Verdict("replace", gen.replicas, slow.reason, slow.metrics, frozenset({slow.node_id}))
+                return Resize("replace", gen.replicas, slow.reason, slow.metrics, frozenset({slow.node_id}))
         return None
 
     async def on_lead(self, epoch: int) -> None:

@@ -23,7 +23,7 @@ UNITS: dict[str, str] = {"gpu_util": "%", "step_time": " s", "tokens_per_s": " t
 
 
 @dataclass(frozen=True)
-class PolicyVerdict:
+class PolicyFiring:
     """A policy that fired: what to do, the value that made it fire, and every metric over its window."""
 
     action: Action
@@ -86,7 +86,7 @@ def evaluate(
     replicas: int,
     min_replicas: int,
     max_replicas: int,
-) -> PolicyVerdict | None:
+) -> PolicyFiring | None:
     """The first policy that fires, or None. ``last_resize`` None means the job was never resized."""
     for policy in policies:
         if last_resize is not None and now - last_resize < policy.cooldown_s:
@@ -98,7 +98,7 @@ def evaluate(
         value = metrics.mean(policy.metric, policy.window_s, now)
         if value is None or not crosses(policy.metric, value, policy.threshold):
             continue
-        return PolicyVerdict(
+        return PolicyFiring(
             action=policy.action,
             policy=policy,
             value=value,

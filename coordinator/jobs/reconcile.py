@@ -51,7 +51,7 @@ class Evidence:
 
 
 @dataclass
-class Verdict:
+class Resize:
     """A resize the policies ask for: the replica count wanted and why."""
 
     kind: DecisionKind
@@ -357,7 +357,7 @@ class Reconciler:
             return await self._completed(rec, gen, evidence, now)
         return await self.resize(rec, gen, now)
 
-    async def resize(self, rec: JobRecord, gen: Generation, now: float, verdict: Verdict | None = None) -> JobRecord:
+    async def resize(self, rec: JobRecord, gen: Generation, now: float, verdict: Resize | None = None) -> JobRecord:
         target = self.target(rec)
         if gen.replicas > target:
             placement = self.place(rec, want=target)

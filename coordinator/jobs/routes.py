@@ -23,7 +23,7 @@ from coordinator.api.audit import set_target
 from coordinator.api.auth import caller
 from coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, no_query, read_bounded, read_json
 from coordinator.core.errors import Invalid, TooLarge, Unsupported
-from coordinator.jobs.answer import job_answer
+from coordinator.jobs.answers import job_answer
 from coordinator.jobs.interface import JobsAPI, UnknownJob
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.jobs.records import JobRecord

@@ -11,7 +11,7 @@ from aiohttp import web
 from coordinator.api.auth import caller
 from coordinator.api.body import read_json
 from coordinator.core.errors import NotFound
-from coordinator.rollouts.answer import rollout_answer
+from coordinator.rollouts.answers import rollout_answer
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.interface import RolloutsAPI
 from events.payloads.commands import Component, Sha256, Version

@@ -67,7 +67,7 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     ] = {}
 
 
-class JobVerdict(msgspec.Struct, omit_defaults=True):
+class JobCheckResult(msgspec.Struct, omit_defaults=True):
     """The trainer's answer to "would you run this job at this world size?" (``kernels.cli.check_job``):
     ``field`` (``job.tp``, or ``world_size``) names what to change when ``ok`` is false."""
 

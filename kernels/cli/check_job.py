@@ -15,8 +15,7 @@ from typing import Annotated, Any
 import msgspec
 
 from events.limits import cut
-from events.payloads.trainer_job import JobVerdict as Verdict
-from events.payloads.trainer_job import TrainerJob
+from events.payloads.trainer_job import JobCheckResult, TrainerJob
 from kernels.train.config import JobConfig, JobConfigError, reject_unknown
 
 MAX_INPUT_BYTES = 1 << 20
@@ -74,7 +73,7 @@ def job_config(request: CheckRequest) -> JobConfig:
     return JobConfig(**values, nproc=request.world_size)
 
 
-def judge(request: CheckRequest) -> Verdict:
+def judge(request: CheckRequest) -> JobCheckResult:
     """Reasons and fields are cut to a bound: they may quote the request (an unknown option's name)."""
     try:
         job = job_config(request)
@@ -86,11 +85,11 @@ def judge(request: CheckRequest) -> Verdict:
         return refuse(wire_field(exc.field), str(exc))
     except Exception as exc:  # the trainer's arithmetic on an extreme value: still a verdict, never a traceback
         return refuse("job", f"the trainer cannot use this job: {type(exc).__name__}: {exc}")
-    return Verdict(ok=True)
+    return JobCheckResult(ok=True)
 
 
-def refuse(field: str, reason: str) -> Verdict:
-    return Verdict(ok=False, field=cut(field, MAX_FIELD_BYTES), reason=cut(reason))
+def refuse(field: str, reason: str) -> JobCheckResult:
+    return JobCheckResult(ok=False, field=cut(field, MAX_FIELD_BYTES), reason=cut(reason))
 
 
 def wire_field(field: str | None) -> str:

@@ -22,7 +22,7 @@ from coordinator.components import COMPONENTS
 from coordinator.cordons.policy import AUTO_FAULT, record
 from coordinator.core.context import Context
 from coordinator.core.coordinator import state_codec
-from coordinator.core.guard import IngestGuard
+from coordinator.core.ingest_guard import IngestGuard
 from coordinator.nodes.component import Nodes
 from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from events.codec import decode, encode

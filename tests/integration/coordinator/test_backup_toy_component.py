@@ -15,8 +15,8 @@ import pytest
 
 from coordinator.backup import restore as rs
 from coordinator.backup.archive import read_archive
+from coordinator.backup.key_check import check_seals
 from coordinator.backup.make import BackupRequest, default_topics, make_backup
-from coordinator.backup.seals import check_seals
 from coordinator.components import COMPONENTS
 from coordinator.core.component import Component, StateTopic
 from coordinator.core.coordinator import Coordinator, state_topics, topic_specs

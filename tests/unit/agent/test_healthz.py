@@ -9,8 +9,8 @@ import urllib.request
 
 import pytest
 
-from agent.healthz import ActiveCheck, HealthServer
-from agent.healthz.checks import check_gpus, check_kafka, check_nvml, check_spool, report
+from agent.endpoint import ActiveCheck, HealthServer
+from agent.endpoint.checks import check_gpus, check_kafka, check_nvml, check_spool, report
 from agent.spool import SpoolStats
 from events.clock import SimClock
 

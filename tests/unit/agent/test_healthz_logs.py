@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from yarl import URL
 
-from agent.healthz.logs import JobLogs
+from agent.endpoint.logs import JobLogs
 from agent.trainer.launch import rank_log, run_dir
 from events.payloads import WorkerInfo
 from events.payloads.worker_logs import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, WorkerLogChunk, WorkerLogIndex

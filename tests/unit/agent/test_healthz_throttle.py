@@ -8,8 +8,8 @@ import asyncio
 import aiohttp
 import pytest
 
-from agent.healthz import ActiveCheck, HealthServer
-from agent.healthz.checks import check_nvml, report
+from agent.endpoint import ActiveCheck, HealthServer
+from agent.endpoint.checks import check_nvml, report
 from events.clock import SimClock
 
 

@@ -50,7 +50,7 @@ def test_sample_json_never_imports_torch():
 def test_the_daemon_modules_never_import_torch():
     """The `run` path (daemon, publisher, NCCL, leak, health endpoint) is imported, not just `sample`."""
     code = (
-        "import sys, agent.cli, agent.daemon.main, agent.daemon.wiring, agent.nccl.probe;"
+        "import sys, agent.cli, agent.daemon.main, agent.daemon.watchers, agent.nccl.probe;"
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

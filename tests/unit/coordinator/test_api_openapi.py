@@ -16,7 +16,7 @@ from coordinator.cordons.component import Cordons
 from coordinator.fleet.component import Fleet
 from coordinator.jobs import manifest, records
 from coordinator.jobs import routes as job_routes
-from coordinator.jobs.answer import JobAnswer
+from coordinator.jobs.answers import JobAnswer
 from events.payloads.trainer_job import TrainerJob
 from tests.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from coordinator.backup.archive import Archive, ArchiveWriter, read_archive
+from coordinator.backup.key_check import check_seals
 from coordinator.backup.schema import Record, TopicInfo, encode_records, topic_member
-from coordinator.backup.seals import check_seals
 from coordinator.cli.main import app
 from coordinator.state.codec import KIND_HEADER
 from coordinator.state.seal import StateKeys

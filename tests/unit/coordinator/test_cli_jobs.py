@@ -22,11 +22,11 @@ from aiohttp import web
 from rich.console import Console
 from typer.testing import CliRunner
 
-from agent.healthz.logs import JobLogs
+from agent.endpoint.logs import JobLogs
 from agent.trainer.launch import rank_log, run_dir
 from coordinator.cli import render
 from coordinator.cli.main import app
-from coordinator.jobs.answer import JobAnswer, job_answer
+from coordinator.jobs.answers import JobAnswer, job_answer
 from coordinator.jobs.records import with_spec, with_status
 from events.payloads.worker_logs import WorkerLogChunk
 from tests.api_auth import OPERATOR, token

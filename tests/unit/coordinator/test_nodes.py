@@ -14,7 +14,7 @@ from coordinator.api.app import create_app
 from coordinator.core.component import Component
 from coordinator.core.coordinator import Coordinator
 from coordinator.core.errors import NotLeader
-from coordinator.core.guard import IngestGuard
+from coordinator.core.ingest_guard import IngestGuard
 from coordinator.core.leadership import LeaderTerm
 from coordinator.nodes.component import Nodes
 from coordinator.nodes.interface import NotEnrolled

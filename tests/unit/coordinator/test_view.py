@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from coordinator.cordons.records import CordonRecord
+from coordinator.fleet.answers import node_json
 from coordinator.fleet.view import MAX_FLAGS, FleetView
-from coordinator.fleet.views import node_json
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault, NodeSample

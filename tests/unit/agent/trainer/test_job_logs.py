@@ -6,7 +6,7 @@ import msgspec
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from agent.healthz.logs import JobLogs
+from agent.endpoint.logs import JobLogs
 from events.payloads.worker_logs import WorkerLogChunk, WorkerLogIndex
 from tests.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args

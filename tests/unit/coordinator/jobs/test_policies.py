@@ -7,7 +7,7 @@ import pytest
 
 from coordinator.jobs.manifest import Policy, parse_manifest
 from coordinator.jobs.metrics import JobMetrics
-from coordinator.jobs.policies import PolicyVerdict, evaluate, fmt, straggler
+from coordinator.jobs.policies import PolicyFiring, evaluate, fmt, straggler
 from tests.unit.coordinator.jobs.test_metrics import progress, sample
 
 NOW = 1000.0
@@ -40,7 +40,7 @@ THROUGHPUT = policy("tokens_per_s", 5000, "scaleOut")
 
 def run(
     policies: list[Policy], m: JobMetrics, last_resize: float | None = None, replicas: int = 2, lo: int = 1, hi: int = 4
-) -> PolicyVerdict | None:
+) -> PolicyFiring | None:
     return evaluate(policies, m, NOW, last_resize, replicas, lo, hi)
 
 

@@ -13,7 +13,7 @@ from coordinator.commands.records import CommandIntent
 from coordinator.fleet.model import CordonRecord, NodeState
 from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict
+from coordinator.jobs.reconcile import Evidence, Reconciler, Resize
 from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec
 from events.payloads import GpuReading, TrainingCompleted, TrainingFault
 from events.payloads.commands import ActionArgs
@@ -396,15 +396,15 @@ async def test_a_policy_verdict_sets_the_size_and_a_replace_leaves_the_straggler
     h = Harness("n1", "n2", "n3")
     rec = await h.running(h.job())
     gen = rec.status.generation
-    shrink = Verdict("shrink", 2, "staleness 12 > 8", {"gradient_staleness": 12.0})
+    shrink = Resize("shrink", 2, "staleness 12 > 8", {"gradient_staleness": 12.0})
     rec = await h.r.resize(rec, gen, h.clock.now(), shrink)
     assert rec.spec.desired_replicas == 2 and rec.status.decisions[-1].metrics == {"gradient_staleness": 12.0}
     h.commands.answer("stop_workers")
     rec = await h.running(rec)
-    slow = Verdict("replace", 2, "n1 slow", {"ratio": 5.0}, frozenset({"n1"}))
+    slow = Resize("replace", 2, "n1 slow", {"ratio": 5.0}, frozenset({"n1"}))
     rec = await h.r.resize(rec, rec.status.generation, h.clock.now(), slow)
     assert rec.status.decisions[-1].kind == "replace" and rec.status.generation.node_ids == ["n2", "n3"]
-    same = Verdict("grow", 2, "no change", {})
+    same = Resize("grow", 2, "no change", {})
     assert await h.r.resize(rec, rec.status.generation, h.clock.now(), same) is rec  # nothing to place differently
 
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.jobs.answer import JobAnswer, job_answer
+from coordinator.jobs.answers import JobAnswer, job_answer
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.jobs.records import with_status
 from tests.api_auth import ADMIN, OPERATOR, bearer

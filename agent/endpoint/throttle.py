@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agent.healthz.checks import HealthReport
+from agent.endpoint.checks import HealthReport
 from events.clock import Clock
 
 

@@ -17,10 +17,10 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from agent.healthz.checks import HealthReport
-from agent.healthz.throttle import ActiveAnswer
+from agent.endpoint.checks import HealthReport
+from agent.endpoint.throttle import ActiveAnswer
 
-log = structlog.get_logger("myolo.agent.healthz")
+log = structlog.get_logger("myolo.agent.endpoint")
 _ENC = msgspec.json.Encoder()
 _WILDCARDS = ("", "0.0.0.0", "::", "[::]")
 MAX_BODY = 4096  # nothing it serves takes a body
