@@ -28,9 +28,9 @@ from events.payloads import CommandAck, GpuReading, NodeFault, NodeSample
 from events.signing import sign
 from events.sources import agent_source
 from events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_FAULTS
-from tests.helpers import kcat
 from tests.integration.coordinator.conftest import commands, fleet, read_topic, wait_until
-from tests.integration.coordinator.identity import PlayedNodes
+from tests.support.coordinator.identity import PlayedNodes
+from tests.support.helpers import kcat
 
 
 def xid79(node: str) -> NodeFault:

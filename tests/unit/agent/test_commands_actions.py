@@ -17,7 +17,7 @@ from events.errors import ConfigError
 from events.keys import HmacKey, load_signer
 from events.payloads import BandwidthReport, Command, CommandAck
 from events.signing import Verifier, sign
-from tests.helpers import new_ed25519_key, write_key
+from tests.support.helpers import new_ed25519_key, write_key
 
 KEY = HmacKey("coordinator", b"k" * 32)
 

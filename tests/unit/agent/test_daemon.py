@@ -28,7 +28,7 @@ from agent.notify import Notifier
 from events.clock import SimClock
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 
 class BrokerAway(Exception):

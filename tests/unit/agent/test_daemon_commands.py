@@ -26,7 +26,7 @@ from events.envelope import Event, new_event
 from events.errors import ConfigError
 from events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
 from events.signing import sign
-from tests.helpers import new_ed25519_key, refused_port, wait_until
+from tests.support.helpers import new_ed25519_key, refused_port, wait_until
 from tests.unit.agent.test_commands_actions import FAKE_PROBE
 from tests.unit.agent.test_daemon import FakeBroker, play, settle
 

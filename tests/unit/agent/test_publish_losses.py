@@ -13,7 +13,7 @@ from events.clock import SimClock
 from events.codec import decode
 from events.envelope import Event
 from events.payloads import NodeFault, NodeSample
-from tests.unit.agent.spoolkit import KIB, flip, frames_on_disk
+from tests.support.agent.spoolkit import KIB, flip, frames_on_disk
 
 NODE = "node-a"
 

@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from agent.spool import Spool
 from events.clock import SimClock
-from tests.unit.agent.spoolkit import KIB, ids, make, rec
+from tests.support.agent.spoolkit import KIB, ids, make, rec
 
 
 def test_records_come_back_in_order_across_segments_and_commits_forget_them(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.spool import cursor
-from tests.unit.agent.spoolkit import drain, flip, frames_on_disk, make, rec, record_id
+from tests.support.agent.spoolkit import drain, flip, frames_on_disk, make, rec, record_id
 
 N = 300
 SENT = 100

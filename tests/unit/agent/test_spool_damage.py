@@ -9,7 +9,7 @@ import os
 import pytest
 
 from agent.spool.record import HEADER
-from tests.unit.agent.spoolkit import drain, flip, frames_on_disk, make, rec, record_id, segments, written
+from tests.support.agent.spoolkit import drain, flip, frames_on_disk, make, rec, record_id, segments, written
 
 N = 300
 # where in a frame one bit is flipped: magic | length(4) | crc32(4) | seq(8) | body

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.unit.agent.spoolkit import drain, make, rec, segments
+from tests.support.agent.spoolkit import drain, make, rec, segments
 
 N = 300
 

@@ -8,8 +8,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from coordinator.cordons.routes import MAX_REASON
-from tests.api_auth import OPERATOR, bearer
-from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
+from tests.support.api_auth import OPERATOR, bearer
+from tests.support.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
 
 
 async def _client(fleet: MemoryFleet) -> TestClient:

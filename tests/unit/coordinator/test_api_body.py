@@ -13,10 +13,10 @@ from aiohttp import ClientSession
 from coordinator.api.body import decode_body
 from coordinator.core.errors import Invalid
 from coordinator.core.leadership import LeaderTerm
-from tests.api_auth import ADMIN, bearer
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.recorder import recording_producers
-from tests.unit.coordinator.served import serve
+from tests.support.api_auth import ADMIN, bearer
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.recorder import recording_producers
+from tests.support.coordinator.served import serve
 
 # one write of each component that takes a JSON body
 WRITES = [

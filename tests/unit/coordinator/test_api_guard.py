@@ -12,8 +12,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from coordinator.api.app import create_app
 from coordinator.api.auth import Authenticator, caller
 from coordinator.core.component import RouteSet
-from tests.api_auth import ADMIN, OPERATOR, VIEWER, MemoryAudit, bearer, security
-from tests.unit.coordinator.api_fleet import MemoryFleet, node, parts_for
+from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, MemoryAudit, bearer, security
+from tests.support.coordinator.api_fleet import MemoryFleet, node, parts_for
 
 JSON = {"Content-Type": "application/json"}
 

@@ -17,10 +17,10 @@ from coordinator.fleet.component import Fleet
 from coordinator.jobs import manifest, records
 from coordinator.jobs import routes as job_routes
 from events.payloads.trainer_job import TrainerJob
-from tests.api_auth import OPERATOR, VIEWER, bearer, security
-from tests.unit.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
-from tests.unit.coordinator.jobs import memory_jobs
-from tests.unit.coordinator.offline import offline_coordinator
+from tests.support.api_auth import OPERATOR, VIEWER, bearer, security
+from tests.support.coordinator import memory_jobs
+from tests.support.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
+from tests.support.coordinator.offline import offline_coordinator
 
 _TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
 

@@ -11,9 +11,9 @@ from coordinator.api.settings import server_ssl
 from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from events.errors import ConfigError
-from tests.api_auth import shared, write_tokens
-from tests.helpers import write_key
-from tests.tls_certs import make_certs
+from tests.support.api_auth import shared, write_tokens
+from tests.support.helpers import write_key
+from tests.support.tls_certs import make_certs
 
 
 @pytest.fixture

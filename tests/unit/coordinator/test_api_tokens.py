@@ -9,7 +9,7 @@ import pytest
 from coordinator.api import tokens
 from coordinator.api.tokens import TokenStore, TokensUnavailable
 from events.errors import ConfigError
-from tests.api_auth import write_tokens
+from tests.support.api_auth import write_tokens
 
 
 def test_a_token_is_256_random_bits_and_only_its_hash_is_kept(tmp_path: Path) -> None:

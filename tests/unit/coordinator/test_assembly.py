@@ -14,7 +14,7 @@ from coordinator.core.component import Component
 from coordinator.core.context import UndeclaredNeed
 from coordinator.fleet.component import Fleet
 from coordinator.fleet.interface import FleetNodes
-from tests.unit.coordinator.offline import offline_coordinator
+from tests.support.coordinator.offline import offline_coordinator
 
 
 @runtime_checkable

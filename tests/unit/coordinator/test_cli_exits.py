@@ -14,8 +14,8 @@ from typer.testing import CliRunner, Result
 from coordinator.cli.exits import EXIT_CODE, FAILED, REFUSED, exit_code
 from coordinator.cli.main import app
 from coordinator.core.errors import Conflict, Invalid, NotFound, Refusal, TooLarge, Unavailable, Unsupported
-from tests.api_auth import OPERATOR, token
-from tests.helpers import refused_port
+from tests.support.api_auth import OPERATOR, token
+from tests.support.helpers import refused_port
 
 # one command of each group that asks the coordinators (its first request meets the error)
 COMMANDS = [

@@ -29,11 +29,11 @@ from coordinator.cli import render
 from coordinator.cli.main import app
 from coordinator.jobs.records import JobRecord
 from events.payloads.worker_logs import WorkerLogChunk
-from tests.api_auth import OPERATOR, token
-from tests.helpers import refused_port
-from tests.unit.coordinator import api_fleet
-from tests.unit.coordinator.api_fleet import MemoryFleet
-from tests.unit.coordinator.jobs.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
+from tests.support.api_auth import OPERATOR, token
+from tests.support.coordinator import api_fleet
+from tests.support.coordinator.api_fleet import MemoryFleet
+from tests.support.coordinator.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
+from tests.support.helpers import refused_port
 
 
 class Served:

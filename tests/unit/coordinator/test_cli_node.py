@@ -21,10 +21,10 @@ from coordinator.core.leadership import LeaderTerm
 from coordinator.localstack.identity import agent_public_keys, enroll_nodes
 from coordinator.nodes.component import Nodes
 from events.keys import Ed25519Signer, public_path
-from tests.api_auth import ADMIN, security, token
-from tests.helpers import new_ed25519_key
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.recorder import recording_producers
+from tests.support.api_auth import ADMIN, security, token
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.recorder import recording_producers
+from tests.support.helpers import new_ed25519_key
 
 
 @pytest.fixture

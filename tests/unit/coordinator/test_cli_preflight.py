@@ -14,8 +14,8 @@ from typer.testing import CliRunner, Result
 
 from coordinator.api.app import create_app
 from coordinator.cli.main import app
-from tests.api_auth import OPERATOR, security, token
-from tests.unit.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
+from tests.support.api_auth import OPERATOR, security, token
+from tests.support.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
 
 PATH = "/srv/data/train.bin"
 

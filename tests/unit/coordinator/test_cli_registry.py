@@ -17,9 +17,9 @@ from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import CHAMPION
 from events.payloads import ModelExport
-from tests.api_auth import ADMIN, OPERATOR
-from tests.unit.coordinator.registry.support import TEMPLATE, Leading, evaluated, sha
-from tests.unit.coordinator.served import myoloctl, serve
+from tests.support.api_auth import ADMIN, OPERATOR
+from tests.support.coordinator.registry import TEMPLATE, Leading, evaluated, sha
+from tests.support.coordinator.served import myoloctl, serve
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import Command, GpuReading, NodeSample
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.recorder import recording_producers
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.recorder import recording_producers
 
 INFO = RecordInfo("t", 0, 0)
 NODES = ("n1", "n2", "n3")

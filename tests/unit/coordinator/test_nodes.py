@@ -27,9 +27,9 @@ from events.keys import Ed25519Signer, HmacKey
 from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
 from events.signing import GUARDED_NODE_EVENTS, SIGNED_NODE_EVENTS, sign
 from events.sources import agent_source
-from tests.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.recorder import recording_producers
+from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.recorder import recording_producers
 
 NODE = "node-7"
 ALICE = Ed25519Signer.generate()  # node-7's key

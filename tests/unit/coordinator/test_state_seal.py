@@ -19,7 +19,7 @@ from coordinator.state.seal import PURPOSE, SEAL_HEADER
 from events.errors import ConfigError
 from events.keys import Ed25519Signer, HmacKey, derive_hmac, load_signer
 from events.settings import KafkaSettings
-from tests.helpers import new_ed25519_key, write_key
+from tests.support.helpers import new_ed25519_key, write_key
 
 CODEC = StateCodec({"cordon": CordonRecord, "command": CommandIntent, "term": LeaderTerm})
 SIGNER = Ed25519Signer.generate()

@@ -23,7 +23,7 @@ import structlog
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.unit.events.fuzzkit import GENERATORS, Rig
+from tests.support.events.fuzzkit import GENERATORS, Rig
 
 FUZZ_EXAMPLES = int(os.environ.get("MYOLO_FUZZ_EXAMPLES", "0"))
 CI_INPUTS = 384

@@ -9,11 +9,11 @@ import types
 
 import pytest
 import torch
-from ops_checks import compare_to_reference
 
 from kernels import ops
 from kernels.ops import registry
 from kernels.ops.backends import apex_backend
+from tests.support.kernels.ops_checks import compare_to_reference
 
 torch.set_num_threads(1)
 DTYPES = [torch.float32, torch.bfloat16]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kernels.parallel import rendezvous
 
-WORKER = Path(__file__).with_name("ops_dtensor_worker.py")
+WORKER = Path(__file__).parents[2] / "support" / "kernels" / "ops_dtensor_worker.py"
 ROOT = Path(__file__).parents[3]
 
 

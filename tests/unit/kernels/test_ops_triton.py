@@ -35,10 +35,10 @@ if not INNER:
 
 else:
     import torch
-    from ops_checks import assert_close, compare_to_reference
 
     from kernels import ops
     from kernels.ops import registry
+    from tests.support.kernels.ops_checks import assert_close, compare_to_reference
 
     torch.set_num_threads(1)
 

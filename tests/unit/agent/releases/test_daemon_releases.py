@@ -13,8 +13,8 @@ import pytest
 from agent.daemon import status
 from agent.releases import RestartPlan
 from events.payloads import CommandAck
-from tests.helpers import wait_until
-from tests.unit.agent.releases.wheels import build_wheel, sha256_of
+from tests.support.agent.wheels import build_wheel, sha256_of
+from tests.support.helpers import wait_until
 from tests.unit.agent.test_daemon import play
 from tests.unit.agent.test_daemon_commands import Node
 

@@ -13,7 +13,7 @@ import pytest
 from agent.daemon.reload import reload_config
 from agent.daemon.trainer import nccl_globs
 from events.payloads import CommandAck, NodeSample
-from tests.helpers import pid_gone, wait_until
+from tests.support.helpers import pid_gone, wait_until
 from tests.unit.agent.test_daemon import play
 from tests.unit.agent.test_daemon_commands import Node
 from tests.unit.agent.trainer.conftest import FAKE

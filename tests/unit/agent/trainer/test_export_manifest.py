@@ -12,7 +12,7 @@ import structlog
 
 from agent.trainer.export import MAX_MANIFEST_BYTES, manifest_path, read_export
 from events.payloads import EvalResult, ModelExport, StartWorkersArgs, TrainerJob
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 EXPORT = ModelExport(
     artifact="/models/run/model.safetensors",

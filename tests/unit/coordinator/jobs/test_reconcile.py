@@ -16,7 +16,7 @@ from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.reconcile import Evidence, Reconciler, Verdict
 from coordinator.jobs.records import JobRecord
 from events.payloads import GpuReading, TrainingCompleted, TrainingFault
-from tests.unit.coordinator.jobs.sim import manifest
+from tests.support.coordinator.jobs_sim import manifest
 
 T0 = 1_000.0
 

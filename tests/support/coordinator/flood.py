@@ -1,4 +1,4 @@
-"""``python -m tests.unit.coordinator.flood N``: N node samples with made-up node ids through a real coordinator's
+"""``python -m tests.support.coordinator.flood N``: N node samples with made-up node ids through a real coordinator's
 ingest path (CloudEvents decode and validation, dedupe window, event routing, the fleet view), no broker.
 
 Prints one JSON line: resident memory after each tenth of the records, the nodes the view kept and the ones
@@ -22,7 +22,7 @@ from events.codec import encode
 from events.envelope import new_event
 from events.examples import node_sample
 from events.topics import NODE_SAMPLES
-from tests.unit.coordinator.offline import offline_coordinator
+from tests.support.coordinator.offline import offline_coordinator
 
 
 class CountingProducer:

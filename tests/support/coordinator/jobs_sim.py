@@ -27,8 +27,8 @@ from events.payloads import (
     TrainingProgress,
     WorkerInfo,
 )
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.recorder import recording_producers
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.recorder import recording_producers
 
 INFO = RecordInfo("t", 0, 0)
 

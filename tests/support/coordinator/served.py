@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 from coordinator.api.app import create_app
 from coordinator.cli.main import app
 from coordinator.core.coordinator import Coordinator
-from tests.api_auth import OPERATOR, security, token
+from tests.support.api_auth import OPERATOR, security, token
 
 
 @asynccontextmanager

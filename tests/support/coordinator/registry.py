@@ -15,8 +15,8 @@ from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import KINDS, STATE_REGISTRY, AliasRecord, ModelRecord, VersionRecord, key_of
 from events.clock import SimClock
 from events.payloads import EvalResult
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.recorder import recording_producers
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.recorder import recording_producers
 
 HELD_OUT = hashlib.sha256(b"held-out set A").hexdigest()
 OTHER_SET = hashlib.sha256(b"held-out set B").hexdigest()

@@ -4,7 +4,7 @@ Until the agent daemon wires ``agent.commands`` in, this runs the real ``Command
 fence, once-only ids, acks) behind the real command consumer, and appends every action it actually
 executes to ``--log`` as ``command_id action``, so the test can count executions.
 
-    python -m tests.integration.coordinator.ha_executor --node N --key K --state-dir D --log L --bootstrap B
+    python -m tests.support.coordinator.ha_executor --node N --key K --state-dir D --log L --bootstrap B
         [--node-key NODE_KEY]
 """
 

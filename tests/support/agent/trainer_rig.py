@@ -21,8 +21,8 @@ from events.keys import Ed25519Signer
 from events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
 from events.settings import KafkaSettings
 from events.topics import COMMAND_ACKS, TRAINING_PROGRESS
-from tests.helpers import new_ed25519_key, wait_until
-from tests.integration.agent.agent_proc import AgentProc
+from tests.support.agent.agent_proc import AgentProc
+from tests.support.helpers import new_ed25519_key, wait_until
 
 TRAINER_TOML = """
 [trainer]

@@ -24,7 +24,7 @@ from events.keys import Ed25519Public, Ed25519Signer
 from events.payloads import Payload
 from events.signing import sign
 from events.sources import agent_source
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 Key = Ed25519Public | Ed25519Signer | str
 

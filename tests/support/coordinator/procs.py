@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from coordinator.localstack.health import settled_leader
-from tests.helpers import new_ed25519_key
+from tests.support.helpers import new_ed25519_key
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -11,7 +11,7 @@ from typing import Any
 from coordinator.preflight.component import Preflight
 from coordinator.preflight.records import PreflightReport
 from events.payloads import CommandAck, GpuReading, NodeSample
-from tests.unit.coordinator.jobs.sim import JobSim
+from tests.support.coordinator.jobs_sim import JobSim
 
 GIB = 2**30
 DATA = b"token ids " * 1000

@@ -19,8 +19,8 @@ from coordinator.jobs.interface import JobConflict, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.records import Decision, Generation, JobProgress, JobRecord, Member
 from events.clock import SimClock
-from tests.api_auth import MemoryAudit, security
-from tests.unit.coordinator.api_fleet import MemoryFleet
+from tests.support.api_auth import MemoryAudit, security
+from tests.support.coordinator.api_fleet import MemoryFleet
 from tests.unit.coordinator.jobs.test_manifest import EXAMPLE as MANIFEST  # the tiny-pretrain example
 
 

@@ -3,7 +3,7 @@
 It implements what the API's routes need (the core's ``CoreView``, the fleet's ``FleetReads``, the cordons'
 ``CordonWrites``) the way the real components behave towards the API (writes only when leading, NotLeader with
 the leader's URL otherwise, UnknownNode for nodes never seen), without Kafka. ``app_for`` serves it with the
-real routes and OpenAPI fragments of those components, behind the real gate (tokens from tests/api_auth.py,
+real routes and OpenAPI fragments of those components, behind the real gate (tokens from tests/support/api_auth.py,
 audit records in memory).
 """
 
@@ -25,7 +25,7 @@ from coordinator.fleet.component import Fleet
 from coordinator.fleet.model import FaultEntry, NodeState
 from events.clock import SimClock
 from events.payloads import GpuReading, LeakReport, NcclReport
-from tests.api_auth import MemoryAudit, security
+from tests.support.api_auth import MemoryAudit, security
 
 GIB = 1 << 30
 

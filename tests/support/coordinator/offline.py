@@ -10,8 +10,8 @@ from coordinator.config import load_coordinator_config
 from coordinator.core.component import Component
 from coordinator.core.coordinator import Coordinator
 from events.clock import SimClock
-from tests.api_auth import shared
-from tests.helpers import write_key
+from tests.support.api_auth import shared
+from tests.support.helpers import write_key
 
 
 def offline_coordinator(

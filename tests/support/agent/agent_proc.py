@@ -22,7 +22,7 @@ from agent.control import ControlError, StatusRequest, call
 from events.codec import decode
 from events.envelope import Event
 from events.settings import KafkaSettings
-from tests.helpers import read_topic as read_records
+from tests.support.helpers import read_topic as read_records
 
 ROOT = Path(__file__).resolve().parents[3]
 
