@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from coordinator.cli.main import app
-from tests.unit.coordinator.test_backup_archive import contents, good_archive
+from tests.unit.coordinator.backup.test_archive import contents, good_archive
 
 NO_BROKER = ["--bootstrap", "127.0.0.1:1"]  # never connected to: everything here is refused first
 

@@ -29,7 +29,7 @@ from events.payloads import BandwidthPoint, BandwidthReport
 from events.payloads.commands import HashFilesArgs, NcclProbeArgs
 from tests.support.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.support.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
-from tests.unit.coordinator.test_api_openapi import _declared_properties, _response_schema, check
+from tests.unit.coordinator.api.test_openapi import _declared_properties, _response_schema, check
 
 PATH = "/srv/data/train.bin"
 

@@ -14,7 +14,7 @@ from coordinator.cli.main import app
 from coordinator.state.codec import KIND_HEADER
 from coordinator.state.seal import StateKeys
 from events.keys import Ed25519Signer, write_private
-from tests.unit.coordinator.test_backup_archive import manifest
+from tests.unit.coordinator.backup.test_archive import manifest
 
 TOPIC = "myolo.state.jobs"
 SIGNER = Ed25519Signer.generate()
