@@ -14,8 +14,8 @@ from agent.daemon.reload import reload_config
 from agent.daemon.trainer import nccl_globs
 from events.payloads import CommandAck, NodeSample
 from tests.support.helpers import pid_gone, wait_until
-from tests.unit.agent.test_daemon import play
-from tests.unit.agent.test_daemon_commands import Node
+from tests.unit.agent.daemon.test_commands import Node
+from tests.unit.agent.daemon.test_main import play
 from tests.unit.agent.trainer.conftest import FAKE
 
 pytestmark = pytest.mark.usefixtures("stop_nodes")  # a failed test leaves no daemon running

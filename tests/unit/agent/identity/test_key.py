@@ -22,7 +22,7 @@ from events.errors import ConfigError
 from events.examples import example_payloads
 from events.keys import Ed25519Signer, load_verify_key
 from events.signing import SIG, SIGNED_NODE_EVENTS, verify_with
-from tests.unit.agent.test_daemon import FakeBroker
+from tests.unit.agent.daemon.test_main import FakeBroker
 
 AGENT_EVENTS = [
     "ai.myolo.node.sample.v1",

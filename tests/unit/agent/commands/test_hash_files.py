@@ -153,8 +153,8 @@ async def test_the_signed_command_is_acked_with_each_paths_answer(tmp_path: Path
 
 
 async def test_the_daemon_answers_hash_files(short_dir: Path, stop_nodes) -> None:
-    from tests.unit.agent.test_daemon import play, settle
-    from tests.unit.agent.test_daemon_commands import Node
+    from tests.unit.agent.daemon.test_commands import Node
+    from tests.unit.agent.daemon.test_main import play, settle
 
     data = short_dir / "train.bin"
     data.write_bytes(BODY)

@@ -27,8 +27,8 @@ from events.errors import ConfigError
 from events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
 from events.signing import sign
 from tests.support.helpers import new_ed25519_key, refused_port, wait_until
-from tests.unit.agent.test_commands_actions import FAKE_PROBE
-from tests.unit.agent.test_daemon import FakeBroker, play, settle
+from tests.unit.agent.commands.test_actions import FAKE_PROBE
+from tests.unit.agent.daemon.test_main import FakeBroker, play, settle
 
 pytestmark = pytest.mark.usefixtures("stop_nodes")
 

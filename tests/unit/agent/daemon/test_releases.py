@@ -15,8 +15,8 @@ from agent.releases import RestartPlan
 from events.payloads import CommandAck
 from tests.support.agent.wheels import build_wheel, sha256_of
 from tests.support.helpers import wait_until
-from tests.unit.agent.test_daemon import play
-from tests.unit.agent.test_daemon_commands import Node
+from tests.unit.agent.daemon.test_commands import Node
+from tests.unit.agent.daemon.test_main import play
 
 pytestmark = pytest.mark.usefixtures("stop_nodes")
 

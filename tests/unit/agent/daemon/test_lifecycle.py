@@ -9,8 +9,8 @@ import pytest
 
 from agent.daemon.main import EXIT_OK, EXIT_START
 from agent.gpu import GpuBackendError
-from tests.unit.agent.test_daemon import play
-from tests.unit.agent.test_daemon_commands import Node
+from tests.unit.agent.daemon.test_commands import Node
+from tests.unit.agent.daemon.test_main import play
 
 pytestmark = pytest.mark.usefixtures("stop_nodes")  # a failed test leaves no daemon running
 
