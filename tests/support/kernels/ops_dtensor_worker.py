@@ -1,4 +1,4 @@
-"""One rank of test_ops_dtensor: sequence-parallel (Shard(1)) inputs through kernels.ops on a gloo mesh.
+"""One rank of tests/unit/kernels/ops/test_dtensor.py: sequence-parallel (Shard(1)) inputs through kernels.ops on a gloo mesh.
 Prints one JSON line with the checks' results; the test asserts on them."""
 
 from __future__ import annotations

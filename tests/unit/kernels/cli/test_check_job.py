@@ -19,7 +19,7 @@ from kernels.cli.check_job import MAX_INPUT_BYTES, UnreadableInput, judge, read_
 from kernels.parallel.layout import SCHEDULES
 from kernels.train.config import JobConfig
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def check(job: dict[str, Any], world_size: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 from events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
 from kernels.cli.warm import HandoffError, read_handoff
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 JOB = ["--model", "tiny", "--steps", "3", "--global-batch", "4", "--seq-len", "16", "--seed", "0"]
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from kernels.parallel import rendezvous
 
-WORKER = Path(__file__).parents[2] / "support" / "kernels" / "ops_dtensor_worker.py"
-ROOT = Path(__file__).parents[3]
+WORKER = Path(__file__).parents[3] / "support" / "kernels" / "ops_dtensor_worker.py"
+ROOT = Path(__file__).parents[4]
 
 
 def test_dtensor_inputs_use_dtensor_capable_backends(tmp_path):

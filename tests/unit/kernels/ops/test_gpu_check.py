@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).parents[3]
+ROOT = Path(__file__).parents[4]
 
 
 def _run(args: list[str], tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess:

@@ -18,7 +18,7 @@ import zmq
 from kernels.parallel import rendezvous
 from kernels.worker.protocol import ControlMessage, WorkerHeartbeat
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 WORKER = r"""
 import json, sys, torch

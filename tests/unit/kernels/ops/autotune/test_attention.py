@@ -17,7 +17,7 @@ from kernels.ops.autotune.attention import CANDIDATES, AttentionAutotuner, key_f
 from kernels.ops.backends import reference
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).parents[3]
+ROOT = Path(__file__).parents[5]
 
 
 def _qkv(b=1, h=2, s=32, d=16, dtype=torch.float32):

@@ -24,7 +24,7 @@ if not INNER:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here)],
             env=env,
-            cwd=here.parents[3],
+            cwd=here.parents[5],
             capture_output=True,
             text=True,
             timeout=300,
