@@ -42,7 +42,7 @@ test-integration: venv sysdeps  ## Only the integration tests
 
 fuzz: venv  ## Property-test the consumer on MYOLO_FUZZ_EXAMPLES hostile records (default 1000000: long, niced)
 	MYOLO_FUZZ_EXAMPLES=$${MYOLO_FUZZ_EXAMPLES:-1000000} nice -n 19 $(BIN)/pytest -q -s -p no:cacheprovider \
-	  --timeout=0 tests/unit/events/test_fuzz_consumer.py
+	  --timeout=0 tests/unit/events/bus/test_fuzz_consumer.py
 
 bench: venv sysdeps  ## Run the benchmarks; JSON results in tests/benchmarks/results/
 	$(BIN)/python -m tests.benchmarks

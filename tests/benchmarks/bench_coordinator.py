@@ -51,7 +51,7 @@ from events.settings import KafkaSettings
 from events.topics import COMMANDS, NODE_SAMPLES, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, write_result
-from tests.helpers import new_ed25519_key
+from tests.support.helpers import new_ed25519_key
 
 NODES, GPUS = 2000, 8
 PREFILL_ROUNDS = 15  # 30,000 samples of 8 GPUs for the ingest comparison

@@ -42,13 +42,13 @@ from events.settings import KafkaSettings
 from events.topics import CATALOGUE, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import write_result
-from tests.helpers import wait_until
-from tests.integration.agent.agent_proc import ROOT
-from tests.integration.agent.trainer_rig import TINY_JOB, Rig, rig
+from tests.support.agent.agent_proc import ROOT
+from tests.support.agent.trainer_rig import TINY_JOB, Rig, rig
+from tests.support.helpers import wait_until
 
 PROGRESS_INTERVAL_S = 1.0  # the deployed default of [trainer] progress_interval_s
 ENDINGS = ("stop_checkpoint", "stop_no_checkpoint", "kill_worker")  # one per start, in this order
-FAKE_WORKER = ROOT / "tests" / "unit" / "agent" / "trainer" / "fake_worker.py"
+FAKE_WORKER = ROOT / "tests" / "support" / "agent" / "fake_worker.py"
 CPU_GPUS = 8
 CPU_STEP_S = 0.1
 CPU_WARMUP_S = 5.0

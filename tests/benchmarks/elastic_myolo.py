@@ -37,7 +37,7 @@ from events.payloads.trainer_job import TrainerJob
 from kernels.train import progress
 from kernels.train.records import StartRecord, StepRecord
 from tests.benchmarks.elastic_torchrun import goodput, r3
-from tests.helpers import pids_mentioning
+from tests.support.helpers import pids_mentioning
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = "bench"

@@ -39,7 +39,7 @@ from events import topics as t
 from events.bus import EventProducer
 from events.settings import KafkaSettings
 from events.topics import ensure_topics
-from tests.helpers import KCAT
+from tests.support.helpers import KCAT
 
 pytestmark = pytest.mark.kafka
 

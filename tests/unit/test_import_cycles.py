@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_graph import import_cycles
+from tests.support.import_graph import import_cycles
 
 ROOT = Path(__file__).resolve().parents[2]
 

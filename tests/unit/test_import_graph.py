@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.import_graph import import_cycles, import_graph
+from tests.support.import_graph import import_cycles, import_graph
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

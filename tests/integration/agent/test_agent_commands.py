@@ -18,8 +18,8 @@ import pytest
 from events.bus import EventConsumer, EventProducer
 from events.payloads import Command, CommandAck, NodeSample
 from events.topics import COMMAND_ACKS, NODE_SAMPLES
-from tests.helpers import new_ed25519_key, wait_until
-from tests.integration.agent.agent_proc import AgentProc, read_topic
+from tests.support.agent.agent_proc import AgentProc, read_topic
+from tests.support.helpers import new_ed25519_key, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -14,8 +14,8 @@ from agent.spool.segment import Frame, SegmentFile
 from events.clock import SystemClock
 from events.payloads import NodeFault, NodeSample
 from events.topics import NODE_FAULTS, NODE_SAMPLES
-from tests.helpers import wait_until
-from tests.integration.agent.agent_proc import AgentProc, read_topic
+from tests.support.agent.agent_proc import AgentProc, read_topic
+from tests.support.helpers import wait_until
 
 pytestmark = pytest.mark.kafka
 MiB = 1 << 20

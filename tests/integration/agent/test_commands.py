@@ -20,7 +20,7 @@ from events.payloads import Command, CommandAck
 from events.settings import KafkaSettings
 from events.signing import Verifier, sign
 from events.topics import COMMAND_ACKS, COMMANDS
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 pytestmark = pytest.mark.kafka
 KEY = Ed25519Signer.generate()  # the coordinators'; agents hold its public half

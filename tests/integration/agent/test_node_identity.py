@@ -16,8 +16,8 @@ from events.keys import load_verify_key
 from events.payloads import NodeFault
 from events.signing import SIG, verify_with
 from events.topics import NODE_FAULTS, NODE_SAMPLES
-from tests.helpers import refused_port, wait_until
-from tests.integration.agent.agent_proc import AgentProc, read_topic
+from tests.support.agent.agent_proc import AgentProc, read_topic
+from tests.support.helpers import refused_port, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from agent.nccl.probe import ProbeError, ProbeSpec, run_probe
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 ROOT = str(Path(__file__).resolve().parents[3])
 

@@ -22,9 +22,9 @@ import agent as source_agent
 from events.bus import EventConsumer, EventProducer
 from events.payloads import Command, CommandAck, NodeSample
 from events.topics import COMMAND_ACKS, NODE_SAMPLES
-from tests.helpers import new_ed25519_key, wait_until
-from tests.integration.agent.agent_proc import AgentProc
-from tests.integration.wheel import build_project_wheel
+from tests.support.agent.agent_proc import AgentProc
+from tests.support.helpers import new_ed25519_key, wait_until
+from tests.support.wheel import build_project_wheel
 
 pytestmark = pytest.mark.kafka
 NEW = "4.0.1.dev0"

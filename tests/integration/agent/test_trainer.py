@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import pid_gone, wait_until
-from tests.integration.agent.agent_proc import ROOT
-from tests.integration.agent.trainer_rig import TINY_JOB, rig
+from tests.support.agent.agent_proc import ROOT
+from tests.support.agent.trainer_rig import TINY_JOB, rig
+from tests.support.helpers import pid_gone, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -69,7 +69,7 @@ async def wait_for_sample_with_workers(r, agent) -> list:
     """The workers in the node's published samples (``myolo.node.samples``)."""
     from events.payloads import NodeSample
     from events.topics import NODE_SAMPLES
-    from tests.integration.agent.agent_proc import read_topic
+    from tests.support.agent.agent_proc import read_topic
 
     async def found() -> list:
         events = await read_topic(r.settings, NODE_SAMPLES, agent.node_id)

@@ -23,9 +23,9 @@ from coordinator.localstack.broker import LocalBroker
 from events.bus import EventProducer
 from events.clock import Clock, SimClock
 from events.settings import KafkaSettings
-from tests.api_auth import write_tokens
-from tests.helpers import new_ed25519_key, wait_until
-from tests.helpers import read_topic as read_records
+from tests.support.api_auth import write_tokens
+from tests.support.helpers import new_ed25519_key, wait_until
+from tests.support.helpers import read_topic as read_records
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def key_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def api_tokens(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """The API's tokens file (as `myoloctl token create` writes it) and a token per person: vic is a viewer,
-    olive an operator, ada an admin (tests/api_auth.py)."""
+    olive an operator, ada an admin (tests/support/api_auth.py)."""
     path = tmp_path / "api-tokens"
     return path, write_tokens(path)
 

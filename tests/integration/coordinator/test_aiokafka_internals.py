@@ -10,7 +10,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from coordinator.commands.records import STATE_COMMANDS
 from coordinator.leader.aiokafka_internals import group_generation, load_metadata
 from events.topics import LEADER
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 
 async def test_group_generation_is_read_after_joining(settings) -> None:

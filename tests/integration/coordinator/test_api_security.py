@@ -20,10 +20,10 @@ from events.codec import decode
 from events.payloads import AuditRecord
 from events.settings import KafkaSettings
 from events.topics import AUDIT
-from tests.api_auth import ADMIN, OPERATOR, VIEWER, write_tokens
-from tests.helpers import read_topic, wait_until
-from tests.integration.coordinator.procs import Procs, start_coordinator, status
-from tests.tls_certs import make_certs
+from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, write_tokens
+from tests.support.coordinator.procs import Procs, start_coordinator, status
+from tests.support.helpers import read_topic, wait_until
+from tests.support.tls_certs import make_certs
 
 
 def myoloctl(*args: str, token: str | None = None, **env: str):

@@ -34,8 +34,8 @@ from coordinator.rollouts.records import STATE_ROLLOUTS
 from events.clock import SimClock
 from events.settings import KafkaSettings
 from events.topics import ensure_topics
-from tests.helpers import read_topic
 from tests.integration.coordinator.conftest import Services, cluster_config, one_leader
+from tests.support.helpers import read_topic
 
 ROOT = Path(__file__).resolve().parents[3]
 BY_NAME = {t.name: t for t in topic_specs(COMPONENTS)}

@@ -27,8 +27,8 @@ from events.clock import SimClock
 from events.keys import load_signer
 from events.settings import KafkaSettings
 from events.topics import ensure_topics
-from tests.helpers import read_topic
 from tests.integration.coordinator.conftest import cluster_config, one_leader
+from tests.support.helpers import read_topic
 
 TOY_TOPIC = "myolo.state.toy-notes"
 

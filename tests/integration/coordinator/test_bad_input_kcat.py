@@ -15,9 +15,9 @@ from events.deadletter import dead_letter_info
 from events.examples import node_sample
 from events.payloads import NodeFault
 from events.topics import DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
-from tests.helpers import DROP, kcat, structured, wait_until
 from tests.integration.coordinator.conftest import fleet, read_topic
-from tests.integration.coordinator.identity import enroll, signed_structured
+from tests.support.coordinator.identity import enroll, signed_structured
+from tests.support.helpers import DROP, kcat, structured, wait_until
 
 
 def fault(node: str, **kw) -> NodeFault:

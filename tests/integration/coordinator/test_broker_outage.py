@@ -19,8 +19,8 @@ from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.core.coordinator import state_codec
 from coordinator.localstack.identity import agent_public_keys
 from tests.integration.coordinator.conftest import read_topic, wait_until
-from tests.integration.coordinator.identity import enroll_over_api
-from tests.integration.coordinator.procs import Procs, start_coordinator, status
+from tests.support.coordinator.identity import enroll_over_api
+from tests.support.coordinator.procs import Procs, start_coordinator, status
 
 LOST_AFTER_S = 4.0
 

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from coordinator.api.app import serve
 from coordinator.cli.main import app
-from tests.api_auth import OPERATOR, VIEWER, security, token
-from tests.helpers import refused_port
-from tests.tls_certs import Certs, make_certs
-from tests.unit.coordinator.api_fleet import MemoryFleet, node, parts_for, sick_node
+from tests.support.api_auth import OPERATOR, VIEWER, security, token
+from tests.support.coordinator.api_fleet import MemoryFleet, node, parts_for, sick_node
+from tests.support.helpers import refused_port
+from tests.support.tls_certs import Certs, make_certs
 
 
 class ApiThread:

@@ -17,7 +17,7 @@ from events.payloads.commands import ReportSampleArgs, SetIntervalArgs
 from events.signing import Verifier
 from events.topics import COMMANDS
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
-from tests.integration.coordinator.identity import PlayedNodes
+from tests.support.coordinator.identity import PlayedNodes
 
 
 async def commands_for(settings, node: str) -> list:

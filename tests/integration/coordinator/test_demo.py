@@ -13,7 +13,7 @@ import pytest
 
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker
-from tests.helpers import pids_mentioning
+from tests.support.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
 

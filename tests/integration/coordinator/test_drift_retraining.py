@@ -27,7 +27,7 @@ from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker
 from events.payloads import DriftSample, FeatureSummary
 from events.topics import DRIFT_SAMPLES
-from tests.helpers import kcat, pids_mentioning, poll_until, structured
+from tests.support.helpers import kcat, pids_mentioning, poll_until, structured
 
 REPO = Path(__file__).resolve().parents[3]
 MODEL = "credit-risk"

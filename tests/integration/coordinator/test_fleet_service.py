@@ -10,9 +10,9 @@ import uuid
 from coordinator.cordons.records import STATE_NODES, CordonRecord
 from events.clock import SimClock
 from events.payloads import GpuReading, NodeFault, NodeSample
-from tests.api_auth import VIEWER
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
-from tests.integration.coordinator.identity import PlayedNodes
+from tests.support.api_auth import VIEWER
+from tests.support.coordinator.identity import PlayedNodes
 
 
 def sample(node: str, seq: int, health: str = "ok", util: float = 50.0, used: int = 10) -> NodeSample:

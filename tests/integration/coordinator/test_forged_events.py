@@ -29,9 +29,9 @@ from events.payloads.commands import ReportSampleArgs
 from events.signing import sign
 from events.sources import agent_source
 from events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_FAULTS
-from tests.helpers import kcat
 from tests.integration.coordinator.conftest import commands, fleet, read_topic, wait_until
-from tests.integration.coordinator.identity import PlayedNodes
+from tests.support.coordinator.identity import PlayedNodes
+from tests.support.helpers import kcat
 
 
 def xid79(node: str) -> NodeFault:

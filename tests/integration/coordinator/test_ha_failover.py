@@ -22,10 +22,10 @@ from events.codec import decode
 from events.keys import load_signer
 from events.payloads import Command, CommandAck
 from events.topics import COMMAND_ACKS
-from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import read_topic, wait_until
-from tests.integration.coordinator.identity import enroll_over_api
-from tests.integration.coordinator.procs import Procs, one_settled_leader, status
+from tests.support.coordinator.identity import enroll_over_api
+from tests.support.coordinator.procs import Procs, one_settled_leader, status
+from tests.support.helpers import new_ed25519_key
 
 
 def view(st: dict) -> dict:
@@ -76,7 +76,7 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
             "executor",
             [
                 "-m",
-                "tests.integration.coordinator.ha_executor",
+                "tests.support.coordinator.ha_executor",
                 "--node",
                 node,
                 "--key",

@@ -29,7 +29,7 @@ import pytest
 from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
-from tests.helpers import pids_mentioning
+from tests.support.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
 RTOL = 1e-4  # fp32: the same math at a different reduction order, compounded over a few dozen steps

@@ -17,7 +17,7 @@ import pytest
 
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
-from tests.helpers import pids_mentioning, poll_until
+from tests.support.helpers import pids_mentioning, poll_until
 
 
 def _until(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:

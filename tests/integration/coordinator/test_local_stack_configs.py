@@ -15,7 +15,7 @@ from coordinator.config import load_coordinator_config
 from coordinator.localstack import configs, stack
 from coordinator.localstack.broker import state
 from events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
-from tests.helpers import write_key
+from tests.support.helpers import write_key
 
 
 def test_signing_key_is_private_stable_and_loadable(tmp_path: Path) -> None:

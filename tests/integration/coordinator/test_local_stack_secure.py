@@ -23,7 +23,7 @@ from coordinator.localstack.broker import LocalBroker, state
 from events import topics as t
 from events.bus import EventProducer
 from events.settings import KafkaSettings
-from tests.helpers import pids_mentioning
+from tests.support.helpers import pids_mentioning
 
 
 async def _write(settings: KafkaSettings, topic: str) -> None:

@@ -31,8 +31,8 @@ from events.payloads.commands import StartWorkersArgs, UpgradeArgs
 from events.settings import KafkaSettings
 from events.signing import Verifier
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, wait_until
-from tests.integration.coordinator.identity import PlayedNodes
-from tests.unit.coordinator.jobs.sim import manifest
+from tests.support.coordinator.identity import PlayedNodes
+from tests.support.coordinator.jobs_sim import manifest
 
 pytestmark = pytest.mark.kafka
 OLD, NEW = "4.0.0", "4.1.0"

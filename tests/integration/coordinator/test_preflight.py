@@ -22,7 +22,7 @@ import pytest
 
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker
-from tests.helpers import pids_mentioning, poll_until
+from tests.support.helpers import pids_mentioning, poll_until
 
 MANIFEST = """\
 apiVersion: myolo.ai/v1

@@ -25,9 +25,9 @@ import pytest
 from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
-from tests.helpers import pids_mentioning, poll_until
-from tests.integration.coordinator.rollout_trace import RolloutTrace
-from tests.integration.wheel import build_project_wheel
+from tests.support.coordinator.rollout_trace import RolloutTrace
+from tests.support.helpers import pids_mentioning, poll_until
+from tests.support.wheel import build_project_wheel
 
 NEW = "4.0.1.dev0"
 MANIFEST = """\

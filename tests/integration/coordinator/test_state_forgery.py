@@ -20,8 +20,8 @@ from events.keys import Ed25519Signer
 from events.payloads import GpuReading, NodeSample
 from events.payloads.commands import ReportSampleArgs
 from events.topics import COMMANDS
-from tests.helpers import new_ed25519_key
 from tests.integration.coordinator.conftest import commands, cordons, fleet, one_leader, read_topic, wait_until
+from tests.support.helpers import new_ed25519_key
 
 CODEC = state_codec(COMPONENTS)
 ATTACKER = StateKeys.derive(Ed25519Signer.generate())  # a key of their own: not derived from ours

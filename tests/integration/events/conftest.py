@@ -12,7 +12,7 @@ from events.bus import EventConsumer, EventProducer
 from events.deadletter import dead_letter_info
 from events.settings import KafkaSettings
 from events.topics import DEAD_LETTER, Topic, ensure_topics
-from tests.helpers import read_topic, wait_until  # noqa: F401 (wait_until: re-exported for the tests here)
+from tests.support.helpers import read_topic, wait_until  # noqa: F401 (wait_until: re-exported for the tests here)
 
 
 @pytest.fixture

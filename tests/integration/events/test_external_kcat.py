@@ -9,8 +9,8 @@ import uuid
 from events.bus import EventConsumer
 from events.examples import node_sample
 from events.payloads import NodeFault
-from tests.helpers import DROP, KCAT, kcat, structured, wait_until
 from tests.integration.events.conftest import Running, dead_letters_from
+from tests.support.helpers import DROP, KCAT, kcat, structured, wait_until
 
 
 def sample_event(**changes) -> bytes:

@@ -30,12 +30,12 @@ from events.examples import node_sample
 from events.keys import Ed25519Signer, load_signer
 from events.payloads import Command, NodeFault
 from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
-from tests.api_auth import ADMIN, VIEWER, write_tokens
-from tests.helpers import kcat, new_ed25519_key, read_topic, structured, wait_until, write_key
-from tests.integration.agent.agent_proc import AgentProc
-from tests.integration.agent.agent_proc import read_topic as agent_events
-from tests.integration.coordinator.identity import enroll_over_api, signed_structured
-from tests.integration.coordinator.procs import one_settled_leader, status
+from tests.support.agent.agent_proc import AgentProc
+from tests.support.agent.agent_proc import read_topic as agent_events
+from tests.support.api_auth import ADMIN, VIEWER, write_tokens
+from tests.support.coordinator.identity import enroll_over_api, signed_structured
+from tests.support.coordinator.procs import one_settled_leader, status
+from tests.support.helpers import kcat, new_ed25519_key, read_topic, structured, wait_until, write_key
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[3]
@@ -102,7 +102,7 @@ class Coordinators:
         key = tmp / "coordinator.key"
         new_ed25519_key(key)
         self.tmp, self.n, self.procs = tmp, n, []
-        self.tokens = write_tokens(tmp / "api-tokens")  # the API authenticates every caller (tests/api_auth.py)
+        self.tokens = write_tokens(tmp / "api-tokens")  # the API authenticates every caller (tests/support/api_auth.py)
         self.status_files = [tmp / f"c{i}.status.json" for i in range(n)]
         for i, status_file in enumerate(self.status_files):
             (tmp / f"c{i}.toml").write_text(

@@ -14,8 +14,8 @@ from events.codec import decode, encode
 from events.examples import example_payloads
 from events.keys import Ed25519Signer, HmacKey
 from events.signing import Verifier, sign
-from tests.helpers import read_topic
 from tests.integration.events.conftest import Running, dead_letters_from, wait_until
+from tests.support.helpers import read_topic
 
 KEY_A = Ed25519Signer.generate()
 KEY_B = HmacKey("intruder-b", b"B" * 32)

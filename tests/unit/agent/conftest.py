@@ -20,10 +20,10 @@ def short_dir():
 
 @pytest.fixture
 async def stop_nodes(short_dir: Path) -> AsyncIterator[None]:
-    """For modules that run daemons as ``test_daemon_commands.Node``: what a failed test left running is stopped
+    """For modules that run daemons as ``daemon/test_commands.Node``: what a failed test left running is stopped
     after it, so its teardown cannot wait forever on a simulated clock nobody advances (before ``short_dir``,
     the daemons' data dir, is removed)."""
     yield
-    from tests.unit.agent.test_daemon_commands import Node
+    from tests.unit.agent.daemon.test_commands import Node
 
     await Node.stop_left_running()

@@ -17,7 +17,7 @@ RSS_LIMIT_MIB = 160  # stated in docs/benchmarks.md
 
 def test_a_million_made_up_nodes_leave_memory_bounded() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tests.unit.coordinator.flood", str(RECORDS)],
+        [sys.executable, "-m", "tests.support.coordinator.flood", str(RECORDS)],
         cwd=ROOT,
         capture_output=True,
         text=True,

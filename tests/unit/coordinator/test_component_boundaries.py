@@ -1,4 +1,4 @@
-"""Components reach each other only through their interfaces, read from the source (tests/import_graph.py):
+"""Components reach each other only through their interfaces, read from the source (tests/support/import_graph.py):
 a component's folder imports from another component's folder only its ``interface`` module, the core imports
 no component, and only the daemon's callers import the composition root (``coordinator/components.py``)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from coordinator.components import COMPONENTS
 from coordinator.core.assembly import members
-from tests.import_graph import import_graph
+from tests.support.import_graph import import_graph
 
 ROOT = Path(__file__).resolve().parents[3]
 GRAPH = import_graph(ROOT / "coordinator")

@@ -9,8 +9,8 @@ import pytest
 from coordinator.components import COMPONENTS
 from coordinator.config import load_coordinator_config
 from events.errors import ConfigError
-from tests.api_auth import shared
-from tests.helpers import write_key
+from tests.support.api_auth import shared
+from tests.support.helpers import write_key
 
 TOKENS = {"MYOLO_API_TOKENS_FILE": str(shared()[0])}  # the API authenticates: its tokens file is required
 

@@ -28,8 +28,8 @@ from events.bus import RecordInfo
 from events.clock import SimClock
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
-from tests.api_auth import VIEWER, bearer, security
-from tests.unit.coordinator.offline import offline_coordinator
+from tests.support.api_auth import VIEWER, bearer, security
+from tests.support.coordinator.offline import offline_coordinator
 
 STATE_TOY = "myolo.state.toy"  # a topic no real component owns
 INFO = RecordInfo("t", 0, 0)

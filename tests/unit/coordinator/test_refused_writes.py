@@ -19,8 +19,8 @@ from coordinator.registry.records import STATE_REGISTRY
 from events.keys import Ed25519Signer
 from events.payloads import Command, CommandAck
 from events.payloads.commands import DrainArgs
-from tests.unit.coordinator.failing import WriteRefused, refused_writes
-from tests.unit.coordinator.jobs.sim import JobSim
+from tests.support.coordinator.failing import WriteRefused, refused_writes
+from tests.support.coordinator.jobs_sim import JobSim
 
 
 @pytest.fixture

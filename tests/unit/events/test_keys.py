@@ -23,7 +23,7 @@ from events.keys import (
     load_verify_key,
     public_key_from_pem,
 )
-from tests.helpers import new_ed25519_key, write_key
+from tests.support.helpers import new_ed25519_key, write_key
 
 
 def _mode(path: Path) -> int:

@@ -11,8 +11,8 @@ from aiohttp import web
 
 from agent.releases import ReleaseError
 from agent.releases.fetch import check_local, fetch_artifact
-from tests.tls_certs import make_certs
-from tests.unit.agent.releases.wheels import build_wheel, sha256_of
+from tests.support.agent.wheels import build_wheel, sha256_of
+from tests.support.tls_certs import make_certs
 
 MiB = 1 << 20
 

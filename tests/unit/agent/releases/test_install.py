@@ -11,8 +11,8 @@ import pytest
 
 from agent.releases import ReleaseError, ReleasesConfig, ReleaseStore
 from agent.releases.install import check_upgrade, install_release
-from tests.helpers import wait_until
-from tests.unit.agent.releases.wheels import build_wheel, sha256_of
+from tests.support.agent.wheels import build_wheel, sha256_of
+from tests.support.helpers import wait_until
 
 PIP = (sys.executable,)
 CFG = ReleasesConfig(dir="/unused", max_artifact_bytes=1 << 20)

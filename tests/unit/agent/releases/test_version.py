@@ -11,7 +11,7 @@ from pathlib import Path
 import agent
 from agent.releases.base import interpreter_version
 from agent.releases.install import pip_install
-from tests.unit.agent.releases.wheels import build_wheel
+from tests.support.agent.wheels import build_wheel
 
 ROOT = Path(__file__).resolve().parents[4]
 

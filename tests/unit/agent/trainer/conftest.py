@@ -16,7 +16,7 @@ from agent.trainer.supervisor import Supervisor
 from events.clock import Clock, SystemClock
 from events.payloads import Payload, StartWorkersArgs, TrainingCompleted, TrainingFault, TrainingProgress
 
-FAKE = Path(__file__).with_name("fake_worker.py")
+FAKE = Path(__file__).parents[3] / "support" / "agent" / "fake_worker.py"
 
 
 @dataclass

@@ -8,7 +8,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from agent.endpoint.logs import JobLogs
 from events.payloads.worker_logs import WorkerLogChunk, WorkerLogIndex
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args
 
 

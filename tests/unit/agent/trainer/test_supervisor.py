@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from events.clock import SimClock
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args
 
 

@@ -14,7 +14,7 @@ from agent.trainer.config import TrainerConfig
 from agent.trainer.signals import running_child
 from events.clock import SimClock
 from events.payloads import TrainerJob
-from tests.helpers import pid_gone, wait_until
+from tests.support.helpers import pid_gone, wait_until
 from tests.unit.agent.trainer.conftest import start_args
 
 

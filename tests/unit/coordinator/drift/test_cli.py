@@ -16,9 +16,9 @@ import pytest
 from coordinator.cli.drift_files import DataFileError, read_columns
 from coordinator.drift.component import Drift
 from events.payloads import DriftSample, FeatureSummary
-from tests.api_auth import OPERATOR, VIEWER
-from tests.unit.coordinator.registry.support import Leading
-from tests.unit.coordinator.served import myoloctl, serve
+from tests.support.api_auth import OPERATOR, VIEWER
+from tests.support.coordinator.registry import Leading
+from tests.support.coordinator.served import myoloctl, serve
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import RetrainTemplate
 from events.payloads import DriftDetected, DriftSample, FeatureSummary, TrainingCompleted
 from events.payloads.models import EvalResult, ModelExport, ModelRegistered
-from tests.unit.coordinator.jobs.sim import JobSim
+from tests.support.coordinator.jobs_sim import JobSim
 
 FEATURES = [f"f{i}" for i in range(10)]
 TEMPLATE = """\

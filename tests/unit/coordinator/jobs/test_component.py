@@ -13,7 +13,7 @@ from coordinator.jobs.interface import JobConflict
 from coordinator.jobs.manifest import ManifestError
 from coordinator.jobs.records import STATE_JOBS, JobRecord
 from events.payloads.commands import StartWorkersArgs
-from tests.unit.coordinator.jobs.sim import JobSim, manifest
+from tests.support.coordinator.jobs_sim import JobSim, manifest
 
 
 @pytest.fixture
@@ -376,7 +376,7 @@ async def test_the_one_member_silent_after_a_fault_is_left_out_after_the_settle_
 
 
 async def test_a_refused_state_write_leaves_the_job_as_it_was_and_sends_nothing(sim: JobSim) -> None:
-    from tests.unit.coordinator.failing import WriteRefused, refused_writes
+    from tests.support.coordinator.failing import WriteRefused, refused_writes
 
     with refused_writes(sim.coord.store, STATE_JOBS), pytest.raises(WriteRefused):
         await sim.jobs.apply(manifest(), "alice")

@@ -17,7 +17,7 @@ from coordinator.jobs.reconcile import Evidence, Reconciler, Resize
 from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec
 from events.payloads import GpuReading, TrainingCompleted, TrainingFault
 from events.payloads.commands import ActionArgs
-from tests.unit.coordinator.jobs.sim import manifest
+from tests.support.coordinator.jobs_sim import manifest
 
 T0 = 1_000.0
 

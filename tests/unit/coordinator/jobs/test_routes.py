@@ -11,8 +11,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from coordinator.jobs.answers import JobAnswer, job_answer
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from coordinator.jobs.records import with_status
-from tests.api_auth import ADMIN, OPERATOR, bearer
-from tests.unit.coordinator.jobs.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
+from tests.support.api_auth import ADMIN, OPERATOR, bearer
+from tests.support.coordinator.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
 
 YAML = {"Content-Type": "application/yaml"}
 

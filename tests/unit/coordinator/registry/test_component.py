@@ -24,8 +24,8 @@ from coordinator.registry.records import (
     VersionRecord,
 )
 from events.payloads import ModelAliasSet, ModelExport, ModelRegistered
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.registry.support import (
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.registry import (
     OTHER_SET,
     TEMPLATE,
     Leading,

@@ -18,10 +18,10 @@ from coordinator.core.coordinator import Coordinator
 from coordinator.core.leadership import LeaderTerm
 from coordinator.registry import answers, records
 from coordinator.registry.interface import NewVersion
-from tests.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
-from tests.unit.coordinator.offline import offline_coordinator
-from tests.unit.coordinator.registry.support import TEMPLATE, Leading, evaluated, replay, sha
-from tests.unit.coordinator.test_api_openapi import _declared_properties, _response_schema, check
+from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
+from tests.support.coordinator.offline import offline_coordinator
+from tests.support.coordinator.registry import TEMPLATE, Leading, evaluated, replay, sha
+from tests.unit.coordinator.api.test_openapi import _declared_properties, _response_schema, check
 
 DOC = openapi.for_components(COMPONENTS)
 BY = f"operator:{OPERATOR}"

@@ -11,7 +11,7 @@ import pytest
 
 from coordinator.rollouts import bake
 from coordinator.rollouts.config import Plan
-from tests.unit.coordinator.jobs.sim import manifest
+from tests.support.coordinator.jobs_sim import manifest
 from tests.unit.coordinator.rollouts import test_component
 from tests.unit.coordinator.rollouts.test_component import NEW, NODES, SHA, FleetSim
 

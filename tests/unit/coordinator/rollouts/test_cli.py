@@ -14,9 +14,9 @@ from coordinator.rollouts.component import Rollouts
 from events.bus import RecordInfo
 from events.envelope import new_event
 from events.payloads import GpuReading, NodeSample
-from tests.api_auth import ADMIN
-from tests.unit.coordinator.registry.support import Leading
-from tests.unit.coordinator.served import myoloctl, serve
+from tests.support.api_auth import ADMIN
+from tests.support.coordinator.registry import Leading
+from tests.support.coordinator.served import myoloctl, serve
 
 
 @pytest.fixture

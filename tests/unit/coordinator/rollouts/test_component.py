@@ -17,7 +17,7 @@ from coordinator.rollouts.interface import RolloutError
 from coordinator.rollouts.records import STATE_ROLLOUTS, RolloutRecord
 from events.payloads import Command, GpuReading, LeakReport, NodeSample
 from events.payloads.models import RolloutPhaseChanged
-from tests.unit.coordinator.jobs.sim import JobSim, manifest
+from tests.support.coordinator.jobs_sim import JobSim, manifest
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
 OLD, NEW = "4.0.0", "4.1.0"
@@ -217,7 +217,7 @@ async def test_undo_after_success_and_a_new_leader_resumes_from_the_state(sim: F
     await sim.run(10)
     assert sim.rollouts.rollout(rec.name).status.phase == "RolledBack" and sim.version == dict.fromkeys(NODES, OLD)
     # a standby follows the state: it knows the rollout as recorded
-    from tests.unit.coordinator.offline import offline_coordinator
+    from tests.support.coordinator.offline import offline_coordinator
 
     (tmp_path / "b").mkdir()
     other = offline_coordinator(tmp_path / "b")
@@ -276,7 +276,7 @@ async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: Fl
 
 
 async def test_a_refused_state_write_leaves_the_rollout_as_it_was(sim: FleetSim) -> None:
-    from tests.unit.coordinator.failing import WriteRefused, refused_writes
+    from tests.support.coordinator.failing import WriteRefused, refused_writes
 
     rec = await start(sim)
     before = sim.rollouts.rollout(rec.name)
