@@ -23,6 +23,7 @@ import structlog
 
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
+from coordinator.core.errors import Invalid
 from coordinator.drift import routes
 from coordinator.drift.config import DriftConfig
 from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
@@ -139,11 +140,19 @@ class Drift(Component):
         if version is None:
             champion = self.registry.champion(model)
             if champion is None:
-                raise ValueError(f"version: model {model!r} has no champion in the registry; give the version")
+                raise Invalid(
+                    f"model {model!r} has no champion in the registry; give the version",
+                    field="version",
+                    hint="or set the model's champion alias first: myoloctl registry alias set",
+                )
             version = str(champion.version)
         key = (model, version)
         if key not in self.references and len({m for m, _ in self.references}) >= self.cfg.max_models:
-            raise ValueError(f"model: references are kept for {self.cfg.max_models} models (drift.max_models)")
+            raise Invalid(
+                f"references are kept for {self.cfg.max_models} models (drift.max_models)",
+                field="model",
+                hint="raise drift.max_models in coordinator.toml, or set references for a model already watched",
+            )
         rec = ReferenceRecord.of(model, version, feature, reference, source=source, created=self.ctx.clock.now(), by=by)
         await self.ctx.store.put(STATE_DRIFT, reference_key(model, version, feature), rec)
         self._apply_reference(rec)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from coordinator.core.errors import Invalid
 from coordinator.drift.component import Drift
 from coordinator.drift.records import STATE_DRIFT, StatusRecord
 from coordinator.drift.rule import DriftRule
@@ -175,6 +176,7 @@ async def test_other_versions_are_not_watched_and_a_file_reference_restarts_the_
     view = sim.drift.view("credit-risk")
     assert [(r.feature, r.source) for r in view.references] == [("f0", "file:ref.csv")]
     assert view.rule_source == "model" and isinstance(sim.drift.summary(), tuple)
-    with pytest.raises(ValueError, match="version: model 'nope' has no champion"):
+    with pytest.raises(Invalid, match="model 'nope' has no champion") as refused:
         await sim.drift.set_reference("nope", None, "f0", ref, "file:ref.csv", "operator:bob")
+    assert refused.value.field == "version"
     assert all(isinstance(s, StatusRecord) for s in sim.drift.summary())
