@@ -206,7 +206,11 @@ async def test_an_upgrade_whose_acks_were_lost_passes_its_gate(
         )
         await live(svc, node, clock, lambda: rollouts.rollout(rec.name).terminal, "the rollout to end")
         rec = rollouts.rollout(rec.name)
-        assert rec.phase == "Succeeded" and rec.failed_gate is None, (rec.phase, rec.reason, rec.failed_gate)
+        assert rec.status.phase == "Succeeded" and rec.status.failed_gate is None, (
+            rec.status.phase,
+            rec.status.reason,
+            rec.status.failed_gate,
+        )
         upgrade = first(svc, node, "upgrade")
         assert node.calls.count("upgrade") == 1  # run once: the retry met the id already taken
         assert [a.status for a in node.acks.lost] == ["accepted", "done"]  # the first run's acks never arrived
@@ -227,13 +231,17 @@ async def test_a_start_whose_acks_were_lost_starts_its_generation(
         jobs = svc.get(Jobs)
         name = f"lost-{uuid.uuid4().hex[:6]}"
         await jobs.apply(manifest(name, lo=1, hi=1), "alice")
-        await live(svc, node, clock, lambda: (j := jobs.job(name)) is not None and j.phase == "Running", "Running")
+        await live(
+            svc, node, clock, lambda: (j := jobs.job(name)) is not None and j.status.phase == "Running", "Running"
+        )
         job = jobs.job(name)
-        assert job.generation.number == 1 and job.generation.stage == "running" and job.restarts == 0
+        assert (
+            job.status.generation.number == 1 and job.status.generation.stage == "running" and job.status.restarts == 0
+        )
         start = first(svc, node, "start_workers")
         assert node.calls.count("start_workers") == 1
         assert [a.status for a in node.acks.lost] == ["accepted", "done"]
         assert start.attempts >= 2 and start.status == "duplicate" and start.original == "done"
-        assert [d.kind for d in job.decisions] == ["start"]
+        assert [d.kind for d in job.status.decisions] == ["start"]
     finally:
         await node.stop()
