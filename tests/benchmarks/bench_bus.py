@@ -29,7 +29,7 @@ from tests.benchmarks.common import percentile, write_result
 
 N = 10_000
 ROUNDS = 3
-TARGET_RATIO = 0.70
+TARGET_RATIO = 0.8  # ours >= 0.8 of a bare aiokafka loop
 
 
 def _summary(sent_at: dict[bytes | str, float], got_at: dict[bytes | str, float], t0: float) -> dict:
