@@ -64,6 +64,8 @@ class StateCodec:
                 return earlier(value)
             except (msgspec.ValidationError, msgspec.DecodeError, TypeError):
                 raise BadStateRecord(f"{kind} record does not decode: {exc}") from None
+            except RecursionError:
+                raise BadStateRecord(f"{kind} record is nested too deeply to decode") from None
         except msgspec.DecodeError as exc:
             raise BadStateRecord(f"{kind} record does not decode: {exc}") from None
         except RecursionError:

@@ -46,3 +46,10 @@ def test_a_record_of_neither_shape_is_still_refused() -> None:
         _decode("rollout", b'{"name": "x", "created": "yesterday"}')
     with pytest.raises(BadStateRecord, match="job record does not decode"):
         _decode("job", b"[1, 2]")
+
+
+def test_a_deeply_nested_record_is_refused_not_raised() -> None:
+    """The typed decoder stops at the first wrong field; the flat reading must not recurse into the rest."""
+    deep = b'{"name": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(BadStateRecord, match="nested too deeply"):
+        _decode("job", deep)
