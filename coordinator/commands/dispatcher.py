@@ -77,9 +77,6 @@ class Dispatcher:
         else:
             self.intents[key] = intent
 
-    def pending(self) -> list[CommandIntent]:
-        return [i for i in self.intents.values() if i.status == "pending"]
-
     def unfinished(self) -> list[CommandIntent]:
         """Sent and not finished: not acknowledged yet, or accepted and its outcome still to come."""
         return [i for i in self.intents.values() if not i.terminal]
