@@ -70,9 +70,7 @@ class Fleet(Component):
         self.view.set_cordon(record, self.ctx.clock.now())
 
     def clear_cordon(self, node_id: str) -> None:
-        node = self.view.node(node_id)
-        if node is not None:
-            node.cordon = None
+        self.view.clear_cordon(node_id)
 
     def on_applied(self, listener: Applied) -> None:
         self._applied.append(listener)

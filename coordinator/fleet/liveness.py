@@ -43,17 +43,16 @@ def all_silent(view: FleetView, policy: LivenessPolicy, now: float, min_nodes: i
 
 
 def tick(view: FleetView, policy: LivenessPolicy, now: float, *, hold_lost: bool = False) -> list[Transition]:
-    """Re-evaluate every node; return the changes (the node's ``liveness`` is updated in place).
+    """Re-evaluate every node; return the changes (each changed node is swapped for one with its new liveness).
 
     With ``hold_lost`` (the coordinator cannot tell a silent node from a silent bus) no node becomes Lost:
     it stays Suspect until the verdict can be trusted again; a node already Lost stays Lost."""
     changes = []
-    for node in view.nodes_by_id.values():
+    for node in list(view.nodes_by_id.values()):
         last = last_alive(view, node, now)
         after = policy.evaluate(last, node.sample_interval_s, now)
         if hold_lost and after == "Lost" and node.liveness != "Lost":
             after = "Suspect"
         if after != node.liveness:
-            changes.append(Transition(node, node.liveness, after, now - last))
-            node.liveness = after
+            changes.append(Transition(view.swap(node, liveness=after), node.liveness, after, now - last))
     return changes

@@ -17,13 +17,13 @@ from events.payloads.common import Health
 Liveness = Literal["Ready", "Suspect", "Lost"]
 
 
-class FaultEntry(msgspec.Struct, kw_only=True):
+class FaultEntry(msgspec.Struct, kw_only=True, frozen=True):
     """A fault as the coordinator recorded it (recent faults of a node, newest last, bounded)."""
 
     time: float
     kind: str
     health: Health
-    reasons: list[str] = []
+    reasons: tuple[str, ...] = ()
     gpu_index: int | None = None
     xid: int | None = None
     message: str | None = None
@@ -34,22 +34,23 @@ class FaultEntry(msgspec.Struct, kw_only=True):
             time=time,
             kind=fault.kind,
             health=fault.health,
-            reasons=list(fault.reasons),
+            reasons=tuple(fault.reasons),
             gpu_index=fault.gpu_index,
             xid=fault.xid,
             message=fault.message,
         )
 
 
-class NodeState(msgspec.Struct, kw_only=True):
-    """Everything the coordinator knows about one node."""
+class NodeState(msgspec.Struct, kw_only=True, frozen=True):
+    """Everything the coordinator knows about one node. Immutable: the fleet view swaps in a new one per
+    event, so a node another component holds is a consistent snapshot that nobody else can change."""
 
     node_id: str
     liveness: Liveness = "Ready"
     health: Health = "ok"
-    health_reasons: list[str] = []
+    health_reasons: tuple[str, ...] = ()
     backend: str | None = None  # "nvml" | "sim"
-    gpus: list[GpuReading] = []
+    gpus: tuple[GpuReading, ...] = ()
     # when the node was last known alive (coordinator clock): a fresh sample's arrival, or a delayed one's own time
     last_seen: float | None = None
     last_event_time: float | None = None  # the newest sample's own time (the node's clock)
@@ -63,11 +64,11 @@ class NodeState(msgspec.Struct, kw_only=True):
     address: str | None = None  # where other nodes reach it (a job's rendezvous), from the newest sample
     health_url: str | None = None  # its agent's HTTP endpoint (health, workers' logs), from the newest sample
     cordon: CordonRecord | None = None
-    recent_faults: list[FaultEntry] = []
-    nccl: list[NcclReport] = []  # latest report per communicator (bounded)
-    leaks: list[LeakReport] = []  # latest report per tracked series (bounded)
+    recent_faults: tuple[FaultEntry, ...] = ()
+    nccl: tuple[NcclReport, ...] = ()  # latest report per communicator (bounded)
+    leaks: tuple[LeakReport, ...] = ()  # latest report per tracked series (bounded)
     samples_seen: int = 0
-    flags: list[str] = []  # recent records rejected as implausible, with the reason (bounded, newest last)
+    flags: tuple[str, ...] = ()  # recent records rejected as implausible, with the reason (bounded, newest last)
 
     @property
     def cordoned(self) -> bool:

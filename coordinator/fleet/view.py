@@ -83,9 +83,9 @@ class FleetView:
         if isinstance(data, NodeFault):
             return self._fault(data, event, now)
         if isinstance(data, NcclReport):
-            return self._report(data, event, now, plausibility.check_nccl(data), "nccl")
+            return self._report(data, event, now, plausibility.check_nccl(data))
         if isinstance(data, LeakReport):
-            return self._report(data, event, now, plausibility.check_leak(data), "leaks")
+            return self._report(data, event, now, plausibility.check_leak(data))
         if isinstance(data, (BandwidthReport, CommandAck)):
             return Applied(node=self.nodes_by_id.get(data.node_id))
         return Applied(rejected=f"type: {event.type} is not something the fleet view keeps")
@@ -94,16 +94,24 @@ class FleetView:
         """A cordon decision from the state topics (or just written there by this leader). None when the
         node is new and the view is full (the record stays in the state topic)."""
         node = self._get_or_add(record.node_id, now)
-        if node is not None:
-            node.cordon = record
-        return node
+        return None if node is None else self.swap(node, cordon=record)
+
+    def clear_cordon(self, node_id: str) -> NodeState | None:
+        node = self.nodes_by_id.get(node_id)
+        return None if node is None else self.swap(node, cordon=None)
+
+    def swap(self, node: NodeState, **changes: object) -> NodeState:
+        """Put a copy of ``node`` with ``changes`` in its place: readers keep the snapshot they hold."""
+        new = msgspec.structs.replace(node, **changes)
+        self.nodes_by_id[node.node_id] = new
+        return new
 
     def flag(self, node_id: str, type_: str, reason: str, now: float) -> None:
         self.rejected_total += 1
         self.rejections.append(Rejection(now, node_id, type_, reason))
         node = self.nodes_by_id.get(node_id)
         if node is not None:
-            node.flags = [*node.flags[-(MAX_FLAGS - 1) :], f"{type_}: {reason}"]
+            self.swap(node, flags=(*node.flags[-(MAX_FLAGS - 1) :], f"{type_}: {reason}"))
 
     # ---- internals ---------------------------------------------------------------------------------------
     def _get_or_add(self, node_id: str, now: float) -> NodeState | None:
@@ -131,21 +139,30 @@ class FleetView:
         node = self._get_or_add(s.node_id, now)
         if node is None:
             return self._full(s.node_id, event, now)
-        node.gpus = s.gpus
-        node.health = s.health
-        node.health_reasons = s.health_reasons
-        node.backend = s.backend
-        node.last_seq = s.seq
-        node.sample_interval_s = s.interval_s
-        node.driver_version = s.driver_version or node.driver_version
-        node.agent_version = s.agent_version or node.agent_version
-        node.samples_seen += 1
         sampled = _event_time(event, now)
+        address, health_url = node.address, node.health_url
         if node.last_event_time is None or sampled >= node.last_event_time:
             # where the node is reachable now: a delayed sample (a spool sent late) may predate a restart
-            node.address, node.health_url = s.address, s.health_url
-        self._alive(node, sampled, now)
-        return Applied(node=node)
+            address, health_url = s.address, s.health_url
+        last_seen, continuous_since, last_event_time = self._alive(node, sampled, now)
+        new = self.swap(
+            node,
+            gpus=tuple(s.gpus),
+            health=s.health,
+            health_reasons=tuple(s.health_reasons),
+            backend=s.backend,
+            last_seq=s.seq,
+            sample_interval_s=s.interval_s,
+            driver_version=s.driver_version or node.driver_version,
+            agent_version=s.agent_version or node.agent_version,
+            samples_seen=node.samples_seen + 1,
+            address=address,
+            health_url=health_url,
+            last_seen=last_seen,
+            continuous_since=continuous_since,
+            last_event_time=last_event_time,
+        )
+        return Applied(node=new)
 
     def _fault(self, f: NodeFault, event: Event, now: float) -> Applied:
         node = self.nodes_by_id.get(f.node_id)
@@ -157,18 +174,20 @@ class FleetView:
         node = self._get_or_add(f.node_id, now)
         if node is None:
             return self._full(f.node_id, event, now)
-        node.recent_faults = [
-            *node.recent_faults[-(MAX_FAULTS - 1) :],
-            FaultEntry.from_event(f, _event_time(event, now)),
-        ]
-        if _RANK[f.health] > _RANK[node.health]:  # raised at once; the next sample says what holds now
-            node.health = f.health
-        for r in f.reasons or [f.kind]:
-            if r not in node.health_reasons:
-                node.health_reasons = [*node.health_reasons, r]
-        return Applied(node=node)
+        # health is raised at once; the next sample says what holds now
+        health = f.health if _RANK[f.health] > _RANK[node.health] else node.health
+        reasons = node.health_reasons + tuple(
+            r for r in dict.fromkeys(f.reasons or [f.kind]) if r not in node.health_reasons
+        )
+        new = self.swap(
+            node,
+            recent_faults=(*node.recent_faults[-(MAX_FAULTS - 1) :], FaultEntry.from_event(f, _event_time(event, now))),
+            health=health,
+            health_reasons=reasons,
+        )
+        return Applied(node=new)
 
-    def _report(self, r: NcclReport | LeakReport, event: Event, now: float, bad: str | None, attr: str) -> Applied:
+    def _report(self, r: NcclReport | LeakReport, event: Event, now: float, bad: str | None) -> Applied:
         node = self.nodes_by_id.get(r.node_id)
         if node is None and not self.accept_unknown_nodes:
             return self._reject(r.node_id, event, "node_id: no sample or state names this node", now)
@@ -177,31 +196,33 @@ class FleetView:
         node = self._get_or_add(r.node_id, now)
         if node is None:
             return self._full(r.node_id, event, now)
-        if attr == "nccl":
+        if isinstance(r, NcclReport):
             ident = (r.pid, r.comm_id, r.rank)
             kept = [x for x in node.nccl if (x.pid, x.comm_id, x.rank) != ident]
-            node.nccl = [*kept[-(MAX_NCCL - 1) :], r]
+            new = self.swap(node, nccl=(*kept[-(MAX_NCCL - 1) :], r))
         else:
             ident = (r.subject, r.gpu_index, r.pid)
             kept = [x for x in node.leaks if (x.subject, x.gpu_index, x.pid) != ident]
-            node.leaks = [*kept[-(MAX_LEAKS - 1) :], r]
-        return Applied(node=node)
+            new = self.swap(node, leaks=(*kept[-(MAX_LEAKS - 1) :], r))
+        return Applied(node=new)
 
-    def _alive(self, node: NodeState, sampled: float, now: float) -> None:
-        """What a sample taken at ``sampled`` (the node's clock) says about when the node was alive.
+    def _alive(self, node: NodeState, sampled: float, now: float) -> tuple[float, float | None, float]:
+        """What a sample taken at ``sampled`` (the node's clock) says about when the node was alive: its new
+        ``last_seen``, ``continuous_since`` and ``last_event_time``.
 
         A fresh sample means alive now (arrival, so a node clock a few seconds off does not matter); a delayed
         one (a backlog after an outage) means alive when it was taken, which is all it can prove. Samples
         closer together than ``stale_after_s`` extend the node's continuous run of samples."""
         fresh = sampled >= now - self.stale_after_s
         alive = now if fresh else sampled
-        if node.last_seen is None or alive > node.last_seen:
-            node.last_seen = alive
         last = node.last_event_time
-        if last is None or sampled - last > self.stale_after_s:
-            node.continuous_since = sampled
-        if last is None or sampled > last:
-            node.last_event_time = sampled
+        last_seen = alive if node.last_seen is None or alive > node.last_seen else node.last_seen
+        new_run = last is None or sampled - last > self.stale_after_s
+        return (
+            last_seen,
+            sampled if new_run else node.continuous_since,
+            sampled if last is None or sampled > last else last,
+        )
 
 
 def _event_time(event: Event, default: float) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+import msgspec
 from aiohttp import web
 
 from coordinator.api.app import create_app
@@ -49,7 +50,7 @@ def node(node_id: str, now: float, *, gpus: int = 2, **kw) -> NodeState:
     return NodeState(
         node_id=node_id,
         backend="sim",
-        gpus=[gpu(i) for i in range(gpus)],
+        gpus=tuple(gpu(i) for i in range(gpus)),
         last_seen=now - 0.5,
         last_seq=10,
         agent_version="4.0.0",
@@ -66,7 +67,7 @@ def sick_node(node_id: str, now: float) -> NodeState:
         time=now - 2,
         kind="xid",
         health="fail",
-        reasons=["XID 79: GPU has fallen off the bus"],
+        reasons=("XID 79: GPU has fallen off the bus",),
         gpu_index=1,
         xid=79,
         message="GPU has fallen off the bus",
@@ -93,12 +94,9 @@ def sick_node(node_id: str, now: float) -> NodeState:
         samples=3600,
         alert=True,
     )
-    state = node(node_id, now, health="fail", health_reasons=["gpu 1: XID 79"], cordon=cordon)
-    state.gpus[1] = gpu(1, health="fail", reasons=["XID 79"], util=0.0)
-    state.recent_faults = [fault]
-    state.nccl = [nccl]
-    state.leaks = [leak]
-    return state
+    state = node(node_id, now, health="fail", health_reasons=("gpu 1: XID 79",), cordon=cordon)
+    gpus = (state.gpus[0], gpu(1, health="fail", reasons=["XID 79"], util=0.0), *state.gpus[2:])
+    return msgspec.structs.replace(state, gpus=gpus, recent_faults=(fault,), nccl=(nccl,), leaks=(leak,))
 
 
 @dataclass(frozen=True)
@@ -159,7 +157,7 @@ class MemoryFleet:
             node_id=node_id, cordoned=cordoned, reason=reason, by=by, time=self.now(), epoch=self.epoch
         )
         self.writes.append(record)
-        state.cordon = record
+        self.fleet[node_id] = msgspec.structs.replace(state, cordon=record)
         return record
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from coordinator.cordons.policy import AUTO_FAULT, AUTO_LOST, CordonPolicy, operator_by, record
@@ -35,7 +36,9 @@ def test_an_existing_cordon_is_never_overwritten() -> None:
         node_id="n1", cordon=CordonRecord(node_id="n1", cordoned=True, reason="fan", by="operator:a", time=0)
     )
     assert CordonPolicy().for_fault(node, fault("fail")) is None
-    node.cordon = CordonRecord(node_id="n1", cordoned=False, reason="fixed", by="operator:a", time=1)
+    node = msgspec.structs.replace(
+        node, cordon=CordonRecord(node_id="n1", cordoned=False, reason="fixed", by="operator:a", time=1)
+    )
     assert CordonPolicy().for_fault(node, fault("fail")) is not None  # uncordoned nodes are cordoned again
 
 

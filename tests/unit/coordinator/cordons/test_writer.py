@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
+
 from coordinator.cordons.records import CordonRecord
 from coordinator.cordons.writer import CordonWriter
 from coordinator.fleet.model import NodeState
@@ -26,7 +28,7 @@ class Nodes:
         return self.by_id.get(node_id)
 
     def set_cordon(self, record: CordonRecord) -> None:
-        self.by_id[record.node_id].cordon = record
+        self.by_id[record.node_id] = msgspec.structs.replace(self.by_id[record.node_id], cordon=record)
 
 
 async def test_a_full_queue_defers_decisions_and_loses_none() -> None:

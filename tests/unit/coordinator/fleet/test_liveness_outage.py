@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from coordinator.cordons.component import Cordons
@@ -188,15 +189,12 @@ def test_never_stopped_needs_the_samples_to_cover_the_cordon() -> None:
     cordon = CordonRecord(node_id="n", cordoned=True, reason="Lost", by=AUTO_LOST, time=120.0, silent_since=100.0)
     node = NodeState(node_id="n", cordon=cordon, continuous_since=50.0, last_event_time=119.0)
     assert never_stopped(node) is None  # not yet past the cordon
-    node.last_event_time = 121.0
+    node = msgspec.structs.replace(node, last_event_time=121.0)
     assert never_stopped(node) is not None
-    node.continuous_since = 101.0  # the run began after the silence began: it did stop
-    assert never_stopped(node) is None
-    node.continuous_since, node.cordon = (
-        50.0,
-        CordonRecord(node_id="n", cordoned=True, reason="x", by="auto:fault", time=1.0),
-    )
-    assert never_stopped(node) is None
+    # the run began after the silence began: it did stop
+    assert never_stopped(msgspec.structs.replace(node, continuous_since=101.0)) is None
+    not_lost = CordonRecord(node_id="n", cordoned=True, reason="x", by="auto:fault", time=1.0)
+    assert never_stopped(msgspec.structs.replace(node, cordon=not_lost)) is None
 
 
 def test_hold_keeps_lost_nodes_lost_and_others_suspect() -> None:

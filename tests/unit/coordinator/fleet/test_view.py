@@ -77,8 +77,10 @@ def test_fault_raises_health_and_is_kept() -> None:
     assert n.health == "fail" and "XID 79" in n.health_reasons
     assert n.recent_faults[-1].xid == 79 and n.recent_faults[-1].gpu_index == 1
     v.apply(ev(NodeFault(node_id="n1", kind="ecc", health="warn")), NOW)
+    n = v.node("n1")
     assert n.health == "fail" and "ecc" in n.health_reasons  # a warn never lowers a fail
     v.apply(ev(sample()), NOW + 1)
+    n = v.node("n1")
     assert n.health == "ok"  # the next sample says what holds now
 
 
@@ -117,9 +119,11 @@ def test_a_replayed_backlog_proves_only_when_the_node_was_alive() -> None:
     n = v.node("n1")
     assert n.samples_seen == 1 and n.last_seen == NOW - 3600  # the readings are kept; alive an hour ago
     v.apply(ev(sample()), NOW)
+    n = v.node("n1")
     assert n.last_seen == NOW
     skewed = SimClock(start=NOW - 4)  # a fresh sample from a node whose clock is 4 s behind: alive now
     v.apply(ev(sample(), clock=skewed), NOW + 1)
+    n = v.node("n1")
     assert n.last_seen == NOW + 1
 
 
@@ -130,8 +134,10 @@ def test_continuity_follows_the_samples_own_times() -> None:
     n = v.node("n1")
     assert (n.continuous_since, n.last_event_time) == (NOW, NOW + 23)
     v.apply(ev(sample(), clock=SimClock(start=NOW + 40)), NOW + 40)  # 17 s without a sample: a new run
+    n = v.node("n1")
     assert (n.continuous_since, n.last_event_time) == (NOW + 40, NOW + 40)
     v.apply(ev(sample(), clock=SimClock(start=NOW + 30)), NOW + 41)  # late and out of order: ignored
+    n = v.node("n1")
     assert (n.continuous_since, n.last_event_time) == (NOW + 40, NOW + 40)
 
 
@@ -146,8 +152,10 @@ def test_the_nodes_address_and_endpoint_come_from_its_newest_sample() -> None:
     moved = {"address": "10.0.0.8", "health_url": "http://10.0.0.8:9000"}
     v.apply(ev(sample(**moved), clock=SimClock(start=NOW + 5)), NOW + 5)
     v.apply(ev(sample(**at), clock=SimClock(start=NOW + 2)), NOW + 6)  # a late sample from before the move
+    n = v.node("n1")
     assert (n.address, n.health_url, n.samples_seen) == ("10.0.0.8", "http://10.0.0.8:9000", 3)
     v.apply(ev(sample(), clock=SimClock(start=NOW + 7)), NOW + 7)  # an agent that does not say
+    n = v.node("n1")
     assert (n.address, n.health_url) == (None, None)
     assert (node_json(n, NOW + 7)["address"], node_json(n, NOW + 7)["health_url"]) == (None, None)
 
@@ -167,3 +175,17 @@ def test_nodes_beyond_the_limit_are_flagged_not_kept() -> None:
     assert v.rejected_total == 2 and "fleet.max_nodes" in v.rejections[-1].reason
     assert v.apply(ev(sample(node="a")), NOW + 1).rejected is None  # known nodes still update
     assert v.set_cordon(CordonRecord(node_id="z", cordoned=True, reason="r", by="auto:lost", time=0.0), NOW) is None
+
+
+def test_a_node_held_elsewhere_is_a_snapshot_nobody_can_change() -> None:
+    v = FleetView()
+    v.apply(ev(sample()), NOW)
+    held = v.node("n1")
+    v.apply(ev(NodeFault(node_id="n1", kind="xid", health="fail", xid=79, gpu_index=1, reasons=["XID 79"])), NOW)
+    v.set_cordon(CordonRecord(node_id="n1", cordoned=True, reason="r", by="operator:a", time=NOW), NOW)
+    assert (held.health, held.recent_faults, held.cordon) == ("ok", (), None)  # what it was when read
+    now = v.node("n1")
+    assert now.health == "fail" and now.cordoned and now.samples_seen == held.samples_seen
+    with pytest.raises(AttributeError):
+        now.health = "ok"  # type: ignore[misc]
+    assert isinstance(now.health_reasons, tuple) and isinstance(now.gpus, tuple)
