@@ -51,7 +51,7 @@ from coordinator.rollouts.records import (
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import LeakReport, NodeFault, ReleasePublished
-from events.payloads.commands import RollbackArgs, UpgradeArgs
+from events.payloads.commands import RollbackArgs, UpgradeArgs, UpgradeResult
 from events.payloads.models import GateResult, RolloutPhaseChanged
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
@@ -424,7 +424,8 @@ class Rollouts(Component):
                 if n in rollbacks:
                     continue
                 intent = self.commands.intent(cmd)
-                before = (intent.result.get("previous") if intent else None) or wave.previous.get(n)
+                result = intent.typed_result() if intent else None
+                before = (result.previous if isinstance(result, UpgradeResult) else None) or wave.previous.get(n)
                 if not before or (intent is not None and intent.outcome == "failed"):
                     rollbacks[n] = ""  # it never switched (or we never knew its version): nothing to undo
                     continue

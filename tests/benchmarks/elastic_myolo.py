@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
 from events.payloads.trainer_job import TrainerJob
@@ -74,7 +75,8 @@ class Stack:
         stack.start_members(self.dir, coordinators=1, nodes=3, gpus=1, timeout=120, progress=lambda _: None)
         self.records = {p.name: p for p in state.load(self.dir).processes}
         self.api = self.records["coordinator-1"].info["api_url"]
-        stack.wait_fleet([self.api], ["node-1", "node-2", "node-3"], 120)
+        self.token = stack_token(self.dir)  # the stack's admin token: its API authenticates every caller
+        stack.wait_fleet([self.api], ["node-1", "node-2", "node-3"], 120, self.token)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -85,11 +87,17 @@ class Stack:
         self.broker.clean()
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"{self.api}{path}", timeout=5) as resp:
+        req = urllib.request.Request(f"{self.api}{path}", headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=5) as resp:
             return json.load(resp)
 
     def post(self, path: str, body: bytes, ctype: str) -> Any:
-        req = urllib.request.Request(f"{self.api}{path}", data=body, method="POST", headers={"Content-Type": ctype})
+        req = urllib.request.Request(
+            f"{self.api}{path}",
+            data=body,
+            method="POST",
+            headers={"Content-Type": ctype, "Authorization": f"Bearer {self.token}"},
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.load(resp)
 
@@ -284,7 +292,7 @@ def run_myolo_goodput(
                 if back or time.time() - start - float(pending["at_s"] or 0) > rejoin_timeout_s:
                     st.restart_node(VICTIM)
                     st.post(
-                        f"/v1/nodes/{VICTIM}/uncordon", b'{"reason": "replaced", "by": "bench"}', "application/json"
+                        f"/v1/nodes/{VICTIM}/uncordon", b'{"reason": "replaced"}', "application/json"
                     )
                     pending["rejoined_s"] = r3(time.time() - start)
                     pending = None
