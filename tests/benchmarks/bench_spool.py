@@ -20,6 +20,7 @@ Each candidate runs in a fresh process per measurement, so its imports and memor
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import resource
@@ -103,7 +104,21 @@ def rss_mib() -> float:
     return round(psutil.Process().memory_info().rss / MiB, 2)
 
 
+def reset_peak_rss() -> None:
+    """Start the peak over (Linux: ``5`` in clear_refs), so the peak is this phase's, not that of a benchmark
+    run before it in the same process (``make bench`` runs them all in one)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
 def peak_rss_mib() -> float:
+    """The resident high-water mark since :func:`reset_peak_rss` (VmHWM), or the process's when unreadable."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 2)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 2)
 
 
@@ -132,6 +147,7 @@ def feed(sp, records: list[SpoolRecord], clock: TickClock, n: int, step_s: float
 def steady(kind: str, directory: Path) -> dict:
     records, clock = node_samples(), TickClock()
     gc.collect()
+    reset_peak_rss()
     rss0 = rss_mib()
     sp = open_spool(kind, directory, clock)
     with Stopwatch() as run:
@@ -154,6 +170,7 @@ def steady(kind: str, directory: Path) -> dict:
 def backlog(kind: str, directory: Path) -> dict:
     records, clock = node_samples(), TickClock()
     gc.collect()
+    reset_peak_rss()
     rss0 = rss_mib()
     sp = open_spool(kind, directory, clock)
     with Stopwatch() as append:
