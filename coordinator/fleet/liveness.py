@@ -48,7 +48,7 @@ def tick(view: FleetView, policy: LivenessPolicy, now: float, *, hold_lost: bool
     With ``hold_lost`` (the coordinator cannot tell a silent node from a silent bus) no node becomes Lost:
     it stays Suspect until the verdict can be trusted again; a node already Lost stays Lost."""
     changes = []
-    for node in list(view.nodes_by_id.values()):
+    for node in view.nodes_by_id.values():  # a swap replaces a value, never a key: the iteration stays valid
         last = last_alive(view, node, now)
         after = policy.evaluate(last, node.sample_interval_s, now)
         if hold_lost and after == "Lost" and node.liveness != "Lost":

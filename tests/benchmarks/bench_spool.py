@@ -105,14 +105,15 @@ def rss_mib() -> float:
 
 
 def reset_peak_rss() -> None:
-    """Start the peak over (Linux: ``5`` in clear_refs), so the peak is this phase's, not that of a benchmark
-    run before it in the same process (``make bench`` runs them all in one)."""
+    """Start the peak over (Linux: ``5`` in clear_refs), so it counts from the phase's start, as ``rss_before``
+    does, not from the worker's imports and record building."""
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
 
 
 def peak_rss_mib() -> float:
-    """The resident high-water mark since :func:`reset_peak_rss` (VmHWM), or the process's when unreadable."""
+    """The resident high-water mark since :func:`reset_peak_rss` (VmHWM). Not ``ru_maxrss``, which a process
+    started by exec inherits from its parent: under ``make bench`` that is an earlier benchmark's peak."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):

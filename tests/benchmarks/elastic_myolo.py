@@ -75,8 +75,9 @@ class Stack:
         stack.start_members(self.dir, coordinators=1, nodes=3, gpus=1, timeout=120, progress=lambda _: None)
         self.records = {p.name: p for p in state.load(self.dir).processes}
         self.api = self.records["coordinator-1"].info["api_url"]
-        self.token = stack_token(self.dir)  # the stack's admin token: its API authenticates every caller
-        stack.wait_fleet([self.api], ["node-1", "node-2", "node-3"], 120, self.token)
+        token = stack_token(self.dir)  # the stack's admin token: its API authenticates every caller
+        self.auth = {"Authorization": f"Bearer {token}"}
+        stack.wait_fleet([self.api], ["node-1", "node-2", "node-3"], 120, token)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -87,7 +88,7 @@ class Stack:
         self.broker.clean()
 
     def get(self, path: str) -> Any:
-        req = urllib.request.Request(f"{self.api}{path}", headers={"Authorization": f"Bearer {self.token}"})
+        req = urllib.request.Request(f"{self.api}{path}", headers=self.auth)
         with urllib.request.urlopen(req, timeout=5) as resp:
             return json.load(resp)
 
@@ -96,7 +97,7 @@ class Stack:
             f"{self.api}{path}",
             data=body,
             method="POST",
-            headers={"Content-Type": ctype, "Authorization": f"Bearer {self.token}"},
+            headers={"Content-Type": ctype, **self.auth},
         )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.load(resp)
@@ -291,9 +292,7 @@ def run_myolo_goodput(
                 back = training(2, int(pending["generation"] or 0))(job_now)
                 if back or time.time() - start - float(pending["at_s"] or 0) > rejoin_timeout_s:
                     st.restart_node(VICTIM)
-                    st.post(
-                        f"/v1/nodes/{VICTIM}/uncordon", b'{"reason": "replaced"}', "application/json"
-                    )
+                    st.post(f"/v1/nodes/{VICTIM}/uncordon", b'{"reason": "replaced"}', "application/json")
                     pending["rejoined_s"] = r3(time.time() - start)
                     pending = None
             time.sleep(0.5)
