@@ -64,6 +64,9 @@ class CommandSource(Protocol):
 
     async def run(self) -> None: ...
     async def stop(self) -> None: ...
+    def joined(self) -> bool:
+        """Whether commands can reach the agent now (the consumer has its partition)."""
+        ...
 
 
 SourceFactory = Callable[[Runtime, CommandExecutor], CommandSource]
@@ -117,7 +120,7 @@ def build_executor(rt: Runtime) -> CommandExecutor:
     releases = NodeReleases(rt)
     admissions = releases.admissions()
     if rt.trainer is not None:
-        admissions.update(trainer_admissions(rt, rt.trainer))
+        admissions.update(trainer_admissions(rt, rt.trainer, releases.trainer_trial))
     return CommandExecutor(
         rt.cfg.node_id,
         commands_state_dir(cfg, rt.cfg.data_dir),
@@ -169,6 +172,9 @@ class KafkaCommandSource:
         self._stopping.set()
         if self._consumer is not None:
             await self._consumer.stop()
+
+    def joined(self) -> bool:
+        return self._consumer is not None and self._consumer.ready.is_set()
 
 
 async def stop_commands(source: CommandSource, task: asyncio.Task) -> None:

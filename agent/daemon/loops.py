@@ -49,6 +49,8 @@ async def read_sample(rt: Runtime) -> NodeSample:
         workers=rt.trainer.workers() if rt.trainer is not None else None,
         address=rt.cfg.address,
         health_url=rt.health_url,
+        agent_on_trial=rt.on_trial,
+        failed_releases=list(rt.failed_releases.values()),
     )
     return rt.health.evaluate_sample(sample)
 
@@ -173,6 +175,7 @@ async def ready(rt: Runtime) -> None:
     while rt.sampler.last_sample is None:  # READY means sampling works; wait for it whatever Kafka does
         await rt.clock.sleep(rt.cfg.sample_interval_s / 4)
     rt.notifier.ready(status_line(rt))
+    rt.ready.set()
     log.info("ready", status=status_line(rt))
 
 

@@ -24,6 +24,7 @@ from agent.daemon.actions import KafkaCommandSource, SourceFactory, stop_command
 from agent.daemon.idle_probe import IdleProbe
 from agent.daemon.reload import reload_config
 from agent.daemon.runtime import Runtime
+from agent.daemon.trial import commit_release, load_trial
 from agent.daemon.watchers import leak_observer, nccl_task
 from agent.endpoint import ActiveCheck, HealthServer
 from agent.endpoint.logs import JobLogs
@@ -72,6 +73,7 @@ async def serve(
         if rt.trainer is not None:
             rt.trainer.open()
         sending = start_sending()
+        load_trial(rt)
         leak = leak_observer(rt)
         probe = idle_probe or IdleProbe(rt)
         observers = [leak, probe] if leak else [probe]
@@ -91,12 +93,15 @@ async def serve(
             # after the command consumer stops (no new work), before the loops: workers never outlive the agent
             stack.push_async_callback(rt.trainer.close)
         essential = [sending, *producing]
+        joined = None
         if rt.commands is not None:
             source = (command_source or KafkaCommandSource)(rt, rt.commands)
             consuming = asyncio.create_task(source.run(), name="commands")
             stack.push_async_callback(stop_commands, source, consuming)
             essential.append(consuming)
+            joined = source.joined
             log.info("obeying signed coordinator commands", ledger=str(rt.commands.ledger.path))
+        stack.push_async_callback(loops.cancel_all, [asyncio.create_task(commit_release(rt, joined), name="commit")])
         if install_signals:
             _install_signals(rt)
             stack.callback(_remove_signals)

@@ -26,6 +26,7 @@ from agent.commands.args import ArgsError
 from agent.commands.executor import ActionFn, AdmitFn
 from agent.daemon.runtime import Runtime
 from agent.daemon.trainer import trainer_python, worker_env
+from agent.daemon.trainer_trial import TrainerTrial
 from agent.releases import ReleaseError, ReleaseStore, RestartPlan
 from agent.releases.base import interpreter_version
 from agent.releases.fetch import check_local
@@ -46,6 +47,7 @@ class NodeReleases:
         self._lock = asyncio.Lock()
         self._pending: RestartPlan | None = None  # a restart waiting for its command's ack
         self._waiting: asyncio.Task | None = None  # the task that waits
+        self.trainer_trial = TrainerTrial(rt, on_restore=self._renew_standbys)
         self._warn_if_not_current()
 
     def store(self, component: str) -> ReleaseStore:
@@ -96,6 +98,8 @@ class NodeReleases:
                 fetch=self._fetch,
             )
             base = await self._base_version(args.component) if store.current() is None else None
+            if args.component == "trainer":
+                self.trainer_trial.before_switch()
             switched = store.switch(args.version, base=base)
             pruned = store.prune(cfg.keep)
         restart = self._after_switch(store, switched, args.restart, f"upgrade to {args.version}", args.rollout)
@@ -131,9 +135,10 @@ class NodeReleases:
         """The trainer's standbys are renewed; the agent restarts (after the ack) when asked. Returns how."""
         log.warning("release switched", component=store.component, reason=reason, rollout=rollout)
         if store.component == "trainer":
+            self.trainer_trial.after_switch()
             self._renew_standbys()
             return None
-        if not restart:
+        if not restart or not switched.changed:  # nothing switched (already there): nothing to restart into
             return None
         mode = restart_mode(self.rt.cfg.releases.restart, os.environ)
         version = switched.version or (store.base() or "base")

@@ -20,7 +20,7 @@ from agent.notify import Notifier
 from agent.publish import Publisher
 from agent.releases.restart import RestartPlan
 from events.clock import Clock
-from events.payloads import NodeSample
+from events.payloads import FailedRelease, NodeSample
 
 if TYPE_CHECKING:  # imported only where workers are supervised: it brings ZeroMQ in
     from agent.trainer.supervisor import Supervisor
@@ -60,6 +60,10 @@ class Runtime:
     reload_requested: asyncio.Event = field(default_factory=asyncio.Event)  # SIGHUP
     health_url: str | None = None  # the health endpoint once it listens (``health.port = 0``: the port it got)
     restart: RestartPlan | None = None  # owed once stopped: an upgrade or rollback of the agent (``releases``)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)  # READY=1 was sent
+    on_trial: str | None = None  # the agent release running on trial until it commits (the launcher's record)
+    # releases the node switched back from by itself (the launcher's record, the trainer's trial)
+    failed_releases: dict[str, FailedRelease] = field(default_factory=dict)
 
     @property
     def version(self) -> str:

@@ -21,12 +21,13 @@ from agent.commands.executor import AdmitFn
 from agent.daemon.runtime import Runtime
 from agent.gpu.sim import SimBackend
 from agent.releases.env import trainer_env
-from agent.trainer.check import check_job
+from agent.trainer.check import TrainerBroken, check_job
 from agent.trainer.gpu_use import write_gpu_use
 from events.payloads import StartWorkersArgs
 from events.payloads.commands import StartWorkersResult, StopWorkersResult
 
 if TYPE_CHECKING:
+    from agent.daemon.trainer_trial import TrainerTrial
     from agent.trainer.supervisor import Supervisor
 
 log = structlog.get_logger("myolo.agent.daemon")
@@ -82,15 +83,37 @@ def trainer_actions(sup: Supervisor) -> dict[str, ActionFn]:
     return {"start_workers": start_workers, "stop_workers": stop_workers}
 
 
-def trainer_admissions(rt: Runtime, sup: Supervisor) -> dict[str, AdmitFn]:
-    """The admission check of ``start_workers``: the node's checks, then the trainer's own."""
+def trainer_admissions(rt: Runtime, sup: Supervisor, trial: TrainerTrial) -> dict[str, AdmitFn]:
+    """The admission check of ``start_workers``: the node's checks, then the trainer's own, which is also the
+    trial of a new trainer release (``trainer_trial.py``): a check that cannot run takes the release back."""
 
     async def admit_start(args: StartWorkersArgs) -> None:
         if rt.draining:
             why = f" ({rt.drain_reason})" if rt.drain_reason else ""
             raise ArgsError(f"this node is draining{why}: no new workers start here", "action")
         sup.admit(args)
-        await check_job(sup.python, args.job, args.world_size, rt.cfg.trainer.check_timeout_s, env=worker_env(rt))
+        try:
+            await check_job(
+                sup.python,
+                args.job,
+                args.world_size,
+                rt.cfg.trainer.check_timeout_s,
+                env=worker_env(rt),
+                cwd=sup.workers_dir,
+            )
+        except TrainerBroken as exc:
+            failed = trial.broken(exc.reason)
+            if failed is None:
+                raise
+            raise ArgsError(
+                f"{exc.reason}; the trainer release {failed.version} on trial is taken back "
+                f"(now {failed.restored or 'the base install'}): send the command again",
+                exc.field,
+            ) from None
+        except ArgsError:
+            trial.answered()
+            raise
+        trial.answered()
 
     return {"start_workers": admit_start}
 

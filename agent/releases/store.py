@@ -169,7 +169,12 @@ class ReleaseStore:
     def rollback(self, version: str) -> Switched:
         """Back to ``version``: an installed one (a switch), or the base install's (``current`` removed)."""
         self.check_rollback(version)
-        if self.info(version) is not None:
+        return self.restore(version)
+
+    def restore(self, version: str | None) -> Switched:
+        """Back to ``version`` (None: the base install) without the checks of a rollback command: what the
+        launcher does when a release on trial never committed. A version no longer installed means the base."""
+        if version is not None and self.info(version) is not None:
             return self.switch(version)
         old = self.current()
         if old is None:
@@ -177,7 +182,7 @@ class ReleaseStore:
         self._set_link(PREVIOUS, old)
         self._drop_link(CURRENT)
         self._sync()
-        log.info("release switched to the base install", component=self.component, version=version, previous=old)
+        log.info("release switched to the base install", component=self.component, previous=old)
         return Switched(version=None, previous=old, changed=True)
 
     def prune(self, keep: int) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -18,12 +19,23 @@ from events.payloads import TrainerJob
 from events.payloads.trainer_job import JobCheckResult
 
 
+class TrainerBroken(ArgsError):
+    """The trainer could not be asked at all (not a verdict on the job): its interpreter or its code is
+    broken, which is what a trial of a trainer release looks for."""
+
+
 async def check_job(
-    python: Sequence[str], job: TrainerJob, world_size: int, timeout_s: float, env: Mapping[str, str] | None = None
+    python: Sequence[str],
+    job: TrainerJob,
+    world_size: int,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
 ) -> None:
-    """Raise :class:`ArgsError` naming the field when the trainer refuses ``job`` at ``world_size``, or when
-    the trainer cannot be asked (the interpreter is missing or the check does not answer). ``env``: the
-    workers' (the trainer's release on PYTHONPATH); default the agent's."""
+    """Raise :class:`ArgsError` naming the field when the trainer refuses ``job`` at ``world_size``, or
+    :class:`TrainerBroken` when the trainer cannot be asked (the interpreter is missing or the check does not
+    answer). ``env``: the workers' (the trainer's release on PYTHONPATH); default the agent's. ``cwd``: where
+    the workers run (``-m`` puts it first on the path: a source checkout there would shadow the release)."""
     request = msgspec.json.encode({"job": job, "world_size": world_size})
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -34,9 +46,10 @@ async def check_job(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=dict(env) if env is not None else None,
+            cwd=cwd,
         )
     except OSError as exc:
-        raise ArgsError(
+        raise TrainerBroken(
             f"cannot run the trainer's interpreter {list(python)}: {exc}; set trainer.python", "args.job"
         ) from None
     try:
@@ -45,12 +58,12 @@ async def check_job(
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
-        raise ArgsError(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job") from None
+        raise TrainerBroken(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job") from None
     try:
         verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=JobCheckResult)
     except (msgspec.DecodeError, msgspec.ValidationError):
         detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise ArgsError(
+        raise TrainerBroken(
             f"the trainer's job check failed (exit {proc.returncode}): {detail[0][:500]}", "args.job"
         ) from None
     if not verdict.ok:

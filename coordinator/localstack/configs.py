@@ -84,6 +84,7 @@ def agent_config(
         "health": {"host": "127.0.0.1", "port": health_port},
         "leak": {"report_interval_s": 10.0},  # a leak trend within seconds, for the demo
         "kafka": {"bootstrap": bootstrap, "client_id": node_id},
-        # upgrades install under the agent's own directory, and it re-executes itself (no systemd to restart it)
-        "releases": {"dir": str(workdir / "releases"), "restart": "exec"},
+        # upgrades install under the agent's own directory; its launcher starts it again after one. A local
+        # broker answers within milliseconds: a start that has not committed in 30 s will not.
+        "releases": {"dir": str(workdir / "releases"), "commit_timeout_s": 30.0, "watchdog_s": 10.0},
     }

@@ -67,7 +67,7 @@ def _launch(
     state_dir: Path,
     name: str,
     role: str,
-    module: str,
+    program: list[str],
     doc: dict,
     ports: dict[str, int],
     info: dict,
@@ -78,7 +78,7 @@ def _launch(
     config = workdir / f"{role}.toml"
     config.write_text(configs.toml(doc))
     log = workdir / f"{role}.log"
-    cmd = [sys.executable, "-m", module, "run", "--config", str(config), "--log-json"]
+    cmd = [sys.executable, "-m", *program, "--config", str(config), "--log-json"]
     with open(log, "ab") as sink:
         sink.write(LAUNCH_HEADER + f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(cmd)}\n".encode())
         sink.flush()
@@ -104,12 +104,20 @@ def _launch(
 
 
 def start_members(
-    state_dir: Path, *, coordinators: int, nodes: int, gpus: int, timeout: float, progress: Progress
+    state_dir: Path,
+    *,
+    coordinators: int,
+    nodes: int,
+    gpus: int,
+    timeout: float,
+    progress: Progress,
+    bootstrap: str | None = None,
 ) -> list[tuple[state.ProcessRecord, bool]]:
     """Start what is missing of coordinator-1..C and node-1..N (running ones are kept), wait until they answer.
 
     Returns every wanted record with True for the ones started now. On a failure the processes started by
-    this call are stopped again and StackError carries the log of the one that failed.
+    this call are stopped again and StackError carries the log of the one that failed. ``bootstrap``: where the
+    members reach Kafka, when not the broker's own address (a proxy in front of it, for the chaos tests).
     """
     stack = state.load(state_dir)
     if not stack.bootstrap:
@@ -130,7 +138,7 @@ def start_members(
             if record is not None and name in running:
                 result.append((record, False))
                 continue
-            record = _start_one(state_dir, name, role, stack.bootstrap or "", gpus, key, kafka[name])
+            record = _start_one(state_dir, name, role, bootstrap or stack.bootstrap or "", gpus, key, kafka[name])
             stack.put(record)
             state.save(state_dir, stack)
             started.append(record)
@@ -188,12 +196,13 @@ def _start_one(
     if role == COORDINATOR:
         doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=0, key_file=key)
         doc["kafka"] |= kafka
-        return _launch(state_dir, name, role, "coordinator.cli_daemon", doc, {}, {})
+        return _launch(state_dir, name, role, ["coordinator.cli_daemon", "run"], doc, {}, {})
     identity.make_node_key(workdir)  # made here so it can be enrolled; the agent finds it in its data dir
     doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=0, key_file=key)
     doc["kafka"] |= kafka
     info = {"socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
-    return _launch(state_dir, name, role, "agent", doc, {}, info, configs.agent_env(key))
+    # under its launcher, as the unit runs it: a release that never commits itself is taken back
+    return _launch(state_dir, name, role, ["agent.launcher"], doc, {}, info, configs.agent_env(key))
 
 
 def _endpoint(record: state.ProcessRecord) -> str:

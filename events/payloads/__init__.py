@@ -14,7 +14,7 @@ from events.payloads.models import (
     ModelRegistered,
     RolloutPhaseChanged,
 )
-from events.payloads.node import GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
+from events.payloads.node import FailedRelease, GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
 from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
 from events.payloads.trainer_job import TrainerJob
 from events.payloads.training import (
@@ -36,6 +36,7 @@ __all__ = [
     "DriftDetected",
     "DriftSample",
     "EvalResult",
+    "FailedRelease",
     "FeatureDrift",
     "FeatureSummary",
     "GateResult",

@@ -78,6 +78,25 @@ class HostReading(Payload, kw_only=True):
     load1: NonNegFloat | None = None
 
 
+ReleaseComponent = Literal["agent", "trainer"]
+ErrorTail = Annotated[str, msgspec.Meta(max_length=4000)]
+
+
+class FailedRelease(msgspec.Struct, frozen=True, kw_only=True):
+    """A release the node tried and switched back from by itself: it never committed (the agent: READY, a
+    sample published and its command consumer joined; the trainer: workers that reached their first step)
+    within its tries. ``restored``: what runs again (None: the base install); ``reason``: why the last try
+    failed (it exited, missed its watchdog, never committed); ``error``: the last try's output, its tail."""
+
+    component: ReleaseComponent
+    version: str
+    restored: str | None
+    tries: NonNegInt
+    reason: Annotated[str, msgspec.Meta(max_length=500)] = ""
+    error: ErrorTail = ""
+    at: NonNegFloat = 0.0
+
+
 class NodeSample(Payload, kw_only=True):
     """``ai.myolo.node.sample.v1``: one reading of every GPU of a node. ``backend`` is ``nvml`` or ``sim``;
     simulated hardware is labelled as such in every sample.
@@ -100,9 +119,13 @@ class NodeSample(Payload, kw_only=True):
     workers: Annotated[list[WorkerInfo], msgspec.Meta(max_length=1024)] | None = None  # the agent's trainer processes
     address: Host | None = None
     health_url: HttpUrl | None = None
+    # the agent release running on trial (not committed yet: it may still be taken back); None: committed
+    agent_on_trial: str | None = None
+    # releases this node rolled back by itself, the newest per component, until a later one commits
+    failed_releases: Annotated[list[FailedRelease], msgspec.Meta(max_length=2)] = []
 
 
-FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process", "spool"]
+FaultKind = Literal["xid", "ecc", "health", "nccl_warn", "nccl_timeout", "leak", "lost", "process", "spool", "release"]
 
 
 class NodeFault(Payload, kw_only=True):

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 UNIT = ROOT / "systemd" / "myolo-agent.service"
-INSTALLED = "/opt/myolo/venv/bin/myolo-agent"
+INSTALLED = "/opt/myolo/venv/bin/myolo-agent-launcher"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
@@ -20,7 +20,7 @@ def test_unit_passes_systemd_analyze_verify(tmp_path):
     text = UNIT.read_text()
     assert INSTALLED in text
     unit = tmp_path / "myolo-agent.service"
-    unit.write_text(text.replace(INSTALLED, f"{sys.executable} -m agent"))
+    unit.write_text(text.replace(INSTALLED, f"{sys.executable} -m agent.launcher"))
     proc = subprocess.run(
         ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )

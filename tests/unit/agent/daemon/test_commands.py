@@ -49,12 +49,17 @@ class MemorySource:
     async def run(self) -> None:
         while not self.stopped:
             event = await self.queue.get()
+            if event is None:  # stop() woke us
+                return
             self.executor.verifier.verify(event)
             await self.executor.handle(event)
 
     async def stop(self) -> None:
         self.stopped = True
         self.queue.put_nowait(None)  # type: ignore[arg-type]  # wakes run(); never handled
+
+    def joined(self) -> bool:
+        return not self.stopped
 
 
 class Node:

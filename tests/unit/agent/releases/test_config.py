@@ -26,8 +26,11 @@ def test_defaults_and_the_example_file_agree(tmp_path) -> None:
         "auto",
     )
     unit = (ROOT / "systemd" / "myolo-agent.service").read_text()
-    assert f"Environment=PYTHONPATH={default.dir}/agent/current\n" in unit
-    assert f"ReadWritePaths=-{default.dir}\n" in unit and "RestartForceExitStatus=75\n" in unit
+    # the launcher, not the unit, puts the current link on the agent's path: it must run from the base install
+    assert "PYTHONPATH" not in unit.split("[Service]")[1].split("#")[0]
+    assert "\nEnvironment=PYTHONPATH" not in unit
+    assert "ExecStart=/opt/myolo/venv/bin/myolo-agent-launcher " in unit
+    assert f"ReadWritePaths=-{default.dir}\n" in unit
 
 
 def test_the_environment_overrides_and_a_relative_directory_is_refused(tmp_path) -> None:
@@ -40,9 +43,9 @@ def test_the_environment_overrides_and_a_relative_directory_is_refused(tmp_path)
         load_agent_config(None, env={**env, "MYOLO_RELEASES_KEEP": "1"})
 
 
-def test_the_local_stack_installs_under_each_agents_directory_and_re_executes(tmp_path) -> None:
+def test_the_local_stack_installs_under_each_agents_directory_with_short_trials(tmp_path) -> None:
     doc = configs.agent_config(
         "node-1", tmp_path, bootstrap="127.0.0.1:9092", gpus=1, health_port=0, key_file=tmp_path / "k"
     )
     parsed = tomllib.loads(configs.toml(doc))
-    assert parsed["releases"] == {"dir": str(tmp_path / "releases"), "restart": "exec"}
+    assert parsed["releases"] == {"dir": str(tmp_path / "releases"), "commit_timeout_s": 30.0, "watchdog_s": 10.0}
