@@ -140,6 +140,8 @@ def print_rollout(console: Console, rec: RolloutAnswer) -> None:
         g = rec.failed_gate
         figures = ", ".join(f"{k} {v:g}" for k, v in g.figures.items())
         console.print(f"  failed gate {g.gate}: {g.detail}" + (f" ({figures})" if figures else ""), highlight=False)
+    for node, why in sorted(rec.taken_back.items()):
+        console.print(f"  {node} took it back: {why}", highlight=False)
     if rec.skipped:
         console.print(f"  not in the plan: {', '.join(f'{n} ({why})' for n, why in rec.skipped.items())}")
 

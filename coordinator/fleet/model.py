@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 
 from coordinator.cordons.interface import CordonRecord
-from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault
+from events.payloads import FailedRelease, GpuReading, LeakReport, NcclReport, NodeFault
 from events.payloads.common import Health
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
@@ -60,9 +60,12 @@ class NodeState(msgspec.Struct, kw_only=True, frozen=True):
     last_seq: int | None = None
     sample_interval_s: float = 1.0
     agent_version: str | None = None
+    agent_on_trial: str | None = None  # the agent release it runs on trial (not committed), from the newest sample
     driver_version: str | None = None
     address: str | None = None  # where other nodes reach it (a job's rendezvous), from the newest sample
     health_url: str | None = None  # its agent's HTTP endpoint (health, workers' logs), from the newest sample
+    # releases the node switched back from by itself (a trial that never committed), from the newest sample
+    failed_releases: tuple[FailedRelease, ...] = ()
     cordon: CordonRecord | None = None
     recent_faults: tuple[FaultEntry, ...] = ()
     nccl: tuple[NcclReport, ...] = ()  # latest report per communicator (bounded)

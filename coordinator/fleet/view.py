@@ -140,10 +140,12 @@ class FleetView:
         if node is None:
             return self._full(s.node_id, event, now)
         sampled = _event_time(event, now)
-        address, health_url = node.address, node.health_url
-        if node.last_event_time is None or sampled >= node.last_event_time:
-            # where the node is reachable now: a delayed sample (a spool sent late) may predate a restart
-            address, health_url = s.address, s.health_url
+        # what the node is now (where it is reachable, its releases' trials) comes from its newest sample: a
+        # delayed one (a spool sent late) may predate a restart
+        newest = node.last_event_time is None or sampled >= node.last_event_time
+        address, health_url = (s.address, s.health_url) if newest else (node.address, node.health_url)
+        failed = tuple(s.failed_releases) if newest else node.failed_releases
+        on_trial = s.agent_on_trial if newest else node.agent_on_trial
         last_seen, continuous_since, last_event_time = self._alive(node, sampled, now)
         new = self.swap(
             node,
@@ -155,9 +157,11 @@ class FleetView:
             sample_interval_s=s.interval_s,
             driver_version=s.driver_version or node.driver_version,
             agent_version=s.agent_version or node.agent_version,
+            agent_on_trial=on_trial,
             samples_seen=node.samples_seen + 1,
             address=address,
             health_url=health_url,
+            failed_releases=failed,
             last_seen=last_seen,
             continuous_since=continuous_since,
             last_event_time=last_event_time,

@@ -27,6 +27,7 @@ class RolloutAnswer(msgspec.Struct, kw_only=True, frozen=True):
     waves: list[Wave] = []
     skipped: dict[str, str] = {}
     failed_gate: GateResult | None = None
+    taken_back: dict[str, str] = {}
     ending: Phase = "RolledBack"
     history: list[Change] = []
 

@@ -56,6 +56,8 @@ from events.payloads.models import GateResult, RolloutPhaseChanged
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)
+LEARN_AFTER_END_S = 600.0  # how long a rolled-back rollout still records why its nodes took the release back
+CLOCK_SKEW_S = 60.0  # how far a node's clock may lag the coordinator's when its report is matched to a wave
 StepHandler = Callable[[RolloutRecord, Wave, float], Awaitable[None]]
 
 
@@ -271,6 +273,9 @@ class Rollouts(Component):
         if not self.ctx.leadership.is_leader:
             return
         async with self._lock:
+            for ended in self.rollouts():
+                if ended.terminal and ended.status.failed_gate and now - ended.status.updated < LEARN_AFTER_END_S:
+                    await self._learn_taken_back(ended)
             rec = self.active()
             if rec is None or rec.status.phase == "Paused":
                 return
@@ -335,14 +340,57 @@ class Rollouts(Component):
             return f"not healthy ({state}: {'; '.join(node.health_reasons) if node else ''})"
         if rec.spec.component == "agent" and node.agent_version != rec.spec.version:
             return f"reports version {node.agent_version}"
+        if rec.spec.component == "agent" and node.agent_on_trial is not None:
+            return f"runs {node.agent_on_trial} on trial: not committed yet"
         return None
+
+    def _broken(self, rec: RolloutRecord, node_id: str, command_id: str, sent: float) -> str | None:
+        """Why the node will not come back on the new version without waiting out ``upgrade_timeout_s``: its
+        upgrade failed, it went Lost, or it switched back from the release by itself (a trial of it that ended
+        after the upgrade was ``sent``, give or take the nodes' clock skew, failed)."""
+        intent = self.commands.intent(command_id)
+        if intent is not None and intent.outcome == "failed":
+            return f"upgrade {intent.status}: {intent.reason}"
+        node = self.fleet.node(node_id)
+        if node is None:
+            return None
+        taken_back = self._taken_back(rec, node_id, sent)
+        if taken_back is not None:
+            return taken_back
+        if node.liveness == "Lost":
+            return "went Lost after its upgrade was sent"
+        return None
+
+    def _taken_back(self, rec: RolloutRecord, node_id: str, since: float) -> str | None:
+        """What the node says of the rollout's release when it switched back from it by itself after
+        ``since`` (give or take the nodes' clock skew); None when it did not."""
+        node = self.fleet.node(node_id)
+        spec = (rec.spec.component, rec.spec.version)
+        failed = next(
+            (
+                f
+                for f in (node.failed_releases if node else ())
+                if (f.component, f.version) == spec and f.at >= since - CLOCK_SKEW_S
+            ),
+            None,
+        )
+        if failed is None:
+            return None
+        back = failed.restored or "its base install"
+        last = " ".join(failed.error.split())[-300:]
+        what = "start(s)" if failed.component == "agent" else "job check(s)"
+        return (
+            f"switched {failed.component} {failed.version} back to {back} by itself: it never committed in "
+            f"{failed.tries} {what}"
+            + (f"; the last: {failed.reason}" if failed.reason else "")
+            + (f"; its output ended: {last}" if last else "")
+        )
 
     async def _upgrading(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``upgrading``: wait until every node is back healthy on the new version, then uncordon and bake."""
         lacking = {n: why for n, c in wave.commands.items() if (why := self._back(rec, n, c))}
-        broken = {
-            n: lacking[n] for n, c in wave.commands.items() if (i := self.commands.intent(c)) and i.outcome == "failed"
-        }
+        sent = wave.step_since or now
+        broken = {n: why for n, c in wave.commands.items() if (why := self._broken(rec, n, c, sent))}
         if broken:
             detail = "; ".join(f"{n}: {why}" for n, why in sorted(broken.items()))
             await self._fail(rec, wave, GateResult(gate="upgrade", passed=False, detail=detail), now)
@@ -370,6 +418,11 @@ class Rollouts(Component):
     async def _baking(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``baking``: a FAIL node or fault ends the wave at once; at the bake's end, judge every gate."""
         nodes, since = set(wave.nodes), wave.upgraded_at or now
+        taken_back = {n: why for n in wave.nodes if (why := self._taken_back(rec, n, wave.started or since))}
+        if taken_back:
+            detail = "; ".join(f"{n}: {why}" for n, why in sorted(taken_back.items()))
+            await self._fail(rec, wave, GateResult(gate="health", passed=False, detail=detail), now)
+            return
         sick = [
             n for n in wave.nodes if (s := self.fleet.node(n)) is None or s.liveness == "Lost" or s.health == "fail"
         ]
@@ -440,17 +493,56 @@ class Rollouts(Component):
         if sent:
             reason = f"rollback sent to {len(rec.upgraded_nodes())} node(s)"
             return await self._save(rec, "RollingBack", reason, waves=waves)
+        rec = await self._learn_taken_back(rec)
         pending = [
             c for w in waves for c in w.rollbacks.values() if c and (i := self.commands.intent(c)) and not i.terminal
         ]
         if pending:
             return rec
+        missing = {n: why for w in waves for n, c in w.rollbacks.items() if c and (why := self._not_back(rec, c))}
+        since = next((c.time for c in reversed(rec.status.history) if c.phase != "RollingBack"), rec.created)
+        if missing and now - since < rec.spec.plan.upgrade_timeout_s:
+            return rec  # a node still restarting, or on trial: its cordon stays until it is back
         for wave in rec.status.waves:
             for n in wave.nodes:
-                await self.cordons.uncordon_automatically(n, f"rollout {rec.name} ended", ROLLOUT_BY)
+                if n not in missing:
+                    await self.cordons.uncordon_automatically(n, f"rollout {rec.name} ended", ROLLOUT_BY)
         gate = rec.status.failed_gate
         why = f"gate {gate.gate}: {gate.detail}" if gate else rec.status.reason
-        return await self._save(rec, rec.status.ending, f"rolled back ({why})", waves=waves)
+        told = "; ".join(f"{n}: {t}" for n, t in sorted(rec.status.taken_back.items()) if t not in why)
+        left = "; ".join(f"{n} left cordoned: {w}" for n, w in sorted(missing.items()))
+        reason = f"rolled back ({why})" + "".join(f"; {t}" for t in (told, left) if t)
+        return await self._save(rec, rec.status.ending, reason, waves=waves)
+
+    def _not_back(self, rec: RolloutRecord, rollback: str) -> str | None:
+        """None when the node the ``rollback`` command went to runs the version it names again, Ready and
+        committed; else what it lacks. A failed rollback is a node that needs a person."""
+        intent = self.commands.intent(rollback)
+        if intent is None:
+            return None
+        node, version = self.fleet.node(intent.node_id), intent.args.get("version")
+        if node is None or node.liveness != "Ready":
+            lack = f"not Ready ({node.liveness if node else 'unknown'})"
+        elif rec.spec.component == "agent" and (node.agent_version != version or node.agent_on_trial):
+            lack = f"runs {node.agent_version}{' on trial' if node.agent_on_trial else ''}, not {version}"
+        else:
+            return None  # back, whichever way it got there (its rollback, or its launcher first)
+        failed = f"; its rollback {intent.status}: {intent.reason}" if intent.outcome == "failed" else ""
+        return lack + failed
+
+    async def _learn_taken_back(self, rec: RolloutRecord) -> RolloutRecord:
+        """A node of the rollout that switched back from the release by itself says why (its trial's last
+        error): recorded once, so the record names the cause even when the gate failed first on Lost."""
+        learnt = dict(rec.status.taken_back)
+        for wave in rec.status.waves:
+            for n in wave.commands:
+                if n not in learnt and (why := self._taken_back(rec, n, wave.started or rec.created)):
+                    learnt[n] = why
+        if learnt == rec.status.taken_back:
+            return rec
+        new = sorted(set(learnt) - set(rec.status.taken_back))
+        reason = "; ".join(f"{n}: {learnt[n]}" for n in new)
+        return await self._save(rec, rec.status.phase, reason, taken_back=learnt)
 
     async def _save(
         self, rec: RolloutRecord, phase: Phase, reason: str, by: str = "auto", **changes: Any

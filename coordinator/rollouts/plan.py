@@ -8,13 +8,15 @@ from collections.abc import Iterable
 
 
 def waves(nodes: Iterable[str], busy: set[str], percents: list[float]) -> list[tuple[float, list[str]]]:
-    """``[(percent, nodes of that wave)]``; empty waves (more waves than nodes) are left out."""
+    """``[(share, nodes of that wave)]``: ``share`` is the percentage of ``nodes`` upgraded once the wave is
+    done (with 3 nodes, waves planned at 5/20/50/100 % cover 33.3/66.7/100 %); empty waves (more waves than
+    nodes) are left out."""
     ordered = sorted(set(nodes), key=lambda n: (n in busy, n))
     total, done, out = len(ordered), 0, []
     for p in percents:
         if done >= total:
             break
         upto = min(total, max(done + 1, math.ceil(total * p / 100 - 1e-9)))
-        out.append((p, ordered[done:upto]))
+        out.append((round(100 * upto / total, 1), ordered[done:upto]))
         done = upto
     return out

@@ -24,7 +24,7 @@ ROLLOUT_BY = "auto:rollout"  # the author of the cordons a rollout sets (and onl
 
 class Wave(msgspec.Struct, kw_only=True, frozen=True):
     index: int
-    percent: float
+    percent: float  # the share of the rollout's nodes upgraded once this wave is done
     nodes: list[str]
     step: Step = "pending"
     started: float | None = None
@@ -70,6 +70,8 @@ class RolloutStatus(msgspec.Struct, kw_only=True, frozen=True):
     waves: list[Wave] = []
     skipped: dict[str, str] = {}  # node -> why it is not in the plan (cordoned, not Ready)
     failed_gate: GateResult | None = None
+    # node -> what it reported of the release by itself (a trial it failed), learnt even after the gate failed
+    taken_back: dict[str, str] = {}
     ending: Phase = "RolledBack"  # where RollingBack ends: RolledBack (a gate, undo) or Aborted (abort)
     history: list[Change] = []
 

@@ -50,6 +50,13 @@ def refused_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
+def free_port() -> int:
+    """A port nothing listens on now (the kernel's pick): for a process to bind in a moment."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 async def read_topic(settings: KafkaSettings, topic: str) -> list[ConsumerRecord]:
     """Every record of ``topic`` from the beginning to its current end, partition by partition."""
     consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)

@@ -11,13 +11,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def build_project_wheel(work: Path, version: str) -> Path:
-    """``myolotrain-<version>-py3-none-any.whl`` from a copy of the source tree, built offline."""
+def build_project_wheel(work: Path, version: str, *, append: dict[str, str] | None = None) -> Path:
+    """``myolotrain-<version>-py3-none-any.whl`` from a copy of the source tree, built offline. ``append``:
+    text added to the end of files of the copy (``agent/daemon/main.py`` -> code), to build a bad release."""
     src = work / "src"
     src.mkdir(parents=True)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in ("events", "agent", "coordinator", "kernels"):
         shutil.copytree(ROOT / name, src / name, ignore=skip)
+    for path, text in (append or {}).items():
+        with open(src / path, "a") as f:
+            f.write("\n" + text)
     shutil.copy2(ROOT / "README.md", src / "README.md")
     pyproject, n = re.subn(r'(?m)^version = ".*"$', f'version = "{version}"', (ROOT / "pyproject.toml").read_text())
     assert n == 1, "pyproject.toml should have one version line"

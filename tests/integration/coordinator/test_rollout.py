@@ -23,24 +23,13 @@ from typing import Any
 import pytest
 
 from coordinator.cli.auth import stack_token
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
+from coordinator.localstack.broker import LocalBroker
+from tests.support.coordinator import local
 from tests.support.coordinator.rollout_trace import RolloutTrace
-from tests.support.helpers import pids_mentioning, poll_until
+from tests.support.helpers import poll_until
 from tests.support.wheel import build_project_wheel
 
 NEW = "4.0.1.dev0"
-MANIFEST = """\
-apiVersion: myolo.ai/v1
-kind: ElasticJob
-metadata: {{name: steady}}
-spec:
-  minReplicas: 1
-  maxReplicas: 3
-  replica: {{tp: 1, pp: 1}}
-  trainer: {{model: tiny, steps: 100000, globalBatch: 6, seqLen: 32, seed: 0, checkpointEvery: 50, snapshotEvery: 1}}
-  checkpointDir: {ckpt}
-"""
 
 
 def _until(
@@ -66,12 +55,9 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
     broker = LocalBroker(tmp_path, tied_to_parent=True)
     try:
         broker.start(timeout=120)
-        stack.start_members(tmp_path, coordinators=2, nodes=3, gpus=1, timeout=120, progress=lambda _: None)
-        records = {p.name: p for p in state.load(tmp_path).processes}
-        urls = [r.info["api_url"] for r in records.values() if r.role == "coordinator"]
-        stack.wait_fleet(urls, ["node-1", "node-2", "node-3"], 90, stack_token(tmp_path))
+        records = local.start_members(tmp_path, coordinators=2)
         job_file = tmp_path / "steady.yaml"
-        job_file.write_text(MANIFEST.format(ckpt=tmp_path / "ckpt"))
+        job_file.write_text(local.steady_job("steady", tmp_path / "ckpt"))
         applied = _until(
             "a leader to take the job", lambda: (a := myoloctl("apply", "-f", str(job_file))).exit_code == 0 and a, 60
         )
@@ -157,10 +143,7 @@ def test_a_good_agent_release_rolls_through_every_wave_while_a_job_trains(tmp_pa
             f"steps (s since the rollout started):\n{trace.steps()}"
         )
     finally:
-        stack.stop_members(tmp_path, progress=lambda _: None)
-        broker.stop()
-        for pid in pids_mentioning(str(tmp_path)):
-            os.kill(pid, signal.SIGKILL)
+        local.stop_all(tmp_path, broker)
 
 
 def _health(myoloctl, url: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from events.payloads import Command, CommandAck, Payload, TrainingCompleted, Tra
 from events.settings import KafkaSettings
 from events.topics import COMMAND_ACKS, TRAINING_PROGRESS
 from tests.support.agent.agent_proc import AgentProc
-from tests.support.helpers import new_ed25519_key, wait_until
+from tests.support.helpers import free_port, new_ed25519_key, wait_until
 
 TRAINER_TOML = """
 [trainer]
@@ -33,12 +32,6 @@ stop_timeout_s = 60.0
 term_grace_s = 5.0
 """
 TINY_JOB: dict[str, Any] = {"model": "tiny", "seed": 0, "global_batch": 4, "seq_len": 16}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -15,7 +15,7 @@ from coordinator.rollouts.component import Rollouts
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.interface import RolloutError
 from coordinator.rollouts.records import STATE_ROLLOUTS, RolloutRecord
-from events.payloads import Command, GpuReading, LeakReport, NodeSample
+from events.payloads import Command, FailedRelease, GpuReading, LeakReport, NodeSample
 from events.payloads.models import RolloutPhaseChanged
 from tests.support.coordinator.jobs_sim import JobSim, manifest
 
@@ -33,13 +33,22 @@ class FleetSim(JobSim):
         self.version = dict.fromkeys(NODES, OLD)
         self.health: dict[str, str] = {}
         self.bad_versions: set[str] = set()  # a node running one of these reports FAIL health
+        self.failed: dict[str, list[FailedRelease]] = {}  # releases a node switched back from by itself
+        self.on_trial: dict[str, str] = {}  # node -> the release it runs on trial, not committed yet
 
     async def sample(self, node: str) -> None:
         self.seq[node] = self.seq.get(node, 0) + 1
         health = "fail" if self.version[node] in self.bad_versions else "ok"
         gpus = [GpuReading(index=0, uuid=f"{node}-0", name="sim", util_gpu=50.0)]
         s = NodeSample(
-            node_id=node, backend="sim", gpus=gpus, seq=self.seq[node], agent_version=self.version[node], health=health
+            node_id=node,
+            backend="sim",
+            gpus=gpus,
+            seq=self.seq[node],
+            agent_version=self.version[node],
+            health=health,
+            failed_releases=self.failed.get(node, []),
+            agent_on_trial=self.on_trial.get(node),
         )
         if health == "fail":
             s = msgspec.structs.replace(s, health_reasons=["health check failed after the upgrade"])
@@ -56,6 +65,13 @@ class FleetSim(JobSim):
         await self.ack_all("stop_workers")
         await self.ack_all("start_workers")
         await self.ack_all("drain")
+
+    def take_back(self, node: str, component: str, tries: int, error: str) -> None:
+        """The node switched NEW back to OLD by itself (its trial failed) and says so from now on."""
+        failed = FailedRelease(
+            component=component, version=NEW, restored=OLD, tries=tries, error=error, at=self.clock.now()
+        )  # type: ignore[arg-type]
+        self.failed[node] = [failed]
 
     def unanswered(self, action: str) -> list[Command]:
         out = []
@@ -318,3 +334,151 @@ async def test_an_upgrade_whose_done_ack_was_lost_passes_its_gate_from_the_dupli
     rec = sim.rollouts.rollout(rec.name)
     assert rec.status.failed_gate is None and rec.status.phase != "RolledBack" and sim.sent("rollback") == []
     assert rec.status.waves[0].step == "passed" and rec.status.wave == 1
+
+
+async def test_a_node_that_took_the_release_back_by_itself_fails_the_wave_at_once(sim: FleetSim) -> None:
+    """The release never committed on the node (its launcher restored the old one): no waiting out
+    ``upgrade_timeout_s``; the record names the node and the cause."""
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    node, _ = await upgrade_sent(sim, rec)
+    error = "exited with code 1\nTraceback ...\nRuntimeError: broken at import"
+    sim.take_back(node, "agent", 3, error)
+    await sim.run(5)
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "RolledBack" and rec.status.failed_gate.gate == "upgrade"
+    detail = rec.status.failed_gate.detail
+    assert node in detail and f"switched agent {NEW} back to {OLD} by itself" in detail and "3 start(s)" in detail
+    assert "RuntimeError: broken at import" in detail
+    assert sim.upgraded() == {node}
+
+
+async def test_an_older_failure_of_the_same_version_does_not_fail_a_new_rollout(sim: FleetSim) -> None:
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=5, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    (node,) = rec.status.waves[0].nodes
+    long_ago = sim.clock.now() - 3600
+    sim.failed[node] = [FailedRelease(component="agent", version=NEW, restored=OLD, tries=3, at=long_ago)]
+    for _ in range(60):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).status.wave > 0:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.failed_gate is None and rec.status.waves[0].step == "passed"
+
+
+async def test_a_node_lost_after_its_upgrade_fails_the_wave_at_once_and_its_cause_is_learnt_after(
+    sim: FleetSim,
+) -> None:
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    node, _ = await upgrade_sent(sim, rec)
+    sim.dead.add(node)  # it died restarting: no ack, no sample
+    for _ in range(60):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).status.phase == "RollingBack":
+            break
+    # its launcher took the release back: it is heard again, saying why, and then answers the rollback
+    sim.dead.discard(node)
+    error = "RuntimeError: broken at import"
+    sim.take_back(node, "agent", 3, error)
+    for _ in range(60):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "RolledBack", rec.status.reason
+    assert error in rec.status.taken_back[node] and error in rec.status.reason
+    assert rec.status.failed_gate.gate == "upgrade"
+    assert f"{node}: went Lost after its upgrade was sent" in rec.status.failed_gate.detail
+    # known once the fleet calls it Lost, long before upgrade_timeout_s (600 s)
+    assert rec.status.waves[0].gates[-1].gate == "upgrade"
+    failed_at = next(c.time for c in rec.status.history if "gate upgrade failed" in c.reason)
+    assert failed_at - rec.status.waves[0].step_since < sim.fleet.cfg.lost_after_s + 5
+
+
+async def test_a_trainer_release_taken_back_at_its_first_start_fails_the_bake(sim: FleetSim) -> None:
+    rec = await sim.rollouts.start("trainer", NEW, "/srv/releases/t.whl", SHA, "op", PLAN)
+    (node,) = rec.status.waves[0].nodes
+    for _ in range(60):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).status.waves[0].step == "baking":
+            break
+    assert sim.rollouts.rollout(rec.name).status.waves[0].step == "baking"
+    error = "the trainer's job check failed (exit 1): ModuleNotFoundError: No module named 'kernels'"
+    sim.take_back(node, "trainer", 1, error)
+    await sim.run(3)
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "RolledBack" and rec.status.failed_gate.gate == "health"
+    assert f"{node}: switched trainer {NEW} back to {OLD} by itself" in rec.status.failed_gate.detail
+    assert "1 job check(s)" in rec.status.failed_gate.detail
+
+
+def test_each_wave_shows_its_real_cumulative_share() -> None:
+    from coordinator.rollouts.plan import waves
+
+    assert waves(["a", "b", "c"], set(), [5, 20, 50, 100]) == [(33.3, ["a"]), (66.7, ["b"]), (100.0, ["c"])]
+    assert [p for p, _ in waves([f"n{i:02}" for i in range(20)], set(), [5, 20, 50, 100])] == [5, 20, 50, 100]
+
+
+async def test_a_node_on_the_new_version_is_not_back_until_its_release_committed(sim: FleetSim) -> None:
+    """A release that runs but has not committed (no READY yet, say) may still be taken back: no bake, no next
+    wave until it commits."""
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=5, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
+    node, _ = await upgrade_sent(sim, rec)
+    sim.on_trial[node] = NEW
+    await sim.run(30)
+    wave = sim.rollouts.rollout(rec.name).status.waves[0]
+    assert wave.step == "upgrading" and sim.version[node] == NEW
+    assert sim.upgraded() == {node}
+    del sim.on_trial[node]
+    for _ in range(30):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).status.wave > 0:
+            break
+    assert sim.rollouts.rollout(rec.name).status.waves[0].step == "passed"
+
+
+async def rollback_sent(sim: FleetSim, rec: RolloutRecord) -> str:
+    """Play until the first wave's failed gate sends its node a rollback; the node."""
+    for _ in range(60):
+        await sim.run(1)
+        if sim.sent("rollback"):
+            break
+    return rec.status.waves[0].nodes[0]
+
+
+async def test_a_rolled_back_node_keeps_the_rollouts_cordon_until_it_runs_the_old_version_again(sim: FleetSim) -> None:
+    """Its rollback acked, the node still restarts (or runs the release on trial): uncordoning it now would let
+    a Lost cordon or new work land on a node in between versions."""
+    sim.bad_versions = {NEW}
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=120))
+    node = await rollback_sent(sim, rec)
+    sim.dead.add(node)  # it acks nothing and says nothing while it restarts
+    for c in sim.sent("rollback"):
+        await sim.ack_result(c, {"component": "agent", "version": OLD, "previous": NEW})
+    await sim.run(20)
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "RollingBack" and sim.fleet.node(node).cordoned
+    sim.dead.discard(node)
+    sim.version[node] = OLD
+    for _ in range(30):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "RolledBack" and not sim.fleet.node(node).cordoned
+    assert "left cordoned" not in rec.status.reason
+
+
+async def test_a_node_that_never_comes_back_is_left_cordoned_and_named(sim: FleetSim) -> None:
+    sim.bad_versions = {NEW}
+    rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=60))
+    node = await rollback_sent(sim, rec)
+    sim.dead.add(node)
+    for c in sim.sent("rollback"):
+        await sim.ack_result(c, {"component": "agent", "version": OLD, "previous": NEW})
+    for _ in range(120):
+        await sim.run(1)
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "RolledBack"
+    assert f"{node} left cordoned: not Ready" in rec.status.reason and sim.fleet.node(node).cordoned
