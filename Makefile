@@ -5,9 +5,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
-APT_PACKAGES := kcat openjdk-17-jre-headless maven
+APT_PACKAGES := kcat openjdk-17-jre-headless maven golang-go
 
-.PHONY: help venv sysdeps test test-unit test-integration fuzz bench demo lint format clean
+.PHONY: help venv sysdeps test test-unit test-integration chaos fuzz bench demo lint format clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[train,dev]"
 	@rm -f $(VENV)/.installed-*; touch $@
 
-sysdeps:  ## Install Java 17, Maven and kcat from Debian's packages when missing (needs root)
+sysdeps:  ## Install Java 17, Maven, kcat and Go (it builds Toxiproxy) from Debian's packages when missing (needs root)
 	@missing=""; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v go >/dev/null || test -x /usr/local/go/bin/go || missing="$$missing golang-go"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn  >/dev/null || missing="$$missing maven"; \
 	if [ -n "$$missing" ]; then \
@@ -39,6 +40,10 @@ test-unit: venv  ## Only the unit tests (no broker)
 
 test-integration: venv sysdeps  ## Only the integration tests
 	$(BIN)/pytest -q tests/integration
+
+chaos: venv sysdeps  ## The chaos test at full length: an upgrade and a job through Toxiproxy for MYOLO_CHAOS_S (300) s
+	MYOLO_CHAOS_S=$${MYOLO_CHAOS_S:-300} $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 \
+	  tests/integration/coordinator/test_chaos.py
 
 fuzz: venv  ## Property-test the consumer on MYOLO_FUZZ_EXAMPLES hostile records (default 1000000: long, niced)
 	MYOLO_FUZZ_EXAMPLES=$${MYOLO_FUZZ_EXAMPLES:-1000000} nice -n 19 $(BIN)/pytest -q -s -p no:cacheprovider \

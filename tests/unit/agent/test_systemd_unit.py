@@ -16,17 +16,25 @@ INSTALLED = "/opt/myolo/venv/bin/myolo-agent-launcher"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
-def test_unit_passes_systemd_analyze_verify(tmp_path):
-    text = UNIT.read_text()
-    assert INSTALLED in text
-    unit = tmp_path / "myolo-agent.service"
-    unit.write_text(text.replace(INSTALLED, f"{sys.executable} -m agent.launcher"))
+@pytest.mark.parametrize(
+    ("name", "installed", "here"),
+    [
+        ("myolo-agent.service", INSTALLED, "-m agent.launcher"),
+        ("myolo-coordinator.service", "/opt/myolo/venv/bin/myolo-coordinator", "-m coordinator.cli_daemon"),
+    ],
+)
+def test_the_units_as_shipped_pass_systemd_analyze_verify(tmp_path, name: str, installed: str, here: str):
+    """Verified as shipped, but for the program's path: /opt/myolo is not on this machine."""
+    text = (ROOT / "systemd" / name).read_text()
+    assert installed in text
+    unit = tmp_path / name
+    unit.write_text(text.replace(installed, f"{sys.executable} {here}"))
     proc = subprocess.run(
         ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     # verify exits 0 on unknown keys too, only warning about them: any line naming our unit is a failure
-    assert "myolo-agent.service" not in proc.stderr + proc.stdout, proc.stderr
+    assert name not in proc.stderr + proc.stdout, proc.stderr
 
 
 def test_unit_has_notify_watchdog_restart_state_and_hardening():
@@ -39,6 +47,9 @@ def test_unit_has_notify_watchdog_restart_state_and_hardening():
     assert lines["Type"] == "notify"
     assert lines["WatchdogSec"].endswith("s")
     assert lines["Restart"] == "on-failure"
+    # the launcher restarts the agent; systemd restarts the launcher, within a start limit a person then sees
+    assert lines["ExecStart"].startswith("/opt/myolo/venv/bin/myolo-agent-launcher ")
+    assert lines["NotifyAccess"] == "main" and int(lines["StartLimitBurst"]) >= 3
     assert lines["StateDirectory"] == "myolo"
     assert lines["EnvironmentFile"].endswith("/etc/myolo/agent.env")
     for key in ("NoNewPrivileges", "ProtectHome", "PrivateTmp"):
