@@ -246,7 +246,7 @@ def _record_url(state_dir: Path, record: state.ProcessRecord, url: str) -> None:
 
 def _wait_answering(state_dir: Path, records: list[state.ProcessRecord], timeout: float) -> None:
     """Until every coordinator's API and every agent's health endpoint answers (or one process dies). A
-    process's URL is read back from its log first, where the recorded one is not known yet."""
+    process's URL is read back from its log where the recorded one is not known yet or no longer answers."""
     deadline = time.monotonic() + timeout
     pending = list(records)
     while pending:
@@ -257,13 +257,14 @@ def _wait_answering(state_dir: Path, records: list[state.ProcessRecord], timeout
                     hint=f"read its log {record.log}",
                     detail=process.tail(Path(record.log), 25),
                 )
-            if not _endpoint(record):
-                url = listening_url(record)
-                if url is None:
-                    continue
-                _record_url(state_dir, record, url)
-            if health.get_json(f"{_endpoint(record)}/healthz", timeout=0.5) is not None:
+            if _endpoint(record) and health.get_json(f"{_endpoint(record)}/healthz", timeout=0.5) is not None:
                 pending.remove(record)
+                continue
+            # not known yet, or moved: an agent restarted by its launcher (after an upgrade, a crash) listens on
+            # the port the kernel gives it then, which its log says last
+            url = listening_url(record)
+            if url is not None and url != _endpoint(record):
+                _record_url(state_dir, record, url)
         if pending and time.monotonic() > deadline:
             names = ", ".join(r.name for r in pending)
             raise StackError(

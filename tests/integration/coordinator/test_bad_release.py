@@ -110,6 +110,9 @@ def test_a_release_that_cannot_start_is_taken_back_by_the_node_and_stops_the_rol
         # the same launchers throughout: nobody restarted a node by hand
         now = {p.name: p.pid for p in state.load(tmp_path).processes if p.name in launchers}
         assert now == launchers
+        # and the stack still knows where node-1 answers, though its agent restarted on another port
+        again = local.start_members(tmp_path, coordinators=1)
+        assert again["node-1"].info["health_url"] == found["node-1"]["health_url"]
         print(
             f"\n{version}: rollout RolledBack {wall:.1f} s after its start; node-1 Ready on {base} at {back_at:.1f} s"
         )
