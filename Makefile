@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 APT_PACKAGES := kcat openjdk-17-jre-headless maven golang-go
 
-.PHONY: help venv sysdeps test test-unit test-integration chaos fuzz bench demo lint format clean
+.PHONY: help venv sysdeps test test-unit test-integration chaos soak fuzz bench demo lint format clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ test-integration: venv sysdeps  ## Only the integration tests
 chaos: venv sysdeps  ## The chaos test at full length: an upgrade and a job through Toxiproxy for MYOLO_CHAOS_S (300) s
 	MYOLO_CHAOS_S=$${MYOLO_CHAOS_S:-300} $(BIN)/pytest -q -s -p no:cacheprovider --timeout=0 \
 	  tests/integration/coordinator/test_chaos.py
+
+soak: venv sysdeps  ## The soak (not in `make test`): faults every ~2 min for MYOLO_SOAK_S (1800) s; loses nothing
+	$(BIN)/python -m tests.soak
 
 fuzz: venv  ## Property-test the consumer on MYOLO_FUZZ_EXAMPLES hostile records (default 1000000: long, niced)
 	MYOLO_FUZZ_EXAMPLES=$${MYOLO_FUZZ_EXAMPLES:-1000000} nice -n 19 $(BIN)/pytest -q -s -p no:cacheprovider \

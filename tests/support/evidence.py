@@ -54,12 +54,13 @@ def samples(settings: KafkaSettings) -> Samples:
 
 
 def commands_run_twice(settings: KafkaSettings) -> tuple[int, dict[str, int]]:
-    """(commands acked ``accepted``, those accepted more than once): an agent acks ``accepted`` once per run of
-    a command (event ids de-duplicate a resent ack)."""
+    """(commands acked ``accepted``, those accepted more than once): an agent acks ``accepted`` without a
+    reason once per run of a command; a retry that finds it still running is acked ``accepted`` again with
+    the reason that it already runs, which is no second run. Event ids de-duplicate a resent ack."""
     seen: dict[str, set[str]] = defaultdict(set)
     for r in asyncio.run(read_topic(settings, COMMAND_ACKS)):
         event = decode(r.value, r.headers, r.key)
-        if isinstance(event.data, CommandAck) and event.data.status == "accepted":
+        if isinstance(event.data, CommandAck) and event.data.status == "accepted" and not event.data.reason:
             seen[event.data.command_id].add(event.id)
     return len(seen), {c: len(ids) for c, ids in seen.items() if len(ids) > 1}
 

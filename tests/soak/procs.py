@@ -1,0 +1,155 @@
+"""The soak's view of its processes: which run, their memory over time, their open files and children."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import linear_regression, median
+
+ROLES = ("launcher", "agent", "coordinator", "worker")
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def role(cmd: str) -> str | None:
+    if "-m agent.launcher" in cmd:
+        return "launcher"
+    if "-m agent run" in cmd:
+        return "agent"
+    if "coordinator.cli_daemon" in cmd:
+        return "coordinator"
+    if "kernels." in cmd:
+        return "worker"
+    return None
+
+
+def ours(root: Path) -> dict[int, tuple[str, str]]:
+    """pid -> (role, the member it belongs to) for every live process of the stack under ``root``: those
+    naming it on their command line, and the workers and standbys they started."""
+    cmds: dict[int, str] = {}
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            pid = int(entry.name)
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z":
+                cmds[pid], parents[pid] = cmdline(pid), int(stat[1])
+    out: dict[int, tuple[str, str]] = {}
+    for pid, cmd in cmds.items():
+        if str(root) in cmd and (r := role(cmd)) is not None:
+            member = next((p for p in cmd.split() if "/agents/" in p or "/coordinators/" in p), "")
+            name = member.split("/agents/")[-1].split("/coordinators/")[-1].split("/")[0] if member else "?"
+            out[pid] = (r, name)
+    for pid, cmd in cmds.items():
+        if pid in out or role(cmd) != "worker":
+            continue
+        up = parents.get(pid)
+        while up is not None and up not in out and up > 1:
+            up = parents.get(up)
+        if up in out:
+            out[pid] = ("worker", out[up][1])
+    return out
+
+
+def rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def open_fds(pid: int) -> int | None:
+    try:
+        return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+    except OSError:
+        return None
+
+
+@dataclass
+class Series:
+    """One process's RSS over time (a restarted process starts a new series)."""
+
+    role: str
+    member: str
+    pid: int
+    points: list[tuple[float, float]] = field(default_factory=list)  # (seconds, MiB)
+
+    def slope_mib_per_h(self) -> float | None:
+        """The least-squares slope over the second half (the first is warm-up); None with too few points."""
+        half = self.points[len(self.points) // 2 :]
+        if len(half) < 8:
+            return None
+        return linear_regression([t for t, _ in half], [m for _, m in half]).slope * 3600
+
+    @property
+    def median_mib(self) -> float:
+        return median(m for _, m in self.points)
+
+
+class Watch:
+    """RSS of every process of the stack, sampled by :meth:`sample`; open files at the start and the end."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.started = time.monotonic()
+        self.series: dict[int, Series] = {}
+        self.fds_before = {pid: open_fds(pid) for pid in ours(root)}
+        self.roles_before = _count(ours(root))
+
+    def sample(self) -> None:
+        now = time.monotonic() - self.started
+        for pid, (r, member) in ours(self.root).items():
+            mib = rss_mib(pid)
+            if mib is not None:
+                self.series.setdefault(pid, Series(r, member, pid)).points.append((now, mib))
+
+    def report(self) -> tuple[list[str], list[str]]:
+        """(lines to print, problems): RSS slopes against the bound, open files and processes before/after."""
+        lines, problems = [], []
+        for s in sorted(self.series.values(), key=lambda s: (s.role, s.member, s.pid)):
+            slope = s.slope_mib_per_h()
+            if slope is None:
+                continue
+            bound = max(2.0, 0.05 * s.median_mib)  # 5 % of its size per hour, at least 2 MiB/h
+            verdict = "ok" if slope < bound else "GROWS"
+            lines.append(
+                f"  {s.role:11} {s.member:14} pid {s.pid:7}: RSS median {s.median_mib:6.1f} MiB, slope "
+                f"{slope:+6.2f} MiB/h (bound {bound:.1f}) {verdict}"
+            )
+            if verdict != "ok":
+                problems.append(f"{s.role} {s.member} (pid {s.pid}) RSS grows {slope:+.2f} MiB/h")
+        now = ours(self.root)
+        for pid, before in self.fds_before.items():
+            after = open_fds(pid)
+            if before is None or after is None:
+                continue
+            lines.append(f"  open files of {now.get(pid, ('?', '?'))[0]} pid {pid}: {before} -> {after}")
+            if after > before + 16:
+                problems.append(f"pid {pid} holds {after - before} more open files than at the start")
+        roles_after = _count(now)
+        lines.append(f"  processes before: {self.roles_before}; after: {roles_after}")
+        for r in ("launcher", "agent", "coordinator"):
+            if roles_after.get(r, 0) != self.roles_before.get(r, 0):
+                problems.append(f"{r}s: {self.roles_before.get(r, 0)} at the start, {roles_after.get(r, 0)} at the end")
+        if roles_after.get("worker", 0) > self.roles_before.get("worker", 0):
+            problems.append(f"workers: {self.roles_before.get('worker', 0)} before, {roles_after['worker']} after")
+        return lines, problems
+
+
+def _count(procs: dict[int, tuple[str, str]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r, _ in procs.values():
+        out[r] = out.get(r, 0) + 1
+    return out
