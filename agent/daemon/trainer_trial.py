@@ -48,11 +48,6 @@ class TrainerTrial:
         state = trial.next_start(trial.load(self.path), self.store.current(), TRIES, self.rt.clock.now(), "trainer")
         trial.save(self.path, state.state)
 
-    @property
-    def on_trial(self) -> bool:
-        state = trial.load(self.path)
-        return state is not None and state.on_trial and state.trial == self.store.current()
-
     def answered(self) -> None:
         """The trainer answered a job check: the release works."""
         state = trial.load(self.path)

@@ -53,7 +53,6 @@ class Run:
     on_trial: bool
     started: float
     last_pet: float
-    ready: bool = False
     killed_for: str | None = None
     tail: deque[bytes] = field(default_factory=lambda: deque(maxlen=64))
 
@@ -95,7 +94,7 @@ class Launcher:
         self.stopping: int | None = None  # the signal that asked the launcher to stop
         self.ready_sent = False
         self.failures = 0
-        self.starts = 0
+        self._petted = float("-inf")  # when systemd's watchdog was last petted
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> int:
@@ -181,7 +180,6 @@ class Launcher:
             env[trial.REPORT_ENV] = "1"
         if not self.ready_sent:
             self._extend_start()
-        self.starts += 1
         proc = subprocess.Popen(
             self.argv(self.args),
             env=env,
@@ -248,7 +246,6 @@ class Launcher:
                 self._commit(run)
             upstream = {k: v for k, v in fields.items() if k in ("READY", "STATUS", "STOPPING")}
             if fields.get("READY") == "1":
-                run.ready = True
                 self.ready_sent = True
             if upstream:
                 self.upstream.notify(**upstream)
@@ -271,8 +268,7 @@ class Launcher:
     def _check(self, run: Run) -> None:
         """The watchdog and the commit deadline; pet systemd's watchdog while this loop turns."""
         now = self.monotonic()
-        if self.upstream.watchdog_usec:
-            self.upstream.watchdog()
+        self._pet()
         if run.proc.poll() is not None:
             return
         if run.killed_for is not None:
@@ -294,6 +290,13 @@ class Launcher:
         with contextlib.suppress(ProcessLookupError):
             run.proc.send_signal(signal.SIGTERM)
 
+    def _pet(self) -> None:
+        """systemd's watchdog, at half its timeout (the loop turns on every line the agent writes)."""
+        every = self.upstream.watchdog_interval_s
+        if every is not None and self.monotonic() - self._petted >= every:
+            self.upstream.watchdog()
+            self._petted = self.monotonic()
+
     def _tick_s(self) -> float:
         return max(0.05, min(1.0, self.watchdog_s / 4))
 
@@ -306,8 +309,7 @@ class Launcher:
             while self.stopping is None and (left := until - self.monotonic()) > 0:
                 if sel.select(timeout=min(left, self._tick_s())):
                     _drain(wake_r)
-                if self.upstream.watchdog_usec:
-                    self.upstream.watchdog()
+                self._pet()
         finally:
             sel.close()
 

@@ -10,6 +10,7 @@ commit, watchdog pets, exits 0 on SIGTERM). The real agent's releases are tested
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -77,9 +78,9 @@ class Node:
         (tmp / "agent.toml").write_text("[releases]\n" + "\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> None:
+    def start(self, **extra: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MYOLO_", "NOTIFY_", "WATCHDOG_"))}
-        env |= {"PYTHONPATH": str(ROOT), "FAKE_LOG": str(self.starts)}
+        env |= {"PYTHONPATH": str(ROOT), "FAKE_LOG": str(self.starts), **extra}
         self.log = open(self.tmp / "launcher.log", "ab")  # noqa: SIM115  # closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agent.launcher", "--config", str(self.tmp / "agent.toml"), "--log-json"],
@@ -231,3 +232,33 @@ def _alive(pid: int) -> bool:
 def _inbox_of(pid: int) -> str:
     env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return next(e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"NOTIFY_SOCKET="))
+
+
+def test_under_systemd_it_relays_ready_and_pets_the_watchdog_at_half_its_timeout(node, tmp_path: Path) -> None:
+    """systemd's side, played by a socket: READY and STATUS come through; the watchdog is petted by the
+    launcher itself, every half timeout, not once per pet (or line) of the agent, which pets every 0.1 s."""
+    n = node()
+    _release(n.store, "4.0.0", "good")
+    n.store.switch("4.0.0")
+    path = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(path))
+    sock.settimeout(0.2)
+    n.start(NOTIFY_SOCKET=str(path), WATCHDOG_USEC="2000000")
+    got: list[str] = []
+    began = time.monotonic()
+    poll_until("the agent's READY relayed", lambda: _read(sock, got) or any("READY=1" in m for m in got), 30)
+    ready_at = time.monotonic()
+    while time.monotonic() - ready_at < 4:
+        _read(sock, got)
+    seconds = time.monotonic() - began
+    assert n.stop() == 0
+    sock.close()
+    assert any("STATUS=fake agent" in m for m in got)
+    pets = sum(m.count("WATCHDOG=1") for m in got)
+    assert 1 <= pets <= seconds / 1.0 + 1, (pets, seconds)  # at most one a second (half of 2 s), plus the first
+
+
+def _read(sock: socket.socket, into: list[str]) -> None:
+    with contextlib.suppress(TimeoutError):
+        into.append(sock.recv(4096).decode())
