@@ -4,7 +4,8 @@ Layout choices serve the parallel plans: blocks sit in a ``ModuleDict`` keyed by
 pipeline stage can drop the blocks it does not own and keep the original parameter names (checkpoints
 then reshard across pipeline layouts by name). Head counts are inferred with ``-1`` in reshapes because
 under tensor parallelism each rank holds only ``n_heads / tp`` heads. Norms, attention and the residual
-fusion go through ``kernels.ops`` so the fused-backend registry decides what actually runs.
+fusion go through ``kernels.ops`` so the fused-backend registry decides what actually runs. A forward given a
+``KVCache`` (inference) reads the keys and values of earlier positions from it and adds its own.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch import nn
 
 from kernels import ops
 from kernels.model.config import ModelConfig
+from kernels.model.kv_cache import KVCache, LayerCache
 
 
 class RMSNorm(nn.Module):
@@ -39,11 +41,11 @@ def rotary_tables(cfg: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
     return angles.cos(), angles.sin()
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate (B, S, H, D) by position; the two halves of D form the complex pairs."""
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Rotate (B, S, H, D), whose first token is at position ``start``; the two halves of D are the pairs."""
     seq = x.shape[1]
-    cos = cos[:seq].view(1, seq, 1, -1).to(x.dtype)
-    sin = sin[:seq].view(1, seq, 1, -1).to(x.dtype)
+    cos = cos[start : start + seq].view(1, seq, 1, -1).to(x.dtype)
+    sin = sin[start : start + seq].view(1, seq, 1, -1).to(x.dtype)
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
@@ -60,18 +62,33 @@ class Attention(nn.Module):
         self.wv = nn.Linear(cfg.dim, cfg.kv_heads * cfg.head_dim, bias=False)
         self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: LayerCache | None = None
+    ) -> torch.Tensor:
         bsz, seq = x.shape[0], x.shape[1]
+        start = cache.start if cache is not None else 0
         q = self.wq(x).view(bsz, seq, -1, self.head_dim)
         k = self.wk(x).view(bsz, seq, -1, self.head_dim)
         v = self.wv(x).view(bsz, seq, -1, self.head_dim)
-        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        q, k = apply_rotary(q, cos, sin, start), apply_rotary(k, cos, sin, start)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if cache is not None:
+            k, v = cache.append(k, v)
         if self.n_rep > 1:
             k = k.repeat_interleave(self.n_rep, dim=1)
             v = v.repeat_interleave(self.n_rep, dim=1)
-        out = ops.attention(q, k, v, causal=True)
+        out = ops.attention(q, k, v, causal=True) if start == 0 else _attend_after(q, k, v, start)
         return self.wo(out.transpose(1, 2).reshape(bsz, seq, -1))
+
+
+def _attend_after(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int) -> torch.Tensor:
+    """Causal attention of queries at positions ``start..`` over keys from position 0 (a cached decode)."""
+    seq = q.shape[2]
+    if seq == 1:  # one new token sees every key: no mask
+        return F.scaled_dot_product_attention(q, k, v)
+    rows = torch.arange(start, start + seq, device=q.device).unsqueeze(1)
+    allowed = torch.arange(k.shape[2], device=q.device).unsqueeze(0) <= rows
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
 
 class FeedForward(nn.Module):
@@ -103,8 +120,10 @@ class Block(nn.Module):
         self.feed_forward = FeedForward(cfg)
         self.fuse_residual = True
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        attn = self.attention(self.attention_norm(x), cos, sin)
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: LayerCache | None = None
+    ) -> torch.Tensor:
+        attn = self.attention(self.attention_norm(x), cos, sin, cache)
         if self.fuse_residual:
             normed, h = ops.residual_rms_norm(attn, x, self.ffn_norm.weight, self.ffn_norm.eps)
             return h + self.feed_forward(normed)
@@ -141,11 +160,16 @@ class GPT(nn.Module):
             else:
                 nn.init.normal_(p, 0.0, std)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """tokens (B, S) -> logits (B, S, V) on a full model; stages pass hidden states through."""
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """tokens (B, S) -> logits (B, S, V) on a full model; stages pass hidden states through. With a
+        ``cache``, ``x`` continues the sequences it holds, and it is extended by them."""
         h = self.tok_embeddings(x) if self.tok_embeddings is not None else x
-        for block in self.layers.values():
-            h = block(h, self.rope_cos, self.rope_sin)
+        if cache is not None:
+            cache.begin(x.shape[1])
+        for name, block in self.layers.items():
+            h = block(h, self.rope_cos, self.rope_sin, cache.layers[name] if cache is not None else None)
+        if cache is not None:
+            cache.end(x.shape[1])
         if self.norm is not None:
             h = self.norm(h)
         return self.output(h) if self.output is not None else h
