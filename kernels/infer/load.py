@@ -13,6 +13,8 @@ import torch
 from kernels.export.weights import META_MODEL, META_MODEL_ARGS, WeightsError, describe_model, load_weights
 from kernels.model import GPT, ModelConfig, preset
 
+META_QUANT = "myolo.quant"  # kernels.quantization.file's: read here without importing the toolkit
+
 
 def file_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     """The safetensors header's metadata, without reading the tensors."""
@@ -45,8 +47,16 @@ def load_model(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str = "cpu",
 ) -> tuple[GPT, ModelConfig]:
-    """The float GPT of an export (``kernels.export``), in eval mode on ``device`` in ``dtype``."""
-    name, args = model_of(file_metadata(path), model, model_args)
+    """The GPT of an export (``kernels.export``) or of a quantized file (``kernels.quantization``), in eval
+    mode on ``device``, its float weights in ``dtype``."""
+    metadata = file_metadata(path)
+    if META_QUANT in metadata:
+        from kernels.quantization.file import load_quantized
+
+        expect = {"model": model, "model_args": dict(model_args) if model_args is not None else None}
+        quant, cfg, _ = load_quantized(path, dtype=dtype, device=device, expect=expect)
+        return quant, cfg
+    name, args = model_of(metadata, model, model_args)
     cfg = preset(name, **args)
     gpt = GPT(cfg)
     load_weights(gpt, path, describe_model(name, args))

@@ -1,0 +1,59 @@
+"""The packed kernels compute what the dequantized weight computes, within a stated bound."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels.quantization.dfp import dynamic_fixed_point
+from kernels.quantization.grid import Grid, round_to_nearest
+from kernels.quantization.linear import QuantLinear
+
+# fp32: the kernels accumulate in another order than the reference matmul: 1e-5 of the output's scale;
+# bf16: activations and products in bfloat16 (8 bits of mantissa): 2 % of it
+BOUND = {torch.float32: 1e-5, torch.bfloat16: 2e-2}
+
+
+def layer(bits: int, group: int, symmetric: bool = False, n: int = 96, k: int = 256) -> QuantLinear:
+    w = torch.randn(n, k, generator=torch.Generator().manual_seed(0)) * 0.05
+    return QuantLinear.of(round_to_nearest(w, Grid(bits, group, symmetric)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize(
+    ("bits", "group", "symmetric", "kernel"),
+    [(8, 0, True, "int8"), (4, 32, False, "int4-cpu"), (4, 64, False, "int4-cpu"), (4, 128, False, "int4-cpu")],
+)
+def test_packed_kernels_equal_the_dequantized_reference(dtype, bits, group, symmetric, kernel) -> None:
+    lin = layer(bits, group, symmetric)
+    assert lin.kernel(torch.device("cpu"), dtype) == kernel
+    x = torch.randn(3, 5, 256, generator=torch.Generator().manual_seed(1)).to(dtype)
+    got = lin(x).float()
+    ref = x.float() @ lin.dequantized().T
+    scale = float(ref.abs().max())
+    assert got.shape == (3, 5, 96)
+    assert float((got - ref).abs().max()) <= BOUND[dtype] * scale
+
+
+def test_grids_without_a_kernel_run_the_dequantized_weight() -> None:
+    w = torch.randn(32, 64) * 0.1
+    lin = QuantLinear.of(dynamic_fixed_point(w, 4))
+    assert lin.kernel(torch.device("cpu"), torch.float32) == "dequant"
+    x = torch.randn(4, 64)
+    assert torch.allclose(lin(x), x @ lin.dequantized().T)
+    odd = layer(4, 96, n=32, k=192)  # a group size the int4 kernel does not take
+    assert odd.kernel(torch.device("cpu"), torch.float32) == "dequant"
+
+
+def test_the_buffers_are_the_packed_codes_and_bfloat16_parameters() -> None:
+    lin = layer(4, 64)
+    state = lin.state_dict()
+    assert state["qweight"].shape == (96, 128) and state["qweight"].dtype == torch.uint8
+    assert state["scales"].shape == (96, 4) and state["scales"].dtype == torch.bfloat16
+    assert lin.weight().bytes() == 96 * 128 + 2 * 96 * 4 * 2
+
+
+def test_activation_rounding_applies_before_the_matmul() -> None:
+    w = torch.eye(8)
+    lin = QuantLinear.of(dynamic_fixed_point(w, 8), act_bits=4, act_fl=2)
+    assert lin(torch.tensor([[0.26, 5.0, 0, 0, 0, 0, 0, 0]])).tolist()[0][:2] == [0.25, 1.75]
