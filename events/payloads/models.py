@@ -32,6 +32,25 @@ class EvalResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     perplexity: NonNegFloat
 
 
+QuantScheme = Literal["dynamic_fixed_point", "rtn", "gptq", "hqq"]
+
+
+class Quantization(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How a quantized model was made from its source: the scheme and grid, how many linear layers, the
+    calibration set's SHA-256, the source's, and the source's evaluation on the same held-out set (its
+    ``dataset_sha256`` is the quantized model's own ``eval``'s), so the two compare."""
+
+    scheme: QuantScheme
+    bits: Annotated[int, msgspec.Meta(ge=2, le=8)]
+    group_size: NonNegInt  # 0: one group per row
+    layers: NonNegInt
+    bits_per_weight: NonNegFloat  # of the quantized layers, scales and zeros included
+    calib_sha256: Sha256 | None = None
+    calib_tokens: NonNegInt = 0
+    source_sha256: Sha256 | None = None
+    source_eval: EvalResult | None = None
+
+
 class ModelExport(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What a finished job exported: consolidated weights (safetensors) with their checksum, the training
     data's checksum and the held-out evaluation. Written beside the artifact as ``<artifact>.json`` by the
@@ -45,6 +64,7 @@ class ModelExport(msgspec.Struct, kw_only=True, omit_defaults=True):
     data_sha256: Sha256 | None = None  # None: synthetic data
     eval: EvalResult | None = None
     init_from: PathOrUrl | None = None  # the weights training started from
+    quantization: Quantization | None = None  # set: a quantized model, ``init_from`` its source
 
 
 class FeatureDrift(msgspec.Struct, kw_only=True, omit_defaults=True):

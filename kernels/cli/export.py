@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import msgspec
 import typer
 
-from events.logs import configure_logging
+from kernels.cli import app
 from kernels.cli.options import parse_model_args
 from kernels.train.config import JobConfigError
 
@@ -82,16 +82,12 @@ def export_command(
     sys.stdout.write(msgspec.json.encode(export).decode() + "\n")
 
 
-def fail(message: str) -> None:
-    typer.echo(f"export: error: {message}", err=True)
-    raise typer.Exit(2)
+def fail(message: str) -> NoReturn:
+    app.fail("export", message)
 
 
 def main() -> None:
-    configure_logging("info", stream=sys.stderr)  # stdout carries the manifest
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command(help=HELP)(export_command)
-    app()
+    app.run(export_command, HELP, log_level="info")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from events.logs import configure_logging
+from kernels.cli import app
 
 HELP = """\
 Continue a prompt with a model: prefill, then decode token by token with a KV cache. The prompt comes from
@@ -75,15 +75,11 @@ def generate_command(
 
 
 def fail(message: str) -> NoReturn:
-    typer.echo(f"myolo-generate: error: {message}", err=True)
-    raise typer.Exit(2)
+    app.fail("myolo-generate", message)
 
 
 def main() -> None:
-    configure_logging("warning", stream=sys.stderr)
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command(help=HELP)(generate_command)
-    app()
+    app.run(generate_command, HELP, log_level="warning")
 
 
 if __name__ == "__main__":

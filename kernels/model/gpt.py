@@ -123,7 +123,10 @@ class Block(nn.Module):
     def forward(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: LayerCache | None = None
     ) -> torch.Tensor:
-        attn = self.attention(self.attention_norm(x), cos, sin, cache)
+        normed = self.attention_norm(x)
+        # the cache only as a keyword, and only when there is one: tensor parallelism's input hooks count
+        # the positional inputs of the modules they wrap
+        attn = self.attention(normed, cos, sin) if cache is None else self.attention(normed, cos, sin, cache=cache)
         if self.fuse_residual:
             normed, h = ops.residual_rms_norm(attn, x, self.ffn_norm.weight, self.ffn_norm.eps)
             return h + self.feed_forward(normed)
@@ -167,7 +170,10 @@ class GPT(nn.Module):
         if cache is not None:
             cache.begin(x.shape[1])
         for name, block in self.layers.items():
-            h = block(h, self.rope_cos, self.rope_sin, cache.layers[name] if cache is not None else None)
+            if cache is None:
+                h = block(h, self.rope_cos, self.rope_sin)
+            else:
+                h = block(h, self.rope_cos, self.rope_sin, cache=cache.layers[name])
         if cache is not None:
             cache.end(x.shape[1])
         if self.norm is not None:

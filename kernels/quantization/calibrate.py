@@ -19,8 +19,6 @@ import torch
 from events.digest import sha256_file
 from kernels.export.evaluate import heldout_batches
 
-CalibSource = str | os.PathLike[str] | torch.Tensor | Iterable[Any]
-
 
 @dataclass(frozen=True)
 class CalibrationSet:
@@ -39,6 +37,9 @@ class CalibrationSet:
         return sum(b.numel() for b in self.batches)
 
 
+CalibSource = str | os.PathLike[str] | torch.Tensor | CalibrationSet | Iterable[Any]
+
+
 def calibration_set(
     source: CalibSource,
     *,
@@ -49,7 +50,10 @@ def calibration_set(
     batch: int = 8,
     dtype: str = "uint16",
 ) -> CalibrationSet:
-    """Read up to ``max_sequences`` sequences from ``source``; ValueError naming what is wrong with it."""
+    """Read up to ``max_sequences`` sequences from ``source``; ValueError naming what is wrong with it. A
+    ``CalibrationSet`` read already is taken as it is."""
+    if isinstance(source, CalibrationSet):
+        return source
     if max_sequences < 1 or batch < 1:
         raise ValueError(f"calibration needs max_sequences >= 1 and batch >= 1, got {max_sequences}, {batch}")
     if not 1 <= seq_len <= max_seq_len:

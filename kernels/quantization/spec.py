@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Literal
+from typing import get_args
 
 import msgspec
 
-Scheme = Literal["dynamic_fixed_point", "rtn", "gptq", "hqq"]
-SCHEMES: tuple[str, ...] = ("dynamic_fixed_point", "rtn", "gptq", "hqq")
+from events.payloads.models import QuantScheme
+
+SCHEMES: tuple[str, ...] = get_args(QuantScheme)
 CALIBRATED: tuple[str, ...] = ("gptq", "dynamic_fixed_point")  # dfp: for its activation formats
 # The transformer blocks' linear layers. Embeddings are a lookup (no matmul to speed up) and the output head
 # turns every error into the logits directly; both stay in the source precision unless asked.
@@ -31,7 +32,7 @@ class QuantSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """The metadata block of a quantized model file (``myolo.quant``)."""
 
     format: int = FORMAT
-    scheme: Scheme
+    scheme: QuantScheme
     bits: int
     group_size: int
     model: str
