@@ -7,6 +7,8 @@ Kernels, chosen once per device and dtype and kept:
   ``torch._weight_int4pack_mm`` (bfloat16) on CUDA, each after its own repacking of the codes;
 - ``dequant``: anything else (dynamic fixed point, other widths, a kernel the build lacks): the weight is
   dequantized once to the activations' dtype and a plain matmul runs. Correct everywhere, and as fast as float.
+On the CPU a call with more than ``PACKED_MAX_ROWS`` rows dequantizes the weight into a temporary and runs one
+float matmul whatever the kernel (the layer's memory stays packed).
 The module's buffers are the file's tensors (``kernels.quantization.file``): codes packed two per byte at 4
 bits, scales and zeros in bfloat16, so ``state_dict`` is what is saved.
 """
@@ -23,6 +25,9 @@ from kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight, dequan
 
 log = structlog.get_logger("myolo.kernels.quantization")
 INT4_GROUPS = (32, 64, 128, 256)
+# The packed kernels are matrix-vector kernels (decode: a few rows); for a prefill's or a calibration's many
+# rows, dequantizing the weight once into a temporary and one float matmul is far faster on the CPU.
+PACKED_MAX_ROWS = 8
 
 
 class QuantLinear(nn.Module):
@@ -74,6 +79,8 @@ class QuantLinear(nn.Module):
             x = quantize_activation(x, self.act_fl, self.act_bits)
         name, prepared = self._prepared(x.device, x.dtype)
         flat = x.reshape(-1, self.in_features)
+        if name in ("int8", "int4-cpu") and flat.shape[0] > PACKED_MAX_ROWS:
+            return F.linear(x, self.dequantized(x.dtype).to(x.device))
         if name == "int8":
             w, s = prepared  # type: ignore[misc]
             y = torch._weight_int8pack_mm(flat.contiguous(), w, s)

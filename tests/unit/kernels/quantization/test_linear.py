@@ -27,12 +27,23 @@ def layer(bits: int, group: int, symmetric: bool = False, n: int = 96, k: int = 
 def test_packed_kernels_equal_the_dequantized_reference(dtype, bits, group, symmetric, kernel) -> None:
     lin = layer(bits, group, symmetric)
     assert lin.kernel(torch.device("cpu"), dtype) == kernel
-    x = torch.randn(3, 5, 256, generator=torch.Generator().manual_seed(1)).to(dtype)
-    got = lin(x).float()
-    ref = x.float() @ lin.dequantized().T
-    scale = float(ref.abs().max())
-    assert got.shape == (3, 5, 96)
-    assert float((got - ref).abs().max()) <= BOUND[dtype] * scale
+    # decode-sized calls run the packed kernel; a prefill's many rows the dequantized weight
+    for shape in [(1, 1, 256), (2, 4, 256), (3, 5, 256)]:
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+        got = lin(x).float()
+        ref = x.float() @ lin.dequantized().T
+        assert got.shape == (*shape[:2], 96)
+        assert float((got - ref).abs().max()) <= BOUND[dtype] * float(ref.abs().max()), shape
+
+
+def test_decode_calls_use_the_packed_kernel(monkeypatch) -> None:
+    lin = layer(4, 64)
+    calls = []
+    real = torch._weight_int4pack_mm_for_cpu
+    monkeypatch.setattr(torch, "_weight_int4pack_mm_for_cpu", lambda *a: calls.append(a[0].shape) or real(*a))
+    lin(torch.randn(1, 256))
+    lin(torch.randn(64, 256))
+    assert calls[-1] == (1, 256) and (64, 256) not in calls
 
 
 def test_grids_without_a_kernel_run_the_dequantized_weight() -> None:
