@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from events.payloads.external import Sha256
+from events.payloads.models import QuantScheme
 
 Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
 Degree = Annotated[int, msgspec.Meta(ge=1, le=4096)]
@@ -65,6 +66,14 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     ops_prefer: Annotated[
         dict[Name, Annotated[list[Name], msgspec.Meta(max_length=8)]], msgspec.Meta(max_length=32)
     ] = {}
+    # quantize: init_from -> export_path on one worker (kernels.quantization), evaluated on eval_data_path
+    task: Literal["train", "quantize"] = "train"
+    init_from_sha256: Sha256 | None = None  # the digest init_from must have, checked before it is read
+    quant_bits: Annotated[int, msgspec.Meta(ge=2, le=8)] = 4
+    quant_scheme: QuantScheme = "gptq"
+    quant_group_size: Annotated[int, msgspec.Meta(ge=0, le=4096)] | None = None
+    calib_path: PathStr | None = None
+    calib_sequences: Annotated[int, msgspec.Meta(ge=1, le=1 << 16)] = 128
 
 
 class JobCheckResult(msgspec.Struct, omit_defaults=True):

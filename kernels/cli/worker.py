@@ -60,8 +60,13 @@ def run_worker(job: JobConfig, json_output: bool) -> None:
         torch.set_num_threads(max(1, torch.get_num_threads() // env.local_world_size))
     control = agent_control(env)
     try:
-        run(job, emit=progress.emit if env.rank == 0 else None, control=control)
-        shutdown()
+        if job.task == "quantize":
+            from kernels.quantization.task import run_quantize
+
+            run_quantize(job, control)
+        else:
+            run(job, emit=progress.emit if env.rank == 0 else None, control=control)
+            shutdown()
     except JobConfigError as exc:
         typer.echo(f"myolo-train worker rank {env.rank}: error: {exc}", err=True)
         raise typer.Exit(2) from None

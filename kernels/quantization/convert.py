@@ -147,8 +147,8 @@ class PTQConverter:
                     stats = self._capture(model, names, partial(_through, block, hidden, model))
                     for name in names:
                         specs[name] = self._replace(model, name, _module(model, name), *stats[name])
+                    self.progress(f"block {index}: {', '.join(stage)} quantized")
             hidden = _through(block, hidden, model)
-            self.progress(f"block {index} of {len(model.layers)} quantized")
         if selected("output", self.patterns) and model.output is not None and model.norm is not None:
             normed = [model.norm(h) for h in hidden]
             stats = self._capture(model, ["output"], lambda: [model.output(h) for h in normed])  # type: ignore[misc]

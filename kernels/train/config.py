@@ -14,12 +14,15 @@ import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from events.payloads.models import QuantScheme
 from kernels.model.config import PRESETS, ModelConfig, preset
 from kernels.parallel.layout import SCHEDULES, Layout
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+TASKS = ("train", "quantize")
+QUANT_SCHEMES: tuple[str, ...] = get_args(QuantScheme)
 
 
 class JobConfigError(ValueError):
@@ -90,6 +93,14 @@ class JobConfig:
     eval_data_path: str | None = None  # held-out token file (data_path's format) the export is evaluated on
     eval_batches: int = 16  # batches of global_batch rows read from eval_data_path, in file order
     ops_prefer: dict[str, list[str]] = field(default_factory=dict)
+    # what the job does: train, or quantize init_from into export_path (kernels.quantization; one worker)
+    task: str = "train"
+    init_from_sha256: str | None = None  # SHA-256 init_from must have: checked before it is read
+    quant_bits: int = 4
+    quant_scheme: str = "gptq"
+    quant_group_size: int | None = None  # None: 128 at 4 bits, whole rows at 8
+    calib_path: str | None = None  # calibration token file (data_path's format)
+    calib_sequences: int = 128
     job_id: str = "standalone"
 
     # ---- derived -------------------------------------------------------------------------------
@@ -228,8 +239,44 @@ class JobConfig:
         if self.device not in ("auto", "cpu", "cuda"):
             raise JobConfigError(f"--device must be auto, cpu or cuda, got {self.device!r}", "device")
         self._validate_data_sha256()
+        self._validate_task(world)
         self._validate_export()
         return self
+
+    def _validate_task(self, world: int) -> None:
+        if self.task not in TASKS:
+            raise JobConfigError(f"task must be one of {list(TASKS)}, got {self.task!r}", "task")
+        if self.init_from_sha256 is not None:
+            if not (isinstance(self.init_from_sha256, str) and _SHA256.fullmatch(self.init_from_sha256)):
+                raise JobConfigError(
+                    f"init_from_sha256 must be a SHA-256 in lowercase hex (64 digits), got {self.init_from_sha256!r}",
+                    "init_from_sha256",
+                )
+            if self.init_from is None:
+                raise JobConfigError("init_from_sha256 needs --init-from: it is that file's digest", "init_from_sha256")
+        if self.calib_path is not None and not (isinstance(self.calib_path, str) and self.calib_path.strip()):
+            raise JobConfigError(f"calib_path must be a file path, got {self.calib_path!r}", "calib_path")
+        if self.task != "quantize":
+            return
+        if world != 1:
+            raise JobConfigError(
+                f"task quantize runs on one worker, not {world}: give it one replica of one GPU", "task"
+            )
+        for name, why in (("init_from", "the model to quantize"), ("export_path", "where the quantized model goes")):
+            if getattr(self, name) is None:
+                raise JobConfigError(f"task quantize needs --{_flag(name)}: {why}", name)
+        if self.quant_bits not in (4, 8):
+            raise JobConfigError(f"quant_bits must be 4 or 8, got {self.quant_bits}", "quant_bits")
+        if self.quant_scheme not in QUANT_SCHEMES:
+            raise JobConfigError(
+                f"quant_scheme must be one of {list(QUANT_SCHEMES)}, got {self.quant_scheme!r}", "quant_scheme"
+            )
+        if self.quant_scheme == "gptq" and self.calib_path is None:
+            raise JobConfigError("quant_scheme gptq needs calib_path: it learns from calibration inputs", "calib_path")
+        if self.quant_group_size is not None and not 0 <= self.quant_group_size <= 4096:
+            raise JobConfigError(f"quant_group_size must be 0..4096, got {self.quant_group_size}", "quant_group_size")
+        if self.calib_sequences < 1:
+            raise JobConfigError(f"calib_sequences must be >= 1, got {self.calib_sequences}", "calib_sequences")
 
     def _validate_data_sha256(self) -> None:
         """A digest must be one (64 lowercase hex digits) and have a file to be the digest of; whether the
@@ -256,7 +303,7 @@ class JobConfig:
             if value is not None and not (isinstance(value, str) and value.strip()):
                 raise JobConfigError(f"--{_flag(name)} must be a file path, got {value!r}", name)
         if self.export_path is not None:
-            if not self.checkpoint_dir:
+            if not self.checkpoint_dir and self.task == "train":
                 raise JobConfigError(
                     "--export-path needs --checkpoint-dir: the export is consolidated from the final sharded "
                     "checkpoint, which is written there",

@@ -25,7 +25,7 @@ from kernels.model.flops import peak_flops
 from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device
 from kernels.parallel.parallelize import ParallelModel, parallelize
 from kernels.train.config import JobConfig, JobConfigError
-from kernels.train.data_check import check_data_sha256
+from kernels.train.data_check import check_inputs_sha256
 from kernels.train.staleness import LocalSGD
 from kernels.train.step import lm_loss
 
@@ -156,7 +156,7 @@ def prepare(job: JobConfig) -> Session:
     """Join the mesh and build everything the steps use, resuming from the latest checkpoint when asked."""
     info, dtype = setup(job)
     check_export_inputs(job, info.rank)
-    check_data_sha256(job, info.rank)
+    check_inputs_sha256(job, info.rank)
     device = info.device
     cfg = job.model_config()
     backends = ops.configure(prefer=job.ops_prefer or None, device=device.type, dtype=dtype)

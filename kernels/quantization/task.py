@@ -1,0 +1,60 @@
+"""A job whose ``task`` is ``quantize``: one worker turns ``init_from`` into ``export_path`` and its manifest.
+
+The same pipeline as ``python -m kernels.cli.quantize`` (``pipeline.quantize_file``) with the job's fields:
+``calib_path`` and ``eval_data_path`` (read with ``seq_len``, ``eval_batches`` of ``global_batch`` rows, in
+``data_dtype``), ``quant_bits``, ``quant_scheme``, ``quant_group_size``, ``calib_sequences``. The source is
+checked against ``init_from_sha256`` first. Each step of the work heartbeats to the agent, which otherwise
+takes a silent worker for a hung one; the manifest at ``<export_path>.json`` is what the agent attaches to
+the job's completion, and what the coordinator registers.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from kernels.quantization.pipeline import QuantizeSpec, quantize_file
+from kernels.train.config import JobConfig
+from kernels.train.data_check import check_inputs_sha256
+from kernels.train.loop import Control
+
+log = structlog.get_logger("myolo.kernels.quantization")
+
+
+def spec_of(job: JobConfig) -> QuantizeSpec:
+    assert job.init_from is not None and job.export_path is not None  # JobConfig.validate's rules
+    return QuantizeSpec(
+        source=job.init_from,
+        output=job.export_path,
+        bits=job.quant_bits,
+        scheme=job.quant_scheme,
+        group_size=job.quant_group_size,
+        calib=job.calib_path,
+        eval_data=job.eval_data_path,
+        model=job.model,
+        model_args=dict(job.model_args),
+        calib_sequences=job.calib_sequences,
+        seq_len=job.seq_len,
+        eval_batches=job.eval_batches,
+        eval_rows=job.global_batch,
+        data_dtype=job.data_dtype,
+        device="cuda" if job.device == "cuda" else "cpu",
+    )
+
+
+def run_quantize(job: JobConfig, control: Control) -> None:
+    """Quantize, heartbeating as it goes; raises what the pipeline raises (the job then fails with it)."""
+    job.validate(1)
+    control.heartbeat(0, True)
+    check_inputs_sha256(job, 0)
+
+    def progress(text: str) -> None:
+        log.info("quantize", step=text)
+        control.heartbeat(0, True)
+
+    try:
+        export = quantize_file(spec_of(job), progress)
+    finally:
+        control.close()
+    log.info(
+        "quantization job done", artifact=export.artifact, perplexity=export.eval.perplexity if export.eval else None
+    )
