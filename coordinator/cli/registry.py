@@ -445,21 +445,31 @@ def model_set(
         ),
     ] = None,
     manual: Annotated[bool, typer.Option("--manual-promotion", help="Only operators promote (no margin).")] = False,
+    quantize_margin: Annotated[
+        float | None,
+        typer.Option(
+            "--quantize-margin",
+            help="Promote a quantized version of the champion on its own when its held-out perplexity is at most "
+            "this fraction above its source's (measured side by side), e.g. 0.03. --manual-promotion clears it.",
+            show_default=False,
+        ),
+    ] = None,
     api: ApiOption = None,
 ) -> None:
     """Create a model or change its settings; what is not given stays as it is.
 
     The template is checked here as the ElasticJob a retraining run submits (an error names the manifest's field and exits 2).
-    Setting, changing or removing the template or the promote margin needs an admin token.
+    Setting, changing or removing the template or a margin needs an admin token.
     """
     if no_retrain and retrain is not None:
         fail("--no-retrain: give it or --retrain, not both", code=2)
-    if manual and promote_margin is not None:
-        fail("--manual-promotion: give it or --promote-margin, not both", code=2)
-    try:
-        checks.margin(promote_margin)
-    except RegistryError as exc:
-        fail(f"--promote-margin: {exc.reason}", code=2)
+    if manual and (promote_margin is not None or quantize_margin is not None):
+        fail("--manual-promotion: give it or a margin, not both", code=2)
+    for flag, value in (("--promote-margin", promote_margin), ("--quantize-margin", quantize_margin)):
+        try:
+            checks.margin(value, flag.removeprefix("--").replace("-", "_"))
+        except RegistryError as exc:
+            fail(f"{flag}: {exc.reason}", code=2)
     current = _current(api, model)
     template = (
         None
@@ -476,6 +486,13 @@ def model_set(
     text = description if description is not None else (current.description if current else "")
     body: dict[str, Any] = {"description": text, "retrain": msgspec.to_builtins(template) if template else None}
     body["promote_margin"] = margin
+    body["quantize_margin"] = (
+        None
+        if manual
+        else quantize_margin
+        if quantize_margin is not None
+        else (current.quantize_margin if current else None)
+    )
     client, answer = ask(api, lambda c: c.put(_path(model), body))
     m = _read(answer, ModelAnswer)
     verb = "created" if client.last_status == 201 else "configured"

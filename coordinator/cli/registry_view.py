@@ -29,7 +29,8 @@ def _v(n: int | None) -> str:
 
 
 def promotion(m: ModelAnswer) -> str:
-    return "manual" if m.promote_margin is None else f"auto >= {m.promote_margin:.1%}"
+    said = "manual" if m.promote_margin is None else f"auto >= {m.promote_margin:.1%}"
+    return said + ("" if m.quantize_margin is None else f", quantized within {m.quantize_margin:.1%}")
 
 
 def print_models(console: Console, models: list[ModelAnswer]) -> None:
@@ -88,6 +89,30 @@ def _field(console: Console, key: str, value: str) -> None:
     console.print(line)
 
 
+def print_quantization(console: Console, v: VersionAnswer) -> None:
+    """How the version was quantized from its parent, and the two evaluations side by side."""
+    q = v.quantization
+    assert q is not None
+    group = "whole rows" if q.group_size == 0 else f"groups of {q.group_size}"
+    _field(
+        console,
+        "Quantized",
+        f"{q.scheme}, {q.bits} bits, {group}: {q.layers} layers, {q.bits_per_weight:.2f} bits/weight",
+    )
+    _field(console, "  from", f"{_v(v.parent)} (sha256 {(q.source_sha256 or '-')[:12]})")
+    _field(console, "  calibration", f"{q.calib_tokens:,} tokens, sha256 {(q.calib_sha256 or '-')[:12]}")
+    mine = next((r for e in v.model_index for r in e.results), None)
+    ppl = next((m.value for m in mine.metrics if m.type == "perplexity"), None) if mine else None
+    if q.source_eval is not None and ppl is not None:
+        src = q.source_eval
+        _field(
+            console,
+            "  held-out",
+            f"perplexity {ppl:.4f} against the parent's {src.perplexity:.4f} ({ppl / src.perplexity - 1:+.2%}) on "
+            f"{src.tokens:,} tokens of {src.dataset} (sha256 {(src.dataset_sha256 or '-')[:12]})",
+        )
+
+
 def print_version(console: Console, v: VersionAnswer) -> None:
     _field(console, "Model", v.model)
     _field(console, "Version", f"{v.version}" + (f"  ({', '.join(v.aliases)})" if v.aliases else ""))
@@ -109,6 +134,8 @@ def print_version(console: Console, v: VersionAnswer) -> None:
         _field(console, "Tags", ", ".join(f"{k}={t}" for k, t in sorted(v.tags.items())))
     if v.auto_promotion:
         _field(console, "Auto-promotion", v.auto_promotion)
+    if v.quantization is not None:
+        print_quantization(console, v)
     console.print()
     console.print(Text("Evaluation (model-index):", style="bold"))
     rows: list[list[Cell]] = []

@@ -55,11 +55,14 @@ def reason(text: str, field: str = "reason") -> str:
     return text
 
 
-def margin(value: float | None) -> float | None:
+def margin(value: float | None, field: str = "promote_margin") -> float | None:
     if value is not None and not (math.isfinite(value) and 0.0 <= value < 1.0):
-        raise RegistryError(
-            "promote_margin", f"{value} is not a fraction in [0, 1): e.g. 0.02 promotes a version 2% better"
+        example = (
+            "e.g. 0.02 promotes a version 2% better"
+            if field == "promote_margin"
+            else "e.g. 0.03 promotes a quantized version at most 3% worse than its source"
         )
+        raise RegistryError(field, f"{value} is not a fraction in [0, 1): {example}")
     return value
 
 

@@ -150,13 +150,18 @@ class Registry(Component):
             drift_event=new.drift_event,
             tags=dict(new.tags),
             description=new.description,
+            quantization=new.quantization,
         )
         decision = self._promotion(version)
         return msgspec.structs.replace(version, auto_promotion=decision.reason if decision else None)
 
     def _promotion(self, version: VersionRecord) -> evals.Promotion | None:
         model = self.view.model(version.model)
-        return evals.decide(version, self.view.champion(version.model), model.promote_margin if model else None)
+        champion = self.view.champion(version.model)
+        if version.quantization is not None:
+            parent = self.view.version(version.model, version.parent) if version.parent is not None else None
+            return evals.decide_quantized(version, parent, champion, model.quantize_margin if model else None)
+        return evals.decide(version, champion, model.promote_margin if model else None)
 
     async def _announce(self, version: VersionRecord) -> VersionRecord:
         """The registration's event, the challenger alias and an auto-promotion; then ``announced``. Each step
@@ -243,7 +248,14 @@ class Registry(Component):
         return record
 
     async def put_model(
-        self, name: str, description: str, retrain: RetrainTemplate | None, promote_margin: float | None, by: str
+        self,
+        name: str,
+        description: str,
+        retrain: RetrainTemplate | None,
+        promote_margin: float | None,
+        by: str,
+        *,
+        quantize_margin: float | None = None,
     ) -> ModelRecord:
         self.ctx.leadership.require()
         name = checks.model_name(name)
@@ -251,6 +263,7 @@ class Registry(Component):
             raise RegistryError("description", f"{len(description)} characters; at most 2000")
         template = checks.template(retrain) if retrain is not None else None
         margin = checks.margin(promote_margin)
+        qmargin = checks.margin(quantize_margin, "quantize_margin")
         async with self._lock:
             self.ctx.leadership.require()
             current = self.view.model(name)
@@ -268,14 +281,21 @@ class Registry(Component):
                     by=by,
                     retrain=template,
                     promote_margin=margin,
+                    quantize_margin=qmargin,
                     latest_version=self.view.latest(name),
                 )
             else:
-                same = (current.description, current.retrain, current.promote_margin) == (description, template, margin)
-                if same:
+                settings = (current.description, current.retrain, current.promote_margin, current.quantize_margin)
+                if settings == (description, template, margin, qmargin):
                     return current
                 record = msgspec.structs.replace(
-                    current, description=description, retrain=template, promote_margin=margin, updated=now, by=by
+                    current,
+                    description=description,
+                    retrain=template,
+                    promote_margin=margin,
+                    quantize_margin=qmargin,
+                    updated=now,
+                    by=by,
                 )
             await self._put(record)
             log.info(

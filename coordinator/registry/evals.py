@@ -2,12 +2,14 @@
 
 The rule: a new version becomes champion when the model has a ``promote_margin``, both it and the champion were
 evaluated on the same held-out dataset (same sha256: losses on different data do not compare), and its loss is
-below the champion's by at least that fraction. Every outcome has a reason, kept on the version, so an operator
-can see why a version was (not) promoted.
+below the champion's by at least that fraction. A quantized version has its own rule (``decide_quantized``): it
+is judged against its source, within ``quantize_margin``. Every outcome has a reason, kept on the version, so an
+operator can see why a version was (not) promoted.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -99,3 +101,44 @@ def decide(new: VersionRecord, champion: VersionRecord | None, margin: float | N
             f"(promote_margin {margin:.2%})",
         )
     return Promotion(False, f"not promoted: {losses}: {better:.2%} lower; promote_margin asks {margin:.2%}")
+
+
+def decide_quantized(
+    new: VersionRecord, parent: VersionRecord | None, champion: VersionRecord | None, margin: float | None
+) -> Promotion:
+    """A quantized version is never promoted by ``promote_margin`` (it is never better, only smaller and
+    faster). It becomes champion on its own only when the model has a ``quantize_margin``, its parent is the
+    champion, the parent's very bytes were quantized, and its held-out perplexity is within the margin above
+    its source's, both measured side by side on the same tokens by the quantization job."""
+    q = new.quantization
+    assert q is not None
+    if margin is None:
+        return Promotion(
+            False, "not promoted: a quantized version is promoted on its own only within the model's "
+            "quantize_margin of its source, and the model has none",
+        )  # fmt: skip
+    if parent is None:
+        return Promotion(False, "not promoted: a quantized version needs its parent (the source) to compare with")
+    if champion is None or champion.version != parent.version:
+        now = f"v{champion.version} is" if champion is not None else "there is none"
+        return Promotion(False, f"not promoted: its source v{parent.version} is not the champion ({now})")
+    if q.source_sha256 != parent.sha256:
+        return Promotion(
+            False,
+            f"not promoted: it was quantized from bytes {str(q.source_sha256)[:12]}, not v{parent.version}'s "
+            f"{parent.sha256[:12]}",
+        )
+    mine, source = held_out(new), q.source_eval
+    if mine is None or source is None or source.dataset_sha256 is None:
+        return Promotion(False, "not promoted: no side-by-side held-out evaluation of it and its source")
+    if mine.dataset_sha256 != source.dataset_sha256:
+        return Promotion(False, "not promoted: it and its source were evaluated on different data")
+    ppl = math.exp(min(mine.loss, 700.0))
+    worse = ppl / source.perplexity - 1 if source.perplexity > 0 else math.inf
+    said = (
+        f"held-out perplexity {ppl:.4f}, its source v{parent.version}'s {source.perplexity:.4f} on the same "
+        f"tokens ({mine.dataset_sha256[:12]}): {worse:+.2%}"
+    )
+    if worse <= margin:
+        return Promotion(True, f"auto-promoted: {said} (quantize_margin {margin:.2%})")
+    return Promotion(False, f"not promoted: {said}; quantize_margin allows {margin:.2%}")

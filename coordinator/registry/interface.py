@@ -16,7 +16,7 @@ from coordinator.registry.errors import RegistryError as RegistryError  # re-exp
 from coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
 from events.payloads.common import Id, NonNegInt
 from events.payloads.external import Sha256
-from events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Text
+from events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Quantization, Text
 
 MetricName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")]
 
@@ -42,6 +42,7 @@ class NewVersion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
     drift_event: Id | None = None
     description: Text = ""
     tags: Tags = {}
+    quantization: Quantization | None = None  # a quantized model of ``parent``: how, and its parent's evaluation
 
     @classmethod
     def from_export(
@@ -65,6 +66,7 @@ class NewVersion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
             eval=export.eval,
             parent=parent,
             drift_event=drift_event,
+            quantization=export.quantization,
         )
 
 
@@ -109,9 +111,16 @@ class ModelRegistry(Protocol):
         ``UnknownVersion``, ``UnknownAlias`` (removing one never set), ``RegistryError``, ``RegistryFull``."""
 
     async def put_model(
-        self, name: str, description: str, retrain: RetrainTemplate | None, promote_margin: float | None, by: str
+        self,
+        name: str,
+        description: str,
+        retrain: RetrainTemplate | None,
+        promote_margin: float | None,
+        by: str,
+        *,
+        quantize_margin: float | None = None,
     ) -> ModelRecord:
         """Create or update the model as given: each value replaces the recorded one (None clears the template
-        or the margin). The template's manifest is checked as an ElasticJob (the error names
+        or a margin). The template's manifest is checked as an ElasticJob (the error names
         ``retrain.manifest`` and the manifest's field). Raises ``NotLeader``, ``RegistryError``,
         ``RegistryFull``."""

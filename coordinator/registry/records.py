@@ -14,7 +14,7 @@ import msgspec
 
 from events.payloads.common import Id
 from events.payloads.external import Sha256
-from events.payloads.models import PathOrUrl, Text
+from events.payloads.models import PathOrUrl, Quantization, Text
 
 MODEL, VERSION, ALIAS = "model", "version", "alias"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -44,7 +44,10 @@ class RetrainTemplate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, 
 class ModelRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """A registered model. ``promote_margin``: a new version whose held-out loss is below the champion's by
     at least this fraction (on the same evaluation dataset, by sha256) becomes champion on its own; None:
-    only operators promote. ``latest_version``: the newest version's number (0: none yet)."""
+    only operators promote. ``quantize_margin``: a quantized version of the champion whose held-out
+    perplexity is within this fraction above its source's (measured side by side on the same tokens)
+    becomes champion on its own; None: quantized versions are only ever promoted by operators.
+    ``latest_version``: the newest version's number (0: none yet)."""
 
     name: str
     description: Text = ""
@@ -54,6 +57,7 @@ class ModelRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True)
     retrain: RetrainTemplate | None = None
     promote_margin: Margin | None = None
     latest_version: int = 0
+    quantize_margin: Margin | None = None
 
 
 # ---- evaluation results, in the shape of the Hugging Face model card's ``model-index`` ----------------------
@@ -96,7 +100,8 @@ class VersionRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=Tru
     """One version of a model (numbered 1, 2, ... per model), immutable once written but for ``announced``.
 
     ``source`` is ``job`` when a training job (``job``, ``generation``) produced it, else ``external``.
-    ``parent`` is the version it was trained from (lineage), ``drift_event`` the drift detection that caused it.
+    ``parent`` is the version it was trained from (lineage), ``drift_event`` the drift detection that caused it,
+    ``quantization`` how it was quantized from ``parent`` when it is a quantized model.
     ``metrics`` holds every number given (the evaluation's loss and perplexity included); ``model_index`` the
     held-out evaluation as a model card states it. ``auto_promotion`` says what the promotion rule decided and
     why; ``announced`` is set once its registration event went out (a retried registration sends it again
@@ -122,6 +127,7 @@ class VersionRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=Tru
     description: Text = ""
     auto_promotion: str | None = None
     announced: bool = False
+    quantization: Quantization | None = None  # set: a quantized model of ``parent``
 
 
 class AliasChange(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):

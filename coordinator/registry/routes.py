@@ -4,7 +4,7 @@ Reads are every coordinator's; writes are the leader's (``NotLeader`` becomes a 
 caller's token (``operator:<name>``); a ``by`` in a body is refused. Roles: an operator registers versions,
 moves aliases (``champion`` included: promoting and rolling back is the operator's everyday decision, and each
 move is in the alias's history with who and why, and in the audit log) and edits a model's description. Setting,
-changing or clearing a model's retraining template or ``promote_margin`` needs an admin: each hands a standing
+changing or clearing a model's retraining template, ``promote_margin`` or ``quantize_margin`` needs an admin: each hands a standing
 decision to automation (jobs submitted onto the GPUs on every drift, a champion changed with no one asked), so
 it is checked here on the body, beyond the route's operator role.
 """
@@ -52,6 +52,7 @@ class PutModelRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     description: Text = ""
     retrain: RetrainTemplate | None = None
     promote_margin: Margin | None = None
+    quantize_margin: Margin | None = None
 
 
 class AliasRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -87,15 +88,20 @@ def _needs_admin(request: web.Request, current: ModelRecord | None, body: PutMod
     who = caller(request)
     if RANK[who.role] >= RANK["admin"]:
         return
-    before = (current.retrain, current.promote_margin) if current is not None else (None, None)
-    for field, old, new in (("retrain", before[0], body.retrain), ("promote_margin", before[1], body.promote_margin)):
+    before = (current.retrain, current.promote_margin, current.quantize_margin) if current else (None, None, None)
+    changes = (
+        ("retrain", before[0], body.retrain),
+        ("promote_margin", before[1], body.promote_margin),
+        ("quantize_margin", before[2], body.quantize_margin),
+    )
+    for field, old, new in changes:
         if old != new:
             raise Forbidden(
                 f"changing {field} needs the admin role (it lets the coordinator act on its own: "
                 f"{'submit retraining jobs' if field == 'retrain' else 'promote a champion'}); "
                 f"token {who.name!r} has {who.role}",
                 field=field,
-                hint="ask an admin, or send the model's current retrain and promote_margin unchanged",
+                hint="ask an admin, or send the model's current retrain and margins unchanged",
             )
 
 
@@ -120,7 +126,10 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         name = request.match_info["model"]
         current = reg.model(name)
         _needs_admin(request, current, body)
-        record = await reg.put_model(name, body.description, body.retrain, body.promote_margin, caller(request).by)
+        record = await reg.put_model(
+            name, body.description, body.retrain, body.promote_margin, caller(request).by,
+            quantize_margin=body.quantize_margin,
+        )  # fmt: skip
         return _json(model_answer(reg, record), 201 if current is None else 200)
 
     async def list_versions(request: web.Request) -> web.Response:

@@ -17,6 +17,7 @@ from coordinator.registry.component import Registry
 from coordinator.registry.interface import NewVersion
 from coordinator.registry.records import CHAMPION
 from events.payloads import ModelExport
+from events.payloads.models import Quantization
 from tests.support.api_auth import ADMIN, OPERATOR
 from tests.support.coordinator.registry import TEMPLATE, Leading, evaluated, sha
 from tests.support.coordinator.served import myoloctl, serve
@@ -175,6 +176,42 @@ async def test_models_versions_and_show_as_tables_and_json(served) -> None:
     assert body["version"] == 2 and [e["version"] for e in body["lineage"]] == [2, 1]
     missing = await myoloctl(url, "registry", "show", "m", "9")
     assert missing.exit_code == 2 and "model m has no version 9" in missing.output
+
+
+async def test_show_prints_a_quantized_versions_grid_and_both_evaluations(served) -> None:
+    lead, url = served
+    reg = registry(lead)
+    await reg.register("m", NewVersion(artifact="/a", sha256=sha("a"), eval=evaluated(2.0)), "auto")
+    q = Quantization(
+        scheme="gptq", bits=4, group_size=64, layers=28, bits_per_weight=4.5, calib_sha256=sha("calib"),
+        calib_tokens=32768, source_sha256=sha("a"), source_eval=evaluated(2.0),
+    )  # fmt: skip
+    await reg.register(
+        "m", NewVersion(artifact="/a-int4", sha256=sha("q"), eval=evaluated(2.02), parent=1, quantization=q), "auto"
+    )
+    shown = await myoloctl(url, "registry", "show", "m", "2")
+    assert shown.exit_code == 0, shown.output
+    out = " ".join(shown.output.split())
+    assert "Quantized: gptq, 4 bits, groups of 64: 28 layers, 4.50 bits/weight" in out
+    assert f"from: v1 (sha256 {sha('a')[:12]})" in out and "calibration: 32,768 tokens" in out
+    assert "held-out: perplexity 7.5383 against the parent's 7.3891 (+2.02%) on 4,096 tokens" in out
+    assert (
+        json.loads((await myoloctl(url, "registry", "show", "m", "2", "-o", "json")).output)["quantization"]["bits"]
+        == 4
+    )
+
+
+async def test_model_set_quantize_margin_needs_an_admin_and_shows_in_the_promotion(served) -> None:
+    lead, url = served
+    await registry(lead).put_model("m", "", None, None, "operator:ada")
+    refused = await myoloctl(url, "registry", "model", "set", "m", "--quantize-margin", "0.03", who=OPERATOR)
+    assert refused.exit_code != 0 and "changing quantize_margin needs the admin role" in refused.output
+    done = await myoloctl(url, "registry", "model", "set", "m", "--quantize-margin", "0.03", who=ADMIN)
+    assert done.exit_code == 0, done.output
+    assert "promotion manual, quantized within 3.0%" in done.output
+    assert registry(lead).model("m").quantize_margin == 0.03
+    bad = await myoloctl(url, "registry", "model", "set", "m", "--quantize-margin", "2", who=ADMIN)
+    assert bad.exit_code == 2 and "--quantize-margin: 2.0 is not a fraction in [0, 1)" in bad.output
 
 
 async def test_alias_set_rm_and_history(served) -> None:

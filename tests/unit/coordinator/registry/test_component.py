@@ -24,8 +24,10 @@ from coordinator.registry.records import (
     VersionRecord,
 )
 from events.payloads import ModelAliasSet, ModelExport, ModelRegistered
+from events.payloads.models import Quantization
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.registry import (
+    HELD_OUT,
     OTHER_SET,
     TEMPLATE,
     Leading,
@@ -232,6 +234,69 @@ async def test_without_a_champion_nothing_is_promoted(lead: Leading) -> None:
     await lead.registry.put_model("m", "", None, 0.0, "operator:ada")
     v = await lead.registry.register("m", new("a", 1.0), "auto")
     assert lead.registry.champion("m") is None and "no champion to compare with" in v.auto_promotion
+
+
+# ---- quantized versions -------------------------------------------------------------------------------------
+def quantized_of(
+    source: str, loss: float, source_loss: float = 2.0, dataset: str | None = None, name: str = "int4"
+) -> NewVersion:
+    """A quantized model (artifact ``<source>-<name>``) of the version whose artifact is ``source``, evaluated
+    beside it on the same tokens."""
+    q = Quantization(
+        scheme="gptq", bits=4, group_size=64, layers=28, bits_per_weight=4.5, calib_sha256=sha("calib"),
+        calib_tokens=32768, source_sha256=sha(source), source_eval=evaluated(source_loss, dataset or HELD_OUT),
+    )  # fmt: skip
+    return new(f"{source}-{name}", loss, parent=1, quantization=q)
+
+
+async def test_a_quantized_version_is_judged_against_its_source_within_quantize_margin(lead: Leading) -> None:
+    await lead.registry.put_model("m", "", None, 0.01, "operator:ada", quantize_margin=0.03)
+    await lead.registry.register("m", new("champ", 2.0), OLIVE)
+    await lead.registry.set_alias("m", CHAMPION, 1, OLIVE, "first release")
+    # 2.0 -> 2.05 nats is +5.1 % perplexity: beyond the 3 % margin; never judged by promote_margin (it is worse)
+    far = await lead.registry.register("m", quantized_of("champ", 2.05), "auto")
+    assert lead.registry.champion("m").version == 1
+    assert far.auto_promotion.startswith("not promoted: held-out perplexity 7.7679, its source v1's 7.3891")
+    assert far.auto_promotion.endswith("+5.13%; quantize_margin allows 3.00%")
+    assert far.quantization is not None and far.quantization.scheme == "gptq" and far.parent == 1
+    near = await lead.registry.register("m", quantized_of("champ", 2.02, name="g32"), "auto")  # +2.0 %
+    assert lead.registry.champion("m").version == near.version == 3
+    assert near.auto_promotion.startswith("auto-promoted: held-out perplexity")
+    assert "(quantize_margin 3.00%)" in lead.registry.alias("m", CHAMPION).history[-1].reason
+
+
+async def test_a_quantized_version_is_never_promoted_without_a_sound_comparison(lead: Leading) -> None:
+    await lead.registry.put_model("m", "", None, 0.5, "operator:ada")  # no quantize_margin
+    await lead.registry.register("m", new("champ", 2.0), OLIVE)
+    await lead.registry.set_alias("m", CHAMPION, 1, OLIVE, "first release")
+    better = await lead.registry.register("m", quantized_of("champ", 1.0, name="a"), "auto")  # not promote_margin
+    assert "the model has none" in better.auto_promotion and lead.registry.champion("m").version == 1
+    await lead.registry.put_model("m", "", None, 0.5, "operator:ada", quantize_margin=0.05)
+    cases = {
+        "other bytes": (quantized_of("something-else", 2.0), "it was quantized from bytes"),
+        "other data": (quantized_of("champ", 2.0, dataset=OTHER_SET, name="b"), "evaluated on different data"),
+    }
+    for what, (version, says) in cases.items():
+        v = await lead.registry.register("m", version, "auto")
+        assert says in v.auto_promotion, what
+    await lead.registry.register("m", new("other", 1.9), OLIVE)
+    child = await lead.registry.register(
+        "m", msgspec.structs.replace(quantized_of("other", 1.9, 1.9), parent=5), "auto"
+    )
+    assert "its source v5 is not the champion (v1 is)" in child.auto_promotion
+    assert lead.registry.champion("m").version == 1
+    assert (await lead.registry.put_model("m", "", None, None, "operator:ada")).quantize_margin is None
+    with pytest.raises(RegistryError) as bad:
+        await lead.registry.put_model("m", "", None, None, "operator:ada", quantize_margin=1.5)
+    assert bad.value.field == "quantize_margin"
+
+
+async def test_from_export_carries_the_quantization(lead: Leading) -> None:
+    q = quantized_of("champ", 2.0).quantization
+    export = ModelExport(
+        artifact="/srv/q.safetensors", sha256=sha("q"), size_bytes=9, model="tiny", steps=4, quantization=q
+    )
+    assert NewVersion.from_export(export, job="m-quantize-1", generation=0, parent=1).quantization == q
 
 
 # ---- aliases ------------------------------------------------------------------------------------------------
