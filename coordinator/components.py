@@ -16,7 +16,10 @@ from coordinator.fleet.component import Fleet
 from coordinator.jobs.component import Jobs
 from coordinator.nodes.component import Nodes
 from coordinator.preflight.component import Preflight
+from coordinator.quantize.component import Quantize
 from coordinator.registry.component import Registry
 from coordinator.rollouts.component import Rollouts
 
-COMPONENTS: tuple[type[Component], ...] = (Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift, Rollouts, Preflight)
+COMPONENTS: tuple[type[Component], ...] = (
+    Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift, Rollouts, Preflight, Quantize,
+)  # fmt: skip

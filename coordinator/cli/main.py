@@ -21,6 +21,7 @@ from coordinator.cli import (
     node,
     plan,
     preflight,
+    quantize,
     registry,
     rollout,
     token,
@@ -65,6 +66,8 @@ app.add_typer(jobs.delete_app, name="delete")
 app.add_typer(keys.app, name="keys")
 app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
+registry.app.command("quantize")(quantize.quantize)
+registry.app.command("quantizations")(quantize.quantizations)
 app.add_typer(registry.app, name="registry")
 app.add_typer(drift.app, name="drift")
 app.command()(backup.backup)

@@ -17,6 +17,7 @@ import yaml
 
 from coordinator.jobs.interface import load_yaml
 from coordinator.registry.interface import RetrainTemplate, VersionRecord
+from coordinator.registry.interface import local_path as registry_path
 
 MAX_JOB_NAME = 63
 
@@ -35,14 +36,13 @@ def export_path(template: RetrainTemplate, job: str) -> str:
 
 def local_path(artifact: str, version: int) -> str:
     """A path the trainer can open: ``file://`` stripped; another scheme cannot be trained from."""
-    if artifact.startswith("file://"):
-        return artifact.removeprefix("file://")
-    if "://" in artifact:
+    path = registry_path(artifact)
+    if path is None:
         raise ValueError(
             f"retrain.from_champion: the champion (version {version}) is at {artifact}, which the trainer cannot "
             "open; copy it to shared storage and register that path, or set --from-scratch"
         )
-    return artifact
+    return path
 
 
 def manifest(template: RetrainTemplate, model: str, job: str, detection_id: str, champion: VersionRecord | None) -> str:

@@ -447,11 +447,18 @@ class Reconciler:
         return Placement(replicas=gen.replicas, workers_per_node=gen.workers_per_node, nodes=nodes)
 
     async def _completed(self, rec: JobRecord, gen: Generation, evidence: Evidence, now: float) -> JobRecord:
-        steps = rec.spec.job.trainer.steps
+        """Every worker exited 0: a training job succeeded if it reached its last step (else it stopped early
+        and restarts); a job of another task (quantize: no steps) succeeded by finishing."""
+        trainer = rec.spec.job.trainer
+        ended = replace(gen, stage="ended")
+        if trainer.task != "train":
+            rec = with_status(rec, generation=ended, phase="Succeeded", reason=f"task {trainer.task} done")
+            rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished its {trainer.task}", now)
+            return await self.save(rec)
+        steps = trainer.steps
         last = max((c.last_step or 0) for c in evidence.completed.values())
         if last < steps:
             return await self._failed(rec, gen, None, f"the workers stopped at step {last} of {steps}", now)
-        ended = replace(gen, stage="ended")
         rec = with_status(rec, generation=ended, phase="Succeeded", reason=f"trained {steps} steps")
         rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished step {steps}", now)
         return await self.save(rec)

@@ -63,6 +63,8 @@ def coordinator_config(name: str, workdir: Path, *, bootstrap: str, api_port: in
         "kafka": {"bootstrap": bootstrap, "client_id": name},
         # a job grows back within seconds of capacity returning, so the loop can be watched on a laptop
         "jobs": {"grow_cooldown_s": 10.0},
+        # every node of the stack is this machine: quantized models go beside the stack's state
+        "quantize": {"artifact_dir": str(key_file.parent / "models" / "quantized")},
     }
 
 

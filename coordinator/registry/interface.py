@@ -12,7 +12,10 @@ from typing import Annotated, Protocol, runtime_checkable
 
 import msgspec
 
-from coordinator.registry.errors import RegistryError as RegistryError  # re-exported: what callers catch
+# re-exported: what callers catch
+from coordinator.registry.errors import RegistryError as RegistryError
+from coordinator.registry.errors import UnknownModel as UnknownModel
+from coordinator.registry.errors import UnknownVersion as UnknownVersion
 from coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
 from events.payloads.common import Id, NonNegInt
 from events.payloads.external import Sha256
@@ -68,6 +71,14 @@ class NewVersion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
             drift_event=drift_event,
             quantization=export.quantization,
         )
+
+
+def local_path(artifact: str) -> str | None:
+    """The filesystem path a version's artifact names (``file://`` stripped); None for a URL of another scheme,
+    which workers cannot open."""
+    if artifact.startswith("file://"):
+        return artifact.removeprefix("file://")
+    return None if "://" in artifact else artifact
 
 
 @runtime_checkable

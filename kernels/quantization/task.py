@@ -3,12 +3,15 @@
 The same pipeline as ``python -m kernels.cli.quantize`` (``pipeline.quantize_file``) with the job's fields:
 ``calib_path`` and ``eval_data_path`` (read with ``seq_len``, ``eval_batches`` of ``global_batch`` rows, in
 ``data_dtype``), ``quant_bits``, ``quant_scheme``, ``quant_group_size``, ``calib_sequences``. The source is
-checked against ``init_from_sha256`` first. Each step of the work heartbeats to the agent, which otherwise
+checked against ``init_from_sha256`` first. An export names its own model (``model`` and ``model_args`` are
+read only for a checkpoint directory). Each step of the work heartbeats to the agent, which otherwise
 takes a silent worker for a hung one; the manifest at ``<export_path>.json`` is what the agent attaches to
 the job's completion, and what the coordinator registers.
 """
 
 from __future__ import annotations
+
+import os
 
 import structlog
 
@@ -30,8 +33,9 @@ def spec_of(job: JobConfig) -> QuantizeSpec:
         group_size=job.quant_group_size,
         calib=job.calib_path,
         eval_data=job.eval_data_path,
-        model=job.model,
-        model_args=dict(job.model_args),
+        # an export names its own model; a checkpoint directory is read as the job's model
+        model=job.model if os.path.isdir(job.init_from) else None,
+        model_args=dict(job.model_args) if os.path.isdir(job.init_from) else {},
         calib_sequences=job.calib_sequences,
         seq_len=job.seq_len,
         eval_batches=job.eval_batches,
