@@ -17,9 +17,14 @@ def fail(prog: str, message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def build(command: Callable[..., Any], help: str) -> typer.Typer:
+    """``command`` as a one-command Typer app (what tests invoke in-process)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command(help=help)(command)
+    return app
+
+
 def run(command: Callable[..., Any], help: str, *, log_level: str = "info") -> None:
     """Run ``command`` as the process's only command; logs go to stderr (stdout carries the result)."""
     configure_logging(log_level, stream=sys.stderr)
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command(help=help)(command)
-    app()
+    build(command, help)()

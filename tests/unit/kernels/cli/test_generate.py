@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
+from kernels.cli import app
+from kernels.cli.generate import HELP, generate_command
 from kernels.export.weights import weights_metadata, write_weights
 from kernels.infer.generate import generate
 from kernels.infer.load import load_model
@@ -25,15 +29,25 @@ def export(tmp_path_factory) -> Path:
     return path
 
 
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``myolo-generate ARGS`` as an operator runs it: stdout and stderr apart."""
     return subprocess.run(
         [sys.executable, "-m", "kernels.cli.generate", *args],
-        input=stdin,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+        input=stdin, cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def refused(*args: str, stdin: str = "") -> Ran:
+    """The command in-process, for refusals (exit code and stderr; no interpreter started per case)."""
+    result = CliRunner().invoke(app.build(generate_command, HELP), list(args), input=stdin)
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def test_a_prompt_from_stdin_is_continued_greedily_as_the_library_does(export: Path) -> None:
@@ -65,7 +79,7 @@ def test_text_in_text_out_for_a_byte_level_model(export: Path, tmp_path: Path) -
     ],
 )
 def test_bad_input_exits_2_naming_it(export: Path, args: list[str], stdin: str, says: str) -> None:
-    proc = run(str(export), *args, stdin=stdin)
+    proc = refused(str(export), *args, stdin=stdin)
     assert proc.returncode == 2, proc.stderr
     assert says in proc.stderr and "Traceback" not in proc.stderr
 
@@ -73,7 +87,7 @@ def test_bad_input_exits_2_naming_it(export: Path, args: list[str], stdin: str, 
 def test_weights_of_another_model_are_refused_naming_the_tensor(tmp_path: Path) -> None:
     other = tmp_path / "wide.safetensors"
     write_weights(GPT(preset("tiny", dim=128)).state_dict(), other, weights_metadata("tiny", 1))
-    proc = run(str(other), stdin="hi")
+    proc = refused(str(other), stdin="hi")
     assert proc.returncode == 2
     assert "has shape" in proc.stderr and "tok_embeddings.weight" in proc.stderr
-    assert run(str(tmp_path / "missing.safetensors"), stdin="hi").returncode == 2
+    assert refused(str(tmp_path / "missing.safetensors"), stdin="hi").returncode == 2

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
+from typer.testing import Result as CliResult
 
+from kernels.cli import app
+from kernels.cli.quantize import HELP, quantize_command
 from kernels.export.weights import weights_metadata, write_weights
 from kernels.model import GPT, preset
 from kernels.quantization import load_quantized
@@ -35,6 +39,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kernels.cli.quantize", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
+
+
+def refused(*args: str) -> CliResult:
+    """The command in-process, for refusals (exit code and stderr; no interpreter started per case)."""
+    return CliRunner().invoke(app.build(quantize_command, HELP), list(args))
 
 
 SMALL = ["--seq-len", "32", "--calib-sequences", "16", "--eval-batches", "2", "--eval-batch-size", "4"]
@@ -66,10 +75,12 @@ def test_calibration_and_evaluation_sets_are_never_the_same_tokens(files) -> Non
     held = torch.frombuffer(bytearray(files["eval"].read_bytes()), dtype=torch.int16).to(torch.int64)
     assert shared_runs([calib], [held]) == (0, len(held) - 31)  # the fixture's split is disjoint
     out = str(files["dir"] / "bad.safetensors")
-    same = run(str(files["export"]), "-o", out, "--calib", str(files["calib"]), "--eval", str(files["calib"]), *SMALL)
-    assert same.returncode == 2 and "are the same data" in same.stderr
-    cut = run(str(files["export"]), "-o", out, "--calib", str(files["calib"]), "--eval", str(files["cut"]), *SMALL)
-    assert cut.returncode == 2 and "runs of 32 tokens (100%)" in cut.stderr, cut.stderr
+    same = refused(
+        str(files["export"]), "-o", out, "--calib", str(files["calib"]), "--eval", str(files["calib"]), *SMALL
+    )
+    assert same.exit_code == 2 and "are the same data" in same.stderr
+    cut = refused(str(files["export"]), "-o", out, "--calib", str(files["calib"]), "--eval", str(files["cut"]), *SMALL)
+    assert cut.exit_code == 2 and "runs of 32 tokens (100%)" in cut.stderr, cut.stderr
 
 
 @pytest.mark.parametrize(
@@ -82,6 +93,6 @@ def test_calibration_and_evaluation_sets_are_never_the_same_tokens(files) -> Non
     ],
 )
 def test_bad_options_exit_2_naming_them(files, args: list[str], says: str) -> None:
-    proc = run(str(files["export"]), "-o", str(files["dir"] / "x.safetensors"), *args)
-    assert proc.returncode == 2, proc.stderr
+    proc = refused(str(files["export"]), "-o", str(files["dir"] / "x.safetensors"), *args)
+    assert proc.exit_code == 2, proc.stderr
     assert says in proc.stderr and "Traceback" not in proc.stderr
