@@ -8,7 +8,9 @@ Kernels, chosen once per device and dtype and kept:
 - ``dequant``: anything else (dynamic fixed point, other widths, a kernel the build lacks): the weight is
   dequantized once to the activations' dtype and a plain matmul runs. Correct everywhere, and as fast as float.
 On the CPU a call with more than ``PACKED_MAX_ROWS`` rows dequantizes the weight into a temporary and runs one
-float matmul whatever the kernel (the layer's memory stays packed).
+float matmul whatever the kernel (the layer's memory stays packed). The CPU packed kernels take their
+activations in bfloat16 (``cpu_dtype``), whatever the model's dtype: they are vectorised for it, and with
+float32 activations they fall back to a far slower path (figures in docs/quantization.md).
 The module's buffers are the file's tensors (``kernels.quantization.file``): codes packed two per byte at 4
 bits, scales and zeros in bfloat16, so ``state_dict`` is what is saved.
 """
@@ -31,7 +33,10 @@ PACKED_MAX_ROWS = 8
 
 
 class QuantLinear(nn.Module):
-    """``y = x W^T`` with ``W`` on ``grid``; ``act_fl`` set: inputs rounded to ``act_bits`` fixed point first."""
+    """``y = x W^T`` with ``W`` on ``grid``; ``act_fl`` set: inputs rounded to ``act_bits`` fixed point first.
+    ``cpu_dtype``: the activations' dtype in the CPU packed kernels (see the module's docstring)."""
+
+    cpu_dtype: torch.dtype = torch.bfloat16
 
     def __init__(
         self,
@@ -83,10 +88,10 @@ class QuantLinear(nn.Module):
             return F.linear(x, self.dequantized(x.dtype).to(x.device))
         if name == "int8":
             w, s = prepared  # type: ignore[misc]
-            y = torch._weight_int8pack_mm(flat.contiguous(), w, s)
+            y = torch._weight_int8pack_mm(flat.to(self.cpu_dtype).contiguous(), w, s).to(x.dtype)
         elif name == "int4-cpu":
             w, sz = prepared  # type: ignore[misc]
-            y = torch._weight_int4pack_mm_for_cpu(flat.contiguous(), w, self._group, sz)
+            y = torch._weight_int4pack_mm_for_cpu(flat.to(self.cpu_dtype).contiguous(), w, self._group, sz).to(x.dtype)
         elif name == "int4-cuda":
             w, sz = prepared  # type: ignore[misc]
             y = torch._weight_int4pack_mm(flat.to(torch.bfloat16).contiguous(), w, self._group, sz).to(x.dtype)
@@ -127,13 +132,13 @@ class QuantLinear(nn.Module):
         try:
             if g.bits == 8 and g.symmetric and group == self.in_features and device.type == "cpu":
                 w = (self.qweight.to(device, torch.int16) - g.mid).to(torch.int8).contiguous()
-                return "int8", (w, self.scales[:, 0].to(device, dtype).contiguous())
+                return "int8", (w, self.scales[:, 0].to(device, self.cpu_dtype).contiguous())
             if g.bits == 4 and not g.symmetric and group in INT4_GROUPS:
                 sz = torch.stack((self.scales.T, self.zeros.T), dim=-1)
                 codes = self.codes().to(device)
-                if device.type == "cpu" and dtype in (torch.float32, torch.bfloat16):
+                if device.type == "cpu":
                     w = torch._convert_weight_to_int4pack_for_cpu(codes.to(torch.int32).contiguous(), 1)
-                    return "int4-cpu", (w, sz.to(device, dtype).contiguous())
+                    return "int4-cpu", (w, sz.to(device, self.cpu_dtype).contiguous())
                 if device.type == "cuda":
                     pairs = ((codes[:, 0::2] << 4) | codes[:, 1::2]).to(torch.uint8).contiguous()
                     w = torch._convert_weight_to_int4pack(pairs, 8)

@@ -19,21 +19,25 @@ def layer(bits: int, group: int, symmetric: bool = False, n: int = 96, k: int = 
     return QuantLinear.of(round_to_nearest(w, Grid(bits, group, symmetric)))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("cpu_dtype", [torch.float32, torch.bfloat16], ids=["fp32-kernel", "bf16-kernel"])
 @pytest.mark.parametrize(
     ("bits", "group", "symmetric", "kernel"),
     [(8, 0, True, "int8"), (4, 32, False, "int4-cpu"), (4, 64, False, "int4-cpu"), (4, 128, False, "int4-cpu")],
 )
-def test_packed_kernels_equal_the_dequantized_reference(dtype, bits, group, symmetric, kernel) -> None:
+def test_packed_kernels_equal_the_dequantized_reference(monkeypatch, cpu_dtype, bits, group, symmetric, kernel) -> None:
+    """The kernels compute in ``cpu_dtype`` (bfloat16 by default, where they are fast): within 1e-5 of the
+    output's scale when they are given float32, 2 % in bfloat16; the model's float32 comes back float32."""
+    monkeypatch.setattr(QuantLinear, "cpu_dtype", cpu_dtype)
     lin = layer(bits, group, symmetric)
-    assert lin.kernel(torch.device("cpu"), dtype) == kernel
-    # decode-sized calls run the packed kernel; a prefill's many rows the dequantized weight
+    assert lin.kernel(torch.device("cpu"), torch.float32) == kernel
+    # decode-sized calls run the packed kernel; a prefill's many rows the dequantized weight (float32 exact)
     for shape in [(1, 1, 256), (2, 4, 256), (3, 5, 256)]:
-        x = torch.randn(*shape, generator=torch.Generator().manual_seed(1)).to(dtype)
-        got = lin(x).float()
-        ref = x.float() @ lin.dequantized().T
-        assert got.shape == (*shape[:2], 96)
-        assert float((got - ref).abs().max()) <= BOUND[dtype] * float(ref.abs().max()), shape
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+        got = lin(x)
+        ref = x @ lin.dequantized().T
+        bound = BOUND[cpu_dtype] if shape[0] * shape[1] <= 8 else BOUND[torch.float32]
+        assert got.shape == (*shape[:2], 96) and got.dtype == torch.float32
+        assert float((got - ref).abs().max()) <= bound * float(ref.abs().max()), shape
 
 
 def test_decode_calls_use_the_packed_kernel(monkeypatch) -> None:
