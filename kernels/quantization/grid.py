@@ -64,7 +64,7 @@ class QuantizedWeight:
         return int(self.q.shape[0]), int(self.q.shape[1])
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        return dequantize(self.q, self.scale, self.zero, self.grid).to(dtype)
+        return dequantize(self.q, self.scale, self.zero, self.grid, dtype)
 
     def bytes(self) -> int:
         """What it takes on disk: codes packed to ``bits`` (two 4-bit codes a byte), scales and zeros."""
@@ -73,21 +73,26 @@ class QuantizedWeight:
         return codes + self.scale.numel() * self.scale.element_size() + self.zero.numel() * self.zero.element_size()
 
 
-def expand(params: torch.Tensor, group: int) -> torch.Tensor:
-    """(N, groups) -> (N, groups * group): each group's value over its columns."""
-    return params.float().repeat_interleave(group, dim=1)
+def _grouped(t: torch.Tensor, group: int) -> torch.Tensor:
+    """(N, K) -> (N, K / group, group): each group's columns together, a view (no copy)."""
+    return t.reshape(t.shape[0], t.shape[1] // group, group)
 
 
 def codes(w: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, grid: Grid) -> torch.Tensor:
     """The nearest codes of ``w`` (N, K) for per-group ``scale`` and ``zero`` (N, groups)."""
     group = grid.group(w.shape[1])
-    s, z = expand(scale, group), expand(zero, group)
-    return torch.clamp(torch.round((w.float() - z) / s) + grid.mid, 0, grid.levels).to(torch.uint8)
+    s, z = scale.float().unsqueeze(2), zero.float().unsqueeze(2)
+    q = torch.clamp(torch.round((_grouped(w.float(), group) - z) / s) + grid.mid, 0, grid.levels)
+    return q.to(torch.uint8).reshape(w.shape)
 
 
-def dequantize(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, grid: Grid) -> torch.Tensor:
+def dequantize(
+    q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, grid: Grid, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """``(q - mid) * scale + zero`` per group, computed in ``dtype`` (broadcast: no per-column copies)."""
     group = grid.group(q.shape[1])
-    return (q.float() - grid.mid) * expand(scale, group) + expand(zero, group)
+    s, z = scale.to(dtype).unsqueeze(2), zero.to(dtype).unsqueeze(2)
+    return torch.addcmul(z, _grouped(q, group).to(dtype) - grid.mid, s).reshape(q.shape)
 
 
 def minmax(w: torch.Tensor, grid: Grid) -> tuple[torch.Tensor, torch.Tensor]:
