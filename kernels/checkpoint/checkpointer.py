@@ -33,6 +33,7 @@ from kernels.checkpoint.layout import (
     checkpoint_dirs,
     default_snapshot_root,
     dir_name,
+    missing_files,
     remove_dir,
     remove_rank_files,
 )
@@ -153,7 +154,11 @@ class Checkpointer:
     def _choose(self) -> tuple[Path, Marker] | None:
         disk = read_marker(self.directory) if self.directory else None
         shm = read_marker(self.snapshot_root) if self.snapshot_root.is_dir() else None
-        if shm is not None and not (self.snapshot_root / shm.path / ".metadata").exists():
+        if shm is not None and (missing := missing_files(self.snapshot_root / shm.path)):
+            log.warning(
+                "shared-memory snapshot incomplete: resuming from disk instead",
+                snapshot=str(self.snapshot_root / shm.path), missing=missing[:4], rank=self.rank,
+            )  # fmt: skip
             shm = None
         if self.distributed:
             # Use the shared-memory snapshot only if every rank sees the same one (ranks on another node

@@ -48,6 +48,21 @@ def rank_files(directory: Path, rank: int) -> list[Path]:
     return files
 
 
+def missing_files(directory: Path) -> list[str]:
+    """The files a DCP checkpoint's ``.metadata`` names that are not in ``directory`` (all of them, as
+    ``[".metadata"]``, when it has none or it does not read). A checkpoint is complete when this is empty: a
+    rank killed while its files were removed, or another writer pruning, can leave a marker and a
+    ``.metadata`` naming shards that are gone."""
+    import torch.distributed.checkpoint as dcp  # torch: only where checkpoints are read
+
+    try:
+        metadata = dcp.FileSystemReader(str(directory)).read_metadata()
+    except (OSError, ValueError, RuntimeError, EOFError):
+        return [METADATA]
+    names = {info.relative_path for info in (metadata.storage_data or {}).values()}
+    return sorted(n for n in names if not (directory / n).is_file())
+
+
 def remove_rank_files(directory: Path, rank: int) -> None:
     """Delete what ``rank`` wrote, then the directory if it is now empty (another rank may race us)."""
     for f in rank_files(directory, rank):

@@ -189,6 +189,35 @@ def test_snapshot_restore_after_process_failure(disk: Path, shm: Path) -> None:
     ck.close()
 
 
+def test_a_snapshot_whose_shards_are_gone_is_not_resumed_from(disk: Path, shm: Path) -> None:
+    """The marker and .metadata of a snapshot can outlive a shard (a rank killed while pruning; the soak
+    found one): the restart resumes from the disk checkpoint instead of failing on the missing file."""
+    model, opt = make_model()
+    ck = Checkpointer(disk, every=5, model_parts=[model], optimizers=[opt], snapshot_every=1, snapshot_dir=shm)
+    reference = {}
+    for step in range(1, 9):
+        reference[step] = train_step(model, opt, step)
+        if step <= 7:
+            ck.on_step(step)
+    ck.wait()
+    ck.wait_persisted()
+    assert read_marker(shm).step == 7  # type: ignore[union-attr]
+    (shm / "snap-00000007" / "__0_0.distcp").unlink()
+    for d in disk.glob("snap-*"):  # and no persisted copy of it to fall back on
+        for f in sorted(d.rglob("*"), reverse=True):
+            f.rmdir() if f.is_dir() else f.unlink()
+        d.rmdir()
+    (disk / "latest.json").unlink(missing_ok=True)
+    ck.close()
+    write_marker(disk, Marker(step=5, path="step-00000005", kind="checkpoint", world_size=1, saved_at=1.0))
+
+    model2, opt2 = make_model(seed=5)
+    ck2 = Checkpointer(disk, every=5, model_parts=[model2], optimizers=[opt2], snapshot_every=1, snapshot_dir=shm)
+    assert ck2.load_latest() == 5
+    assert [train_step(model2, opt2, s) for s in (6, 7, 8)] == [reference[6], reference[7], reference[8]]
+    ck2.close()
+
+
 def test_persisted_snapshot_restores_when_shared_memory_is_gone(disk: Path, shm: Path) -> None:
     """A machine restart empties /dev/shm: the background-persisted copy on disk takes over."""
     model, opt = make_model()
