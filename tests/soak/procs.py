@@ -8,6 +8,7 @@ from pathlib import Path
 from statistics import linear_regression, median
 
 ROLES = ("launcher", "agent", "coordinator", "worker")
+MIN_JUDGED_S = 900.0  # a growth judged over less than 15 minutes is warm-up as often as a leak
 
 
 def cmdline(pid: int) -> str:
@@ -87,9 +88,11 @@ class Series:
     points: list[tuple[float, float]] = field(default_factory=list)  # (seconds, MiB)
 
     def slope_mib_per_h(self) -> float | None:
-        """The least-squares slope over the second half (the first is warm-up); None with too few points."""
+        """The least-squares slope over the second half (the first is warm-up); None when that half is too
+        short to tell a trend from warm-up (under ``MIN_JUDGED_S``: a worker of one generation, a process
+        restarted late) or has too few points."""
         half = self.points[len(self.points) // 2 :]
-        if len(half) < 8:
+        if len(half) < 8 or half[-1][0] - half[0][0] < MIN_JUDGED_S:
             return None
         return linear_regression([t for t, _ in half], [m for _, m in half]).slope * 3600
 
@@ -117,10 +120,11 @@ class Watch:
 
     def report(self) -> tuple[list[str], list[str]]:
         """(lines to print, problems): RSS slopes against the bound, open files and processes before/after."""
-        lines, problems = [], []
+        lines, problems, unjudged = [], [], 0
         for s in sorted(self.series.values(), key=lambda s: (s.role, s.member, s.pid)):
             slope = s.slope_mib_per_h()
             if slope is None:
+                unjudged += 1
                 continue
             bound = max(2.0, 0.05 * s.median_mib)  # 5 % of its size per hour, at least 2 MiB/h
             verdict = "ok" if slope < bound else "GROWS"
@@ -130,6 +134,7 @@ class Watch:
             )
             if verdict != "ok":
                 problems.append(f"{s.role} {s.member} (pid {s.pid}) RSS grows {slope:+.2f} MiB/h")
+        lines.append(f"  {unjudged} process(es) lived too briefly to judge a slope (under {2 * MIN_JUDGED_S:.0f} s)")
         now = ours(self.root)
         for pid, before in self.fds_before.items():
             after = open_fds(pid)

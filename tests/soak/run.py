@@ -111,7 +111,11 @@ class Soak:
         self.wheel = build_project_wheel(self.root / "build", "4.0.9.dev7", append={
             "agent/daemon/main.py": 'raise RuntimeError("soak: a release that cannot start")\n'
         })  # fmt: skip
-        manifest = local.steady_job("soak", self.root / "ckpt", steps=1_000_000, checkpoint_every=CHECKPOINT_EVERY)
+        # every fault of the soak is deliberate: a restart budget per job life (10 by default) would end the job
+        # within the hour, which is the budget doing its work, not what the soak is after
+        manifest = local.steady_job(
+            "soak", self.root / "ckpt", steps=1_000_000, checkpoint_every=CHECKPOINT_EVERY, max_restarts=1000
+        )
         (self.root / "soak.yaml").write_text(manifest)
         apply = lambda: self.myoloctl("apply", "-f", str(self.root / "soak.yaml"))  # noqa: E731
         applied, _ = self.until("the job", lambda: apply().exit_code == 0, 60)
@@ -156,6 +160,9 @@ class Soak:
             workers = []
         victims = [int(w["pid"]) for w in workers if w.get("state") == "running"]
         if not victims:
+            if job is None:  # the job should be training throughout: not running is the fault not handled
+                phase = (self.get("get", "job", "soak") or {}).get("phase")
+                return Handled("worker_kill", 0, False, 0.0, f"the job was not running (phase {phase})")
             return Handled("worker_kill", 0, True, 0.0, f"no worker ran on {node}: nothing to kill")
         os.kill(victims[0], signal.SIGKILL)
         again, took = self.until(

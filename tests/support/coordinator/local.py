@@ -20,15 +20,18 @@ metadata: {{name: {name}}}
 spec:
   minReplicas: 1
   maxReplicas: 3
+  maxRestarts: {restarts}
   replica: {{tp: 1, pp: 1}}
   trainer: {{model: tiny, steps: {steps}, globalBatch: 6, seqLen: 32, seed: 0, checkpointEvery: {every}, snapshotEvery: 1}}
   checkpointDir: {ckpt}
 """
 
 
-def steady_job(name: str, ckpt: Path, *, steps: int = 100_000, checkpoint_every: int = 50) -> str:
+def steady_job(
+    name: str, ckpt: Path, *, steps: int = 100_000, checkpoint_every: int = 50, max_restarts: int = 10
+) -> str:
     """An elastic ``tiny`` job on 1 to 3 replicas that trains for as long as a test runs."""
-    return MANIFEST.format(name=name, ckpt=ckpt, steps=steps, every=checkpoint_every)
+    return MANIFEST.format(name=name, ckpt=ckpt, steps=steps, every=checkpoint_every, restarts=max_restarts)
 
 
 def start_members(
