@@ -3,8 +3,9 @@
 Both share one lock (an install and a switch never interleave) and are refused while a restart is pending.
 ``agent``: once the command's ``done`` ack is in the spool, the daemon stops as on SIGTERM (workers stopped,
 the spool flushed, the ack with it) and ``myolo-agent run`` then restarts into the new version
-(``RestartPlan``: exit 75 for systemd, or exec). ``trainer``: install and switch only: workers started from
-then on import ``<dir>/trainer/current`` (``agent.releases.env.trainer_env``); running ones keep their code,
+(``RestartPlan``: exit 75 for systemd, or exec). ``trainer``: install, switch, and a job check on a probe
+job that ends its trial (``trainer_trial.py``; a release that cannot answer is taken back and the upgrade
+fails): workers started from then on import ``<dir>/trainer/current`` (``agent.releases.env.trainer_env``); running ones keep their code,
 and the warm standbys, which imported the old one, are replaced.
 
 Admission (the command is *rejected*, nothing ran): a reserved or mismatched version, a non-wheel artifact, a
@@ -26,13 +27,15 @@ from agent.commands.args import ArgsError
 from agent.commands.executor import ActionFn, AdmitFn
 from agent.daemon.runtime import Runtime
 from agent.daemon.trainer import trainer_python, worker_env
-from agent.daemon.trainer_trial import TrainerTrial
+from agent.daemon.trainer_trial import TakenBack, TrainerTrial
 from agent.releases import ReleaseError, ReleaseStore, RestartPlan
 from agent.releases.base import interpreter_version
 from agent.releases.fetch import check_local
 from agent.releases.install import Fetch, check_upgrade, fetch_artifact, install_release
 from agent.releases.restart import restart_mode
 from agent.releases.store import Switched
+from agent.trainer.check import TrainerBroken, check_job
+from events.payloads import TrainerJob
 from events.payloads.commands import RollbackArgs, RollbackResult, UpgradeArgs, UpgradeResult
 
 log = structlog.get_logger("myolo.agent.daemon")
@@ -103,6 +106,8 @@ class NodeReleases:
             switched = store.switch(args.version, base=base)
             pruned = store.prune(cfg.keep)
         restart = self._after_switch(store, switched, args.restart, f"upgrade to {args.version}", args.rollout)
+        if args.component == "trainer" and self.trainer_trial.on_trial:
+            await self._probe_trainer()
         return UpgradeResult(
             component=args.component,
             version=args.version,
@@ -166,6 +171,21 @@ class NodeReleases:
                 self._pending = None
 
         self._waiting = asyncio.get_running_loop().create_task(stop(), name="release-restart")
+
+    async def _probe_trainer(self) -> None:
+        """The trainer's job check on a probe job (the default one, one worker), to end its trial now."""
+        cfg = self.rt.cfg.trainer
+        workers = Path(cfg.workers_dir)
+        workers.mkdir(parents=True, exist_ok=True)
+        check = check_job(
+            trainer_python(self.rt), TrainerJob(), 1, cfg.check_timeout_s, env=worker_env(self.rt), cwd=workers
+        )
+        try:
+            await self.trainer_trial.judge(check, "fix the release and upgrade again")
+        except (TakenBack, TrainerBroken) as exc:
+            raise ReleaseError(exc.reason) from None
+        except ArgsError:
+            return  # the trainer answered (it refused the probe): it runs, which is all its trial asks
 
     def _renew_standbys(self) -> None:
         sup = self.rt.trainer

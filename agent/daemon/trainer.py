@@ -21,7 +21,7 @@ from agent.commands.executor import AdmitFn
 from agent.daemon.runtime import Runtime
 from agent.gpu.sim import SimBackend
 from agent.releases.env import trainer_env
-from agent.trainer.check import TrainerBroken, check_job
+from agent.trainer.check import check_job
 from agent.trainer.gpu_use import write_gpu_use
 from events.payloads import StartWorkersArgs
 from events.payloads.commands import StartWorkersResult, StopWorkersResult
@@ -92,28 +92,15 @@ def trainer_admissions(rt: Runtime, sup: Supervisor, trial: TrainerTrial) -> dic
             why = f" ({rt.drain_reason})" if rt.drain_reason else ""
             raise ArgsError(f"this node is draining{why}: no new workers start here", "action")
         sup.admit(args)
-        try:
-            await check_job(
-                sup.python,
-                args.job,
-                args.world_size,
-                rt.cfg.trainer.check_timeout_s,
-                env=worker_env(rt),
-                cwd=sup.workers_dir,
-            )
-        except TrainerBroken as exc:
-            failed = trial.broken(exc.reason)
-            if failed is None:
-                raise
-            raise ArgsError(
-                f"{exc.reason}; the trainer release {failed.version} on trial is taken back "
-                f"(now {failed.restored or 'the base install'}): send the command again",
-                exc.field,
-            ) from None
-        except ArgsError:
-            trial.answered()
-            raise
-        trial.answered()
+        check = check_job(
+            sup.python,
+            args.job,
+            args.world_size,
+            rt.cfg.trainer.check_timeout_s,
+            env=worker_env(rt),
+            cwd=sup.workers_dir,
+        )
+        await trial.judge(check, "send the command again")
 
     return {"start_workers": admit_start}
 

@@ -348,16 +348,14 @@ class Rollouts(Component):
         """Why the node will not come back on the new version without waiting out ``upgrade_timeout_s``: its
         upgrade failed, it went Lost, or it switched back from the release by itself (a trial of it that ended
         after the upgrade was ``sent``, give or take the nodes' clock skew, failed)."""
+        taken_back = self._taken_back(rec, node_id, sent)  # what the node says: the richest account
+        if taken_back is not None:
+            return taken_back
         intent = self.commands.intent(command_id)
         if intent is not None and intent.outcome == "failed":
             return f"upgrade {intent.status}: {intent.reason}"
         node = self.fleet.node(node_id)
-        if node is None:
-            return None
-        taken_back = self._taken_back(rec, node_id, sent)
-        if taken_back is not None:
-            return taken_back
-        if node.liveness == "Lost":
+        if node is not None and node.liveness == "Lost":
             return "went Lost after its upgrade was sent"
         return None
 

@@ -5,7 +5,9 @@ real processes. Three wheels of this project at new versions, each broken in a w
 raises at import, it runs but never becomes READY, it becomes READY and then hangs (its watchdog stops).
 Each is rolled out with ``myoloctl rollout start``; each ends with node-1 Ready on the version it ran before
 with no hand on it, the rollout RolledBack naming node-1 and the cause, and node-2 and node-3 never sent the
-release. The wall time of each is printed (the figures of the issue note and docs/rollouts.md).
+release. The same for a trainer release whose workers cannot import, under a training job: the first
+``start_workers`` on it fails, the wave fails, node-1 goes back to the trainer it had and rejoins the job. The
+wall time of each is printed (the figures of the issue note and docs/rollouts.md).
 """
 
 from __future__ import annotations
@@ -64,12 +66,7 @@ def test_a_release_that_cannot_start_is_taken_back_by_the_node_and_stops_the_rol
         records = local.start_members(tmp_path, coordinators=1)
         launchers = {n: records[n].pid for n in ("node-1", "node-2", "node-3")}
         began = time.monotonic()
-        start = myoloctl(
-            "rollout", "start", "--component", "agent", "--version", version, "--artifact", str(wheel),
-            "--bake", "20s",
-        )  # fmt: skip
-        assert start.exit_code == 0, start.output
-        assert "3 waves of 1/1/1 node(s)" in start.output
+        assert "3 waves of 1/1/1 node(s)" in start_rollout(myoloctl, "agent", version, wheel)
 
         def rollout() -> dict:
             return json.loads(myoloctl("rollout", "status", "-o", "json").output)
@@ -118,6 +115,89 @@ def test_a_release_that_cannot_start_is_taken_back_by_the_node_and_stops_the_rol
         )
     finally:
         local.stop_all(tmp_path, broker)
+
+
+@pytest.mark.kafka
+@pytest.mark.timeout(900)
+def test_a_trainer_release_whose_workers_cannot_import_fails_its_wave_and_the_node_rejoins_the_job(
+    tmp_path: Path, local_myoloctl
+) -> None:
+    myoloctl = local_myoloctl
+    version, cause = "4.0.9.dev4", "RuntimeError: this trainer cannot start: broken at import"
+    broken = {"kernels/__init__.py": 'raise RuntimeError("this trainer cannot start: broken at import")\n'}
+    wheel = build_project_wheel(tmp_path / "build", version, append=broken)
+    broker = LocalBroker(tmp_path, tied_to_parent=True)
+    try:
+        broker.start(timeout=120)
+        local.start_members(tmp_path, coordinators=1)
+        (tmp_path / "job.yaml").write_text(local.steady_job("steady", tmp_path / "ckpt"))
+        assert (out := myoloctl("apply", "-f", str(tmp_path / "job.yaml"))).exit_code == 0, out.output
+
+        def job() -> dict:
+            return json.loads(myoloctl("get", "job", "steady", "-o", "json").output)
+
+        def on_every_node() -> dict | None:
+            gen = (j := job()).get("generation") or {}
+            nodes = sorted(m["node_id"] for m in gen.get("members", []))
+            return j if gen.get("stage") == "running" and nodes == list(local.NODES) else None
+
+        before = _until("the job on 3 nodes", on_every_node, 300, job)["generation"]["number"]
+        began = time.monotonic()
+        start_rollout(myoloctl, "trainer", version, wheel)
+
+        def rollout() -> dict:
+            return json.loads(myoloctl("rollout", "status", "-o", "json").output)
+
+        rec = _until(
+            "the rollout to end", lambda: (r := rollout())["phase"] in ("RolledBack", "Succeeded") and r, 600, rollout
+        )
+        wall = time.monotonic() - began
+        assert rec["phase"] == "RolledBack", json.dumps(rec)[-3000:]
+        detail = rec["failed_gate"]["detail"]
+        assert detail.startswith("node-1: ") and cause in detail, detail  # its failed upgrade, or the node's word
+
+        def named() -> dict | None:
+            said = rollout()["taken_back"].get("node-1", "")
+            return said if said.startswith(f"switched trainer {version} back to its base install by itself") else None
+
+        said = _until("the record to say what node-1 did", named, 120, rollout)
+        assert "its job check could not run" in said and cause in said, said
+        assert [w["nodes"] for w in rec["waves"]] == [["node-1"], ["node-2"], ["node-3"]]
+        assert all(not w["commands"] for w in rec["waves"][1:])  # no node outside wave 1 was sent it
+
+        def nodes() -> dict:
+            return {n["node_id"]: n for n in json.loads(myoloctl("get", "nodes", "-o", "json").output)["items"]}
+
+        def back() -> dict | None:
+            one = (found := nodes())["node-1"]
+            ok = one["liveness"] == "Ready" and one["failed_releases"]
+            return found if ok and not (one.get("cordon") or {}).get("cordoned") else None
+
+        found = _until("node-1 Ready and uncordoned", back, 120, lambda: nodes()["node-1"])
+        failed = found["node-1"]["failed_releases"]
+        assert [(f["component"], f["version"], f["tries"]) for f in failed] == [("trainer", version, 1)]
+        agents = tmp_path / "agents"
+        assert not (agents / "node-1" / "releases" / "trainer" / "current").exists()  # its base install
+        for other in ("node-2", "node-3"):
+            assert not (agents / other / "releases" / "trainer" / version).exists()
+        # node-1 trains again, on the trainer it had, with the others
+        again = _until("the job on 3 nodes again", on_every_node, 300, job)
+        assert again["generation"]["number"] > before
+        print(
+            f"\ntrainer {version}: rollout RolledBack {wall:.1f} s after its start; "
+            f"the job on 3 nodes again at {time.monotonic() - began:.1f} s"
+        )
+    finally:
+        local.stop_all(tmp_path, broker)
+
+
+def start_rollout(myoloctl: Callable[..., Any], component: str, version: str, wheel: Path) -> str:
+    """``myoloctl rollout start`` of ``wheel`` with a 20 s bake; its output."""
+    out = myoloctl(
+        "rollout", "start", "--component", component, "--version", version, "--artifact", str(wheel), "--bake", "20s"
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    return out.output
 
 
 def _until(what: str, check: Callable[[], Any], timeout: float, state_of: Callable[[], Any]) -> Any:

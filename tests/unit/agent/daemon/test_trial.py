@@ -110,9 +110,10 @@ START = {
 }
 
 
-async def test_a_trainer_release_that_cannot_answer_its_job_check_is_taken_back_at_its_first_start(
+async def test_a_trainer_release_that_cannot_answer_its_job_check_is_taken_back_by_its_upgrade(
     short_dir,
 ) -> None:
+    from agent.releases.store import ReleaseStore
     from tests.support.agent.wheels import build_wheel, sha256_of
     from tests.unit.agent.daemon.test_releases import final
 
@@ -125,16 +126,15 @@ async def test_a_trainer_release_that_cannot_answer_its_job_check_is_taken_back_
     await n.start()
     await play(n.clock, 2, 0.5)
     up = {"component": "trainer", "artifact": str(broken), "sha256": sha256_of(broken)}
-    await n.send("t0", "upgrade", version="8.0", **up)
-    assert (await final(n, "t0")).status == "done"
-    store = releases / "trainer"
-    assert (store / "current").readlink() == Path("8.0")
-
-    await n.send("s0", "start_workers", **START)  # the trainer cannot import: refused, and taken back
-    ack = await final(n, "s0")
-    assert ack.status == "rejected", ack
-    assert "the trainer release 8.0 on trial is taken back (now the base install)" in (ack.reason or "")
+    await n.send("t0", "upgrade", version="8.0", **up)  # its probe job check cannot run: failed, taken back
+    ack = await final(n, "t0")
+    assert ack.status == "failed", ack
+    assert (
+        "the trainer release 8.0 on trial is taken back (now the base install): fix the release and upgrade again"
+        in (ack.reason or "")
+    )
     assert "RuntimeError: bad" in (ack.reason or "")
+    store = releases / "trainer"
     assert not (store / "current").exists()  # the base install again
     await play(n.clock, 2, 0.5)
     sample = [e.data for _, e in n.broker.events if isinstance(e.data, NodeSample)][-1]
@@ -146,9 +146,21 @@ async def test_a_trainer_release_that_cannot_answer_its_job_check_is_taken_back_
         "switched back to the base install"
     ]
 
-    # a good release commits at its first job check, even one that refuses the job: the trainer answered
+    # a trial still open (the agent stopped during the probe) ends at the next start_workers, the same way
+    ReleaseStore(releases, "trainer").switch("8.0")
+    trial.save(store / trial.TRIAL_FILE, trial.TrialState(committed=None, trial="8.0", tries=1))
+    await n.send("s0", "start_workers", **START)
+    ack = await final(n, "s0")
+    assert ack.status == "rejected", ack
+    assert "the trainer release 8.0 on trial is taken back (now the base install): send the command again" in (
+        ack.reason or ""
+    )
+    assert not (store / "current").exists()
+
+    # a good release commits at its upgrade's probe; a job it refuses later is only that: a verdict
     await n.send("t1", "upgrade", version="8.1", component="trainer", artifact=str(good), sha256=sha256_of(good))
     assert (await final(n, "t1")).status == "done"
+    assert trial.load(store / trial.TRIAL_FILE) == trial.TrialState(committed="8.1")
     await n.send("s1", "start_workers", **START, job={"model": "no-such-model"})
     ack = await final(n, "s1")
     assert ack.status == "rejected" and "taken back" not in (ack.reason or "") and "model" in (ack.reason or "")
