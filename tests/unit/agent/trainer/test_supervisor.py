@@ -84,7 +84,10 @@ async def test_a_silent_worker_is_a_hang_on_the_agents_clock(node_factory) -> No
 async def test_stop_with_checkpoint_asks_rank_0_and_every_rank_leaves(node_factory, tmp_path) -> None:
     node = await node_factory({"FAKE": "forever"})
     await node.sup.start(start_args([0, 1]))
-    await wait_until(lambda: node.progress, 30, "progress")
+    # every rank through its start-up (rank 0's progress alone does not say rank 1 is: a rank still starting
+    # is terminated at once, which is the next test's case)
+    workers = lambda: node.sup.jobs["j1"].workers.values()  # noqa: E731
+    await wait_until(lambda: node.progress and all(w.state == "running" for w in workers()), 30, "every rank running")
     result = await node.sup.stop("j1", 0, checkpoint=True)
     assert result.stopped and result.asked_to_checkpoint
     assert result.exit_codes == {"0": 0, "1": 0} and result.terminated == [] == result.killed
