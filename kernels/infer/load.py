@@ -12,8 +12,7 @@ import torch
 
 from kernels.export.weights import META_MODEL, META_MODEL_ARGS, WeightsError, describe_model, load_weights
 from kernels.model import GPT, ModelConfig, preset
-
-META_QUANT = "myolo.quant"  # kernels.quantization.file's: read here without importing the toolkit
+from kernels.quantization.spec import META_QUANT
 
 
 def file_metadata(path: str | os.PathLike[str]) -> dict[str, str]:

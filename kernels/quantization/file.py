@@ -27,11 +27,10 @@ from kernels.export.weights import (
     weights_metadata,
     write_weights,
 )
-from kernels.infer.load import META_QUANT
 from kernels.model import GPT, ModelConfig, preset
 from kernels.quantization.grid import Grid
 from kernels.quantization.linear import QuantLinear
-from kernels.quantization.spec import FORMAT, QuantSpec
+from kernels.quantization.spec import FORMAT, META_QUANT, QuantSpec
 
 
 def save_quantized(model: GPT, spec: QuantSpec, path: str | os.PathLike[str], *, step: int = 0) -> WrittenWeights:

@@ -115,6 +115,12 @@ class QuantLinear(nn.Module):
         self._kernels.clear()  # moved or cast: the prepared tensors are stale
         return super()._apply(fn, recurse)
 
+    def _cpu_kernel_shape(self) -> bool:
+        """The CPU kernels' vector paths want whole blocks: a narrow layer (fewer than 64 inputs, or outputs not
+        a multiple of 16) gave a wrong result on this CPU depending on what ran before it (a tail read past
+        the row), so it runs the dequantized weight."""
+        return self.in_features % 64 == 0 and self.out_features % 16 == 0
+
     def _prepared(self, device: torch.device, dtype: torch.dtype) -> tuple[str, object]:
         key = (str(device), dtype)
         if key not in self._kernels:
@@ -131,6 +137,8 @@ class QuantLinear(nn.Module):
     def _prepare(self, device: torch.device, dtype: torch.dtype) -> tuple[str, object]:
         g, group = self.grid, self._group
         try:
+            if device.type == "cpu" and not self._cpu_kernel_shape():
+                return "dequant", self.dequantized(dtype).to(device)
             if g.bits == 8 and g.symmetric and group == self.in_features and device.type == "cpu":
                 w = (self.qweight.to(device, torch.int16) - g.mid).to(torch.int8).contiguous()
                 return "int8", (w, self.scales[:, 0].to(device, self.cpu_dtype).contiguous())

@@ -15,6 +15,7 @@ CALIBRATED: tuple[str, ...] = ("gptq", "dynamic_fixed_point")  # dfp: for its ac
 # turns every error into the logits directly; both stay in the source precision unless asked.
 DEFAULT_LAYERS: tuple[str, ...] = ("layers.*",)
 FORMAT = 1
+META_QUANT = "myolo.quant"  # the safetensors metadata key the QuantSpec is written under
 
 
 class LayerSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
