@@ -45,7 +45,7 @@ from tests.benchmarks.common import write_result  # noqa: E402
 CACHE = Path(os.environ.get("MYOLO_CACHE_DIR", Path.home() / ".cache" / "myolo")) / "bench" / "quant"
 # the quality model: byte-level, 6 x 256 wide, ~5 M parameters; its ffn width divides by 32..256 for every group
 TEXT_MODEL = ["dim=256", "n_layers=6", "n_heads=8", "ffn_hidden=768", "max_seq_len=256"]
-TEXT_STEPS, TEXT_BATCH, SEQ = 1500, 16, 256
+TEXT_STEPS, TEXT_BATCH, SEQ = 3000, 16, 256
 
 
 @dataclass(frozen=True)
