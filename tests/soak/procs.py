@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,14 @@ MIN_JUDGED_S = 900.0  # a growth judged over less than 15 minutes is warm-up as 
 def cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _cwd(pid: int) -> str:
+    """Where the process works: a warm standby handed a job keeps its command line but works under the root."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return ""
 
@@ -46,8 +55,9 @@ def ours(root: Path) -> dict[int, tuple[str, str]]:
                 cmds[pid], parents[pid] = cmdline(pid), int(stat[1])
     out: dict[int, tuple[str, str]] = {}
     for pid, cmd in cmds.items():
-        if str(root) in cmd and (r := role(cmd)) is not None:
-            member = next((p for p in cmd.split() if "/agents/" in p or "/coordinators/" in p), "")
+        if (str(root) in cmd or str(root) in _cwd(pid)) and (r := role(cmd)) is not None:
+            words = f"{cmd} {_cwd(pid)}".split()
+            member = next((p for p in words if "/agents/" in p or "/coordinators/" in p), "")
             name = member.split("/agents/")[-1].split("/coordinators/")[-1].split("/")[0] if member else "?"
             out[pid] = (r, name)
     for pid, cmd in cmds.items():

@@ -113,7 +113,9 @@ def pid_gone(pid: int) -> bool:
 
 
 def pids_mentioning(text: str) -> list[int]:
-    """Live processes (not zombies, not this one) whose command line contains ``text``: a test's strays."""
+    """Live processes (not zombies, not this one) whose command line or working directory contains ``text``:
+    a test's strays. The directory too: a warm standby handed a job keeps its own command line
+    (``kernels.cli.warm``) but works in the job's directory."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -122,7 +124,11 @@ def pids_mentioning(text: str) -> list[int]:
                 status = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if text in cmdline and status != "Z" and int(entry.name) != os.getpid():
+            try:
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                cwd = ""
+            if (text in cmdline or text in cwd) and status != "Z" and int(entry.name) != os.getpid():
                 pids.append(int(entry.name))
     return pids
 
