@@ -55,6 +55,7 @@ def gptq(w: torch.Tensor, hessian: torch.Tensor, grid: Grid, *, damp: float = DA
     H += torch.eye(k, dtype=H.dtype, device=H.device) * (damp * torch.diag(H).mean())
     U = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(H)), upper=True)
 
+    row = Grid(grid.bits, 0, grid.symmetric)  # one group per (sub-)row: a column, or one group's columns
     q = torch.zeros(n, k, dtype=torch.uint8, device=w.device)
     scales, zeros = [], []
     if group == k:
@@ -67,14 +68,14 @@ def gptq(w: torch.Tensor, hessian: torch.Tensor, grid: Grid, *, damp: float = DA
         for i in range(b - a):
             col = a + i
             if group < k and col % group == 0:
-                s, z = minmax(W1[:, i : i + group].float(), Grid(grid.bits, 0, grid.symmetric))
+                s, z = minmax(W1[:, i : i + group].float(), row)
                 scales.append(s)
                 zeros.append(z)
             s, z = scales[-1], zeros[-1]
             column = W1[:, i : i + 1]
-            code = codes(column.float(), s, z, Grid(grid.bits, 0, grid.symmetric))
+            code = codes(column.float(), s, z, row)
             q[:, col : col + 1] = code
-            e = (column - dequantize(code, s, z, Grid(grid.bits, 0, grid.symmetric)).double()) / U1[i, i]
+            e = (column - dequantize(code, s, z, row).double()) / U1[i, i]
             W1[:, i:] -= e @ U1[i : i + 1, i:]
             err[:, i : i + 1] = e
         W[:, b:] -= err @ U[a:b, b:]

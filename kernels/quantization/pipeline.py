@@ -68,10 +68,11 @@ def quantize_file(spec: QuantizeSpec, progress: Callable[[str], None] = lambda _
         progress(f"exporting checkpoint {source} to {exported}")
         export_checkpoint(source, exported, ExportSpec(model=spec.model, model_args=spec.model_args))
         source = exported
-    name, args = model_of(file_metadata(source), spec.model, spec.model_args or None)
+    metadata = file_metadata(source)
+    name, args = model_of(metadata, spec.model, spec.model_args or None)
     gpt, cfg = load_model(source, model=name, model_args=args)
     source_sha, _ = sha256_file(source)
-    steps = int(file_metadata(source).get("myolo.step") or 0)
+    steps = int(metadata.get("myolo.step") or 0)
     calib = None
     if spec.calib is not None:
         calib = calibration_set(
@@ -84,7 +85,7 @@ def quantize_file(spec: QuantizeSpec, progress: Callable[[str], None] = lambda _
         )
     if calib is not None and spec.eval_data is not None:
         seq = min(spec.seq_len, cfg.max_seq_len)
-        _check_disjoint(spec, calib.sequences, spec.eval_batches * spec.eval_rows * (seq + 1))
+        _check_disjoint(spec, calib.sha256, calib.sequences, spec.eval_batches * spec.eval_rows * (seq + 1))
     progress(f"quantizing {describe_model(name, args)} with {spec.scheme} at {spec.bits} bits")
     conv = PTQConverter(
         model=gpt,
@@ -147,11 +148,11 @@ def quantize_file(spec: QuantizeSpec, progress: Callable[[str], None] = lambda _
     return export
 
 
-def _check_disjoint(spec: QuantizeSpec, sequences: int, eval_tokens: int) -> None:
+def _check_disjoint(spec: QuantizeSpec, calib_sha256: str, sequences: int, eval_tokens: int) -> None:
     """Refuse an evaluation set that is (or was cut from) the calibration tokens; log what little they share."""
     assert spec.calib is not None and spec.eval_data is not None
     if os.path.realpath(spec.calib) == os.path.realpath(spec.eval_data) or (
-        sha256_file(spec.calib)[0] == sha256_file(spec.eval_data)[0]
+        calib_sha256 == sha256_file(spec.eval_data)[0]
     ):
         raise ValueError(f"--calib and --eval are the same data ({spec.eval_data}): evaluate on held-out tokens")
     window = spec.seq_len + 1  # both readers take consecutive windows of seq_len + 1 from the file's start
