@@ -45,6 +45,7 @@ PER_WORKER = (
     "CUDA_VISIBLE_DEVICES",
 )
 WORKER_MODULE = "kernels.cli.worker"
+AGENT_PID_VAR = "MYOLO_AGENT_PID"  # read by kernels.worker.orphan
 STANDBY_MODULE = "kernels.cli.warm"
 
 
@@ -143,9 +144,10 @@ def plan_workers(
 
 def inherited_env(base_env: Mapping[str, str]) -> dict[str, str]:
     """What every worker and standby inherits from the agent: its environment less a parent launch's own
-    variables, unbuffered (the logs are read while the worker runs)."""
+    variables, unbuffered (the logs are read while the worker runs), and the agent's pid."""
     env = {k: v for k, v in base_env.items() if k not in _DROPPED}
     env["PYTHONUNBUFFERED"] = "1"
+    env[AGENT_PID_VAR] = str(os.getpid())  # the worker dies with this process (kernels.worker.orphan)
     return env
 
 

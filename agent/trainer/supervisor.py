@@ -38,7 +38,7 @@ import structlog
 
 from agent.commands.args import ArgsError
 from agent.tasks import TaskSet
-from agent.trainer import launch
+from agent.trainer import launch, leftovers
 from agent.trainer.config import TrainerConfig
 from agent.trainer.export import manifest_path, read_export
 from agent.trainer.hang import Hang, HangWatch
@@ -81,6 +81,7 @@ class SupervisorStats:
     bad: int = 0  # frames that are not a progress record or a heartbeat
     faults: int = 0
     completed: int = 0
+    leftovers_stopped: int = 0  # processes a previous agent run left, stopped at start
 
 
 class Supervisor:
@@ -131,8 +132,10 @@ class Supervisor:
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
-        """Bind the workers' progress socket (before any command can start a worker)."""
+        """Stop what a previous run of the agent left running, and bind the workers' progress socket (before
+        any command can start a worker)."""
         self.workers_dir.mkdir(parents=True, exist_ok=True)
+        self.stats.leftovers_stopped += len(leftovers.sweep(self.workers_dir))
         self.link = WorkerLink(self.socket_dir)
 
     async def run(self) -> None:
@@ -270,7 +273,9 @@ class Supervisor:
         standby = self.warm.take() if warm_ok else None
         if standby is not None and await self.warm.hand(standby, plan):
             return standby.proc, True
-        return await launch.spawn(plan), False
+        proc = await launch.spawn(plan)
+        leftovers.record(self.workers_dir, proc.pid, "worker")
+        return proc, False
 
     # ------------------------------------------------------------------ stop
     async def stop(self, job_id: str, generation: int, checkpoint: bool) -> StopWorkersResult:

@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from agent.trainer import launch
+from agent.trainer import launch, leftovers
 from agent.trainer.logtail import tail_lines
 from agent.trainer.signals import running_child, signal_group, wait_all
 from events.clock import Clock
@@ -254,6 +254,7 @@ class WarmPool:
             self._failed(f"it could not be started: {exc}")
             return None
         self.stats.started += 1
+        leftovers.record(self._workers_dir, proc.pid, "standby")
         standby = Standby(proc=proc, epoch=self._epoch, started=self.clock.monotonic(), ready_fd=ready_r)
         os.set_blocking(ready_r, False)
         asyncio.get_running_loop().add_reader(ready_r, self._read_ready, standby)

@@ -5,7 +5,8 @@ importing torch and the trainer. A standby pays that ahead of time, writes ``REA
 blocks on stdin for one ``WarmHandoff`` (``events.payloads.warm_handoff``). Then it appends its stdout and
 stderr to the handoff's log, moves to its directory, replaces its whole environment with the handoff's
 (the one a cold worker gets), and runs exactly what ``python -m kernels.cli.worker <argv>`` runs. Stdin
-closed without a message: the agent retired it; it exits 0.
+closed without a message: the agent retired it; it exits 0. It dies with the agent, before and after the
+handoff (``kernels.worker.orphan``).
 
 What makes that equivalent to a cold start:
 
@@ -34,6 +35,7 @@ from typing import BinaryIO, NoReturn
 import msgspec
 
 from events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
+from kernels.worker.orphan import die_with_agent
 
 # what a worker imports before its first step (its run imports the rest of these lazily)
 PRELOAD = (
@@ -158,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m kernels.cli.warm", description=__doc__.splitlines()[0])
     parser.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19")
     args = parser.parse_args(argv)
+    die_with_agent()
     try:
         preload(PRELOAD, args.nice)
     except BaseException:

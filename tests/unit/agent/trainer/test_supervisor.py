@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from agent.trainer.signals import process_stopped
 from events.clock import SimClock
 from tests.support.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args
@@ -70,6 +71,7 @@ async def test_a_silent_worker_is_a_hang_on_the_agents_clock(node_factory) -> No
     result = await node.sup.start(start_args([0, 1]))
     await wait_until(lambda: node.sup.jobs["j1"].workers[1].last_step == 3, 30, "rank 1 at step 3")
     os.kill(result.pids["0"], signal.SIGSTOP)  # both silent now; the stopped one is named
+    await wait_until(lambda: process_stopped(result.pids["0"]), 30, "the kernel to stop rank 0")
     node.sup.check_hangs()
     assert node.faults == []  # no time passed on the agent's clock
     await clock.advance(31.0)
@@ -176,3 +178,28 @@ async def test_the_worker_link_uses_unix_sockets_in_the_runtime_directory(node_f
     link = WorkerLink(long_dir)  # too long for a socket name: loopback TCP instead
     assert link.progress_endpoint.startswith("tcp://127.0.0.1:")
     link.close()
+
+
+async def test_a_restarted_agent_stops_the_workers_its_previous_run_left(node_factory, tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from agent.trainer import leftovers
+
+    # what a previous run left: a worker (its own session) and its record
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    try:
+        leftovers.record(tmp_path / "workers", left.pid, "worker")
+        node = await node_factory({"FAKE": "forever"})
+        assert left.wait(timeout=30) == -signal.SIGKILL
+        assert node.sup.stats.leftovers_stopped == 1
+        assert not list((tmp_path / "workers" / leftovers.DIR_NAME).glob("*.json"))
+        # this run's workers are recorded in turn, with the start time that tells a reused pid apart
+        result = await node.sup.start(start_args([0, 1]))
+        for pid in result.pids.values():
+            rec = json.loads((tmp_path / "workers" / leftovers.DIR_NAME / f"{pid}.json").read_bytes())
+            assert rec == {"pid": pid, "start_ticks": leftovers.start_ticks(pid), "what": "worker"}
+    finally:
+        left.kill()
+        left.wait()
