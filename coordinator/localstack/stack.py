@@ -252,8 +252,10 @@ def _wait_answering(state_dir: Path, records: list[state.ProcessRecord], timeout
     while pending:
         for record in list(pending):
             if not process.alive(record.pid, record.marker):
+                how = process.exit_status(record.pid)
                 raise StackError(
-                    f"{record.role} {record.name} (pid {record.pid}) exited while starting",
+                    f"{record.role} {record.name} (pid {record.pid}) exited while starting"
+                    + (f" ({how})" if how else ""),
                     hint=f"read its log {record.log}",
                     detail=process.tail(Path(record.log), 25),
                 )

@@ -44,9 +44,29 @@ def launch(cmd: Sequence[str], *, cwd: Path, output: Path, tied_to_parent: bool)
         )
 
 
+_EXITED: dict[int, int] = {}  # wait statuses of our children reaped by alive(), for exit_status()
+
+
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            _EXITED[pid] = status
+
+
+def exit_status(pid: int) -> str | None:
+    """How our child ``pid`` ended ("exit code 1", "killed by SIGKILL"), once ``alive`` found it gone; None
+    when it was not our child or is not known to have ended."""
+    status = _EXITED.get(pid)
+    if status is None:
+        return None
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
 def alive(pid: int, marker: str | None = None) -> bool:
