@@ -4,9 +4,9 @@ Quality and speed are measured apart, honestly (docs/quantization.md):
 - quality on a byte-level GPT trained here on Python's standard library sources (``quant_corpus``; trained once
   by this benchmark with ``myolo-train`` and cached, a shape that learns within about an hour on 2 cores):
   held-out perplexity of each variant and its change against fp32, on the same tokens, never the calibration's;
-- speed on ``small`` (random weights: values do not change the speed): bytes on disk, bits per weight of the
-  quantized layers (scales and zeros included), prefill and batch-1 decode tokens/s (fixed threads, a warm-up,
-  the median of ``--runs``), eager.
+- speed on ``small`` (random weights: values do not change the speed), and on ``1b`` for one variant per
+  kernel: bytes on disk, bits per weight of the quantized layers (scales and zeros included), prefill and
+  batch-1 decode tokens/s (fixed threads, a warm-up, the median of ``--runs``), eager.
 Variants: fp32, bf16, int8 weight-only (rtn, per row), int4 rtn g128, gptq g64 and g128, hqq g64, dynamic
 fixed point at 8 and 4 bits (and rtn g64, the group size GPTQ is judged against). ``--device cuda`` runs the speed part on a GPU.
 Run: python -m tests.benchmarks quant [--quick] (or python tests/benchmarks/bench_quant.py --help)
@@ -69,6 +69,12 @@ VARIANTS = (
     Variant("dynamic fixed point 8", "dynamic_fixed_point", 8),
     Variant("dynamic fixed point 4", "dynamic_fixed_point", 4),
 )
+# the big speed table: one variant per kernel and layout (speed depends on those, not on how codes were chosen:
+# gptq and hqq give the int4 kernel the same tensors as rtn at their group size)
+BIG_VARIANTS = tuple(
+    v for v in VARIANTS if v.name in ("fp32", "bf16", "int8 weight-only (rtn, per row)", "int4 rtn g64",
+                                      "int4 rtn g128", "dynamic fixed point 4")
+)  # fmt: skip
 
 
 def quantized(model: GPT, v: Variant, calib, name: str, args: dict) -> GPT:
@@ -144,6 +150,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--speed-model", default="small")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument(
+        "--big-model", default="1b", help="a second speed table on this preset, kernels apart only ('none': skip)"
+    )
+    parser.add_argument("--big-runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=TEXT_STEPS, help="training steps of the quality model")
     parser.add_argument("--eval-batches", type=int, default=16)
     opts = parser.parse_args()
@@ -185,28 +195,47 @@ def main() -> None:
         del base
 
     name = "tiny" if opts.quick else opts.speed_model
-    cfg = preset(name)
+    args = parse_model_args(TEXT_MODEL) if opts.quick else {}  # tiny's own width fits no group of 128
+    speed_table(name, VARIANTS, rows, opts.device, opts.prompt, opts.new, opts.runs, args)
+    result["speed_model"] = name
+    result["variants"] = rows
+    if opts.big_model != "none" and not opts.quick:
+        big = {v.name: {} for v in BIG_VARIANTS}
+        speed_table(opts.big_model, BIG_VARIANTS, big, opts.device, opts.prompt, opts.new, opts.big_runs)
+        result["big"] = {"model": opts.big_model, "runs": opts.big_runs, "variants": big}
+    result["goals"] = goals(rows)
+    write_result("quant" if not opts.quick else "quant_quick", result)
+
+
+def speed_table(
+    name: str,
+    variants: tuple[Variant, ...],
+    rows: dict[str, dict],
+    device: str,
+    prompt: int,
+    new: int,
+    runs: int,
+    args: dict | None = None,
+) -> None:
+    """Size and speed of each variant of ``name`` (random weights) into ``rows``, with ratios to fp32."""
+    cfg = preset(name, **(args or {}))
     calib_ids = torch.randint(0, cfg.vocab_size, (16, 128), generator=torch.Generator().manual_seed(1))
     with tempfile.TemporaryDirectory() as tmp:
-        for v in VARIANTS:
+        for v in variants:
             torch.manual_seed(0)
             began = time.perf_counter()
-            q = quantized(GPT(cfg).eval(), v, calib_ids, name, {})
+            q = quantized(GPT(cfg).eval(), v, calib_ids, name, args or {})
             took = time.perf_counter() - began
-            q = q.to(opts.device)
-            rows[v.name].update(on_disk(q.cpu(), Path(tmp), v))
-            q = q.to(opts.device)
-            rows[v.name].update(speed(q, cfg, opts.device, opts.prompt, opts.new, opts.runs))
+            rows[v.name].update(on_disk(q, Path(tmp), v))
+            q = q.to(device)
+            rows[v.name].update(speed(q, cfg, device, prompt, new, runs))
             rows[v.name]["quantize_s"] = took
-            print(f"speed {v.name}: {rows[v.name]}", flush=True)
+            print(f"speed {name} {v.name}: {rows[v.name]}", flush=True)
+            del q
     fp32 = rows["fp32"]
     for r in rows.values():
         r["decode_x_fp32"] = r["decode_tokens_per_s"] / fp32["decode_tokens_per_s"]
         r["prefill_x_fp32"] = r["prefill_tokens_per_s"] / fp32["prefill_tokens_per_s"]
-    result["speed_model"] = name
-    result["variants"] = rows
-    result["goals"] = goals(rows)
-    write_result("quant" if not opts.quick else "quant_quick", result)
 
 
 def goals(rows: dict[str, dict]) -> dict[str, dict]:
