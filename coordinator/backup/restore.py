@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from coordinator.backup.archive import Archive
 from coordinator.backup.schema import Record
 from coordinator.backup.state_read import existing_topics
-from coordinator.leader.aiokafka_internals import load_metadata
+from events.aiokafka_internals import load_metadata
 from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
 from events.files import atomic_write
 from events.settings import KafkaSettings

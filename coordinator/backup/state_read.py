@@ -18,7 +18,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from coordinator.backup.schema import Record
-from coordinator.leader.aiokafka_internals import load_metadata
+from events.aiokafka_internals import load_metadata
 from events.settings import KafkaSettings
 
 Progress = Callable[[str], None]

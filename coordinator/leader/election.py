@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from coordinator.leader.aiokafka_internals import group_generation
+from events.aiokafka_internals import group_generation
 from events.settings import KafkaSettings
 from events.topics import LEADER
 

@@ -19,9 +19,9 @@ import msgspec
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from coordinator.leader.aiokafka_internals import load_metadata
 from coordinator.state.codec import BadStateRecord, StateCodec, record_kind
 from coordinator.state.seal import ForgedStateRecord, Stale, StateKeys
+from events.aiokafka_internals import load_metadata
 from events.settings import KafkaSettings
 
 # (topic, key, record or None for a tombstone, kind)

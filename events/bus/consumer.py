@@ -24,6 +24,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 
+from events.aiokafka_internals import pace_metadata_updates
 from events.bus.dedupe import RecentIds
 from events.bus.unreadable import PARSE_ERRORS, step_past_unreadable
 from events.clock import Clock, SystemClock
@@ -142,6 +143,7 @@ class EventConsumer:
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(*self.topics, **self._kwargs)
+        pace_metadata_updates(self._consumer)
         await self._consumer.start()
 
     async def stop(self) -> None:

@@ -16,6 +16,7 @@ import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata
 
+from events.aiokafka_internals import pace_metadata_updates
 from events.clock import Clock
 from events.codec import encode
 from events.envelope import Event, new_event
@@ -56,6 +57,7 @@ class EventProducer:
 
     async def start(self) -> None:
         self._producer = AIOKafkaProducer(**self._options)
+        pace_metadata_updates(self._producer)
         await self._producer.start()
 
     async def stop(self) -> None:

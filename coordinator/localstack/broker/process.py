@@ -55,8 +55,9 @@ def _reap(pid: int) -> None:
 
 
 def exit_status(pid: int) -> str | None:
-    """How our child ``pid`` ended ("exit code 1", "killed by SIGKILL"), once ``alive`` found it gone; None
-    when it was not our child or is not known to have ended."""
+    """How our child ``pid`` ended ("exit code 1", "killed by SIGKILL"); None when it was not our child or has
+    not ended."""
+    _reap(pid)  # it may have ended after alive() last reaped
     status = _EXITED.get(pid)
     if status is None:
         return None

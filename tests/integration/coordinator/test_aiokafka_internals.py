@@ -1,4 +1,4 @@
-"""The two private things of aiokafka the coordinator reads (coordinator/leader/aiokafka_internals.py), against
+"""The two private things of aiokafka the coordinator reads (events/aiokafka_internals.py), against
 the real broker: if an aiokafka upgrade moves them, this fails loudly instead of an epoch silently being -1."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import uuid
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from coordinator.commands.records import STATE_COMMANDS
-from coordinator.leader.aiokafka_internals import group_generation, load_metadata
+from events.aiokafka_internals import group_generation, load_metadata
 from events.topics import LEADER
 from tests.support.helpers import wait_until
 
@@ -36,3 +36,26 @@ async def test_metadata_is_loaded_for_an_assigned_consumer(settings) -> None:
         consumer.assign([TopicPartition(STATE_COMMANDS, p) for p in parts])
     finally:
         await consumer.stop()
+
+
+async def test_metadata_updates_of_a_real_client_are_paced(settings) -> None:
+    """The pace sits on the path aiokafka's own synchronizer takes: a forced update right after another
+    waits for the rest of the client's back-off before it starts."""
+    from aiokafka import AIOKafkaProducer
+
+    from events.aiokafka_internals import pace_metadata_updates
+
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    producer = AIOKafkaProducer(**settings.client_kwargs(), retry_backoff_ms=5000)
+    pace_metadata_updates(producer, sleep=sleep)
+    await producer.start()  # the bootstrap's update is the first
+    try:
+        assert await producer.client.force_metadata_update()
+        assert await producer.client.force_metadata_update()
+    finally:
+        await producer.stop()
+    assert waits and all(0 < w <= 5.0 for w in waits), waits
