@@ -166,17 +166,25 @@ def test_corrupt_marker_is_a_clear_error(disk: Path) -> None:
         read_marker(disk)
 
 
-def test_snapshot_restore_after_process_failure(disk: Path, shm: Path) -> None:
-    """Disk checkpoint every 5 steps, snapshot every step: a crash after step 7 loses nothing."""
+def _saved_through_step_7(disk: Path, shm: Path, steps: int) -> tuple[Checkpointer, dict[int, object]]:
+    """Train ``steps`` steps, checkpointing every 5 and snapshotting every step up to step 7 only, then wait
+    for every save: what a process that crashed after step 7 leaves. Returns its checkpointer (not closed)
+    and every step's result, for the restored run to match."""
     model, opt = make_model()
     ck = Checkpointer(disk, every=5, model_parts=[model], optimizers=[opt], snapshot_every=1, snapshot_dir=shm)
     reference = {}
-    for step in range(1, 10):
+    for step in range(1, steps + 1):
         reference[step] = train_step(model, opt, step)
         if step <= 7:
             ck.on_step(step)
     ck.wait()
     ck.wait_persisted()
+    return ck, reference
+
+
+def test_snapshot_restore_after_process_failure(disk: Path, shm: Path) -> None:
+    """Disk checkpoint every 5 steps, snapshot every step: a crash after step 7 loses nothing."""
+    ck, reference = _saved_through_step_7(disk, shm, 9)
     # "Crash": no close(). Shared memory holds the two newest snapshots, the marker names step 7.
     assert read_marker(shm).step == 7  # type: ignore[union-attr]
     assert sorted(p.name for p in shm.iterdir() if p.is_dir()) == ["snap-00000006", "snap-00000007"]
@@ -192,15 +200,7 @@ def test_snapshot_restore_after_process_failure(disk: Path, shm: Path) -> None:
 def test_a_snapshot_whose_shards_are_gone_is_not_resumed_from(disk: Path, shm: Path) -> None:
     """The marker and .metadata of a snapshot can outlive a shard (a rank killed while pruning; the soak
     found one): the restart resumes from the disk checkpoint instead of failing on the missing file."""
-    model, opt = make_model()
-    ck = Checkpointer(disk, every=5, model_parts=[model], optimizers=[opt], snapshot_every=1, snapshot_dir=shm)
-    reference = {}
-    for step in range(1, 9):
-        reference[step] = train_step(model, opt, step)
-        if step <= 7:
-            ck.on_step(step)
-    ck.wait()
-    ck.wait_persisted()
+    ck, reference = _saved_through_step_7(disk, shm, 8)
     assert read_marker(shm).step == 7  # type: ignore[union-attr]
     (shm / "snap-00000007" / "__0_0.distcp").unlink()
     for d in disk.glob("snap-*"):  # and no persisted copy of it to fall back on
