@@ -21,6 +21,8 @@ from pathlib import Path
 import msgspec
 import structlog
 
+from agent.trainer.signals import stat_fields
+
 log = structlog.get_logger("myolo.agent.trainer")
 DIR_NAME = ".procs"
 MAX_RECORD_BYTES = 4096
@@ -40,13 +42,8 @@ class Stopped:
 
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot); None when it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read(4096)
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] == b"Z":
+    fields = stat_fields(pid)
+    if fields is None or len(fields) < 20 or fields[0] == b"Z":
         return None
     try:
         return int(fields[19])

@@ -44,14 +44,20 @@ def signal_name(returncode: int) -> str | None:
         return f"signal {-returncode}"
 
 
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read(4096)
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
 def process_stopped(pid: int) -> bool:
     """True when the process is stopped (state T: SIGSTOP, or a debugger): a hang that is certainly its own."""
-    try:
-        stat = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115 - one read
-    except OSError:
-        return False
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state in (b"T", b"t")
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] in (b"T", b"t")
 
 
 async def wait_all(waits: list[asyncio.Future], clock: Clock, timeout_s: float) -> bool:
