@@ -64,10 +64,12 @@ def run(
     from agent.daemon.main import serve
     from events.clock import SystemClock
     from events.logs import configure_logging
+    from events.memtrace import start_from_env
 
     cfg = _config(config, simulate_gpus)
     configure_logging(cfg.log_level, json=log_json)
     try:
+        start_from_env("agent")
         rt = build_runtime(
             cfg,
             SystemClock(),

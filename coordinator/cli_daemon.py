@@ -54,6 +54,7 @@ def run(
     """Run a coordinator. Several may run: one leads (Kafka group membership), the others stand by and serve
     reads. SIGTERM or SIGINT stops it gracefully (a standby takes over at once)."""
     from events.logs import configure_logging
+    from events.memtrace import start_from_env
     from events.topics import ensure_topics
 
     cfg = _config(config, api_port)
@@ -63,6 +64,7 @@ def run(
         from coordinator.core.coordinator import Coordinator, topic_specs
 
         try:
+            start_from_env("coordinator")
             await ensure_topics(cfg.kafka.client_kwargs(), topic_specs(COMPONENTS))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

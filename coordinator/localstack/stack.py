@@ -52,12 +52,14 @@ class ProcessView:
     log: str
 
 
+TRACE = "MYOLO_TRACEMALLOC_"
 Progress = Callable[[str], None]
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
-    """Our environment without MYOLO_* overrides (they would point a stack process at another cluster)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MYOLO_")} | extra
+    """Our environment without MYOLO_* overrides (they would point a stack process at another cluster), but
+    with a diagnosis run's ``MYOLO_TRACEMALLOC_*`` (events/memtrace.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYOLO_") or k.startswith(TRACE)} | extra
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return env
