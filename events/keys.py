@@ -286,3 +286,28 @@ def ensure_ed25519(path: Path, field: str = "signing.key_file") -> Ed25519Signer
     except OSError:
         pass  # a read-only key directory: the key still works, and `key show` prints the public half
     return found
+
+
+def load_secret(path: str | Path, field: str) -> bytes:
+    """A shared secret (hex, or raw bytes of at least ``MIN_SECRET_BYTES``) from a file only its owner can
+    read; a PEM key of any kind is refused, since a secret must never be a public key."""
+    p = Path(path)
+    check_private(p, field)
+    return _secret(_read(p, field), repr(str(p)), field).secret
+
+
+def write_secret(path: Path, nbytes: int = 32) -> bytes:
+    """A new random secret written as hex, mode 0600 from its creation on; an existing file is never
+    overwritten (``FileExistsError``)."""
+    secret = os.urandom(nbytes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret.hex() + "\n")
+    return secret
+
+
+def watermark_commitment(secret: bytes) -> str:
+    """What names a watermark key without revealing it (HMAC-SHA256 of a fixed label): recorded by the
+    registry, compared by ``myoloctl registry verify-watermark`` before a check runs."""
+    return hmac.new(secret, b"myolo-watermark/commitment", hashlib.sha256).hexdigest()

@@ -99,8 +99,9 @@ def start_from_env(name: str) -> MemTrace | None:
         raise ConfigError(ENV_DIR, f"cannot write snapshots into {settings.dir}: {exc}") from None
 
 
-def growth(before: Path, after: Path, top: int = 25) -> list[str]:
-    """The ``top`` allocation sites that grew most between two snapshots, as lines to print."""
+def growth(before: Path, after: Path, top: int = 25, depth: int = 8) -> list[str]:
+    """The ``top`` allocation sites that grew most between two snapshots, as lines to print (``depth``
+    frames each, the allocating one first)."""
     old = tracemalloc.Snapshot.load(str(before))
     new = tracemalloc.Snapshot.load(str(after))
     stats = new.compare_to(old, "traceback")
@@ -108,7 +109,7 @@ def growth(before: Path, after: Path, top: int = 25) -> list[str]:
     lines = [f"total {total / 2**20:+.2f} MiB over {len(stats)} sites"]
     for stat in stats[:top]:
         lines.append(f"{stat.size_diff / 2**10:+10.1f} KiB {stat.count_diff:+8d} blocks")
-        lines.extend(f"        {frame}" for frame in stat.traceback.format()[-6:])
+        lines.extend(f"        {frame}" for frame in stat.traceback.format(limit=depth, most_recent_first=True))
     return lines
 
 

@@ -25,6 +25,7 @@ from coordinator.cli import (
     registry,
     rollout,
     token,
+    watermark,
 )
 
 app = typer.Typer(
@@ -68,6 +69,7 @@ app.add_typer(token.app, name="token")
 app.add_typer(node.app, name="node")
 registry.app.command("quantize")(quantize.quantize)
 registry.app.command("quantizations")(quantize.quantizations)
+registry.app.command("verify-watermark")(watermark.verify_watermark)
 app.add_typer(registry.app, name="registry")
 app.add_typer(drift.app, name="drift")
 app.command()(backup.backup)

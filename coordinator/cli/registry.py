@@ -148,7 +148,7 @@ def _digest(path: Path) -> tuple[str, int]:
 
 def parse_metrics(value: str) -> tuple[dict[str, float], EvalResult | None, ModelExport | None]:
     """``loss=2.3,perplexity=9.9``, or a JSON file: such a map, an evaluation (``dataset``, ``loss``, ...) or the
-    trainer's ``<artifact>.json`` export (its evaluation, steps and data checksum are taken)."""
+    trainer's ``<artifact>.json`` export (its evaluation, steps, data checksum and watermark are taken)."""
     path = Path(value).expanduser()
     if value.endswith(".json") or path.is_file():
         try:
@@ -242,6 +242,7 @@ def register(
         ("eval", msgspec.to_builtins(evaluation) if evaluation else None),
         ("parent", parent),
         ("tags", parse_tags(tag or []) or None),
+        ("watermark", msgspec.to_builtins(export.watermark) if export and export.watermark else None),
     ):
         if value is not None:
             body[key] = value

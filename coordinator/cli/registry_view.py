@@ -136,6 +136,9 @@ def print_version(console: Console, v: VersionAnswer) -> None:
         _field(console, "Auto-promotion", v.auto_promotion)
     if v.quantization is not None:
         print_quantization(console, v)
+    if v.watermark is not None:
+        w = v.watermark
+        _field(console, "Watermark", f"{w.bits} bits, key commitment {w.commitment[:16]}... (verify-watermark)")
     console.print()
     console.print(Text("Evaluation (model-index):", style="bold"))
     rows: list[list[Cell]] = []

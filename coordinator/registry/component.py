@@ -151,6 +151,7 @@ class Registry(Component):
             tags=dict(new.tags),
             description=new.description,
             quantization=new.quantization,
+            watermark=new.watermark,
         )
         decision = self._promotion(version)
         return msgspec.structs.replace(version, auto_promotion=decision.reason if decision else None)
@@ -179,6 +180,7 @@ class Registry(Component):
                 drift_event=version.drift_event,
                 metrics=version.metrics,
                 by=version.by,
+                watermark=version.watermark,
             )
         )
         challenger = self.view.alias(model, CHALLENGER)

@@ -19,7 +19,7 @@ from coordinator.registry.errors import UnknownVersion as UnknownVersion
 from coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
 from events.payloads.common import Id, NonNegInt
 from events.payloads.external import Sha256
-from events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Quantization, Text
+from events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Quantization, Text, Watermark
 
 MetricName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")]
 
@@ -46,6 +46,7 @@ class NewVersion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
     description: Text = ""
     tags: Tags = {}
     quantization: Quantization | None = None  # a quantized model of ``parent``: how, and its parent's evaluation
+    watermark: Watermark | None = None  # the weights carry a keyed mark: its commitment and settings (never the key)
 
     @classmethod
     def from_export(
@@ -70,6 +71,7 @@ class NewVersion(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_
             parent=parent,
             drift_event=drift_event,
             quantization=export.quantization,
+            watermark=export.watermark,
         )
 
 

@@ -14,7 +14,7 @@ import msgspec
 
 from events.payloads.common import Id
 from events.payloads.external import Sha256
-from events.payloads.models import PathOrUrl, Quantization, Text
+from events.payloads.models import PathOrUrl, Quantization, Text, Watermark
 
 MODEL, VERSION, ALIAS = "model", "version", "alias"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -128,6 +128,7 @@ class VersionRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=Tru
     auto_promotion: str | None = None
     announced: bool = False
     quantization: Quantization | None = None  # set: a quantized model of ``parent``
+    watermark: Watermark | None = None  # set: the weights carry a keyed mark (the key's commitment, never the key)
 
 
 class AliasChange(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):

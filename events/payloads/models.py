@@ -51,6 +51,17 @@ class Quantization(msgspec.Struct, kw_only=True, omit_defaults=True):
     source_eval: EvalResult | None = None
 
 
+class Watermark(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """That a model carries a keyed watermark, and how to read it: a commitment to the key (never the key,
+    ``events.keys.watermark_commitment``) and the mark's settings, which are not secret."""
+
+    commitment: Sha256
+    bits: Annotated[int, msgspec.Meta(ge=16, le=4096)]
+    share: Annotated[float, msgspec.Meta(gt=0, le=1)]
+    max_coords: Annotated[int, msgspec.Meta(ge=1024)]
+    margin: Annotated[float, msgspec.Meta(gt=0, le=10)]
+
+
 class ModelExport(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What a finished job exported: consolidated weights (safetensors) with their checksum, the training
     data's checksum and the held-out evaluation. Written beside the artifact as ``<artifact>.json`` by the
@@ -65,6 +76,7 @@ class ModelExport(msgspec.Struct, kw_only=True, omit_defaults=True):
     eval: EvalResult | None = None
     init_from: PathOrUrl | None = None  # the weights training started from
     quantization: Quantization | None = None  # set: a quantized model, ``init_from`` its source
+    watermark: Watermark | None = None  # set: the weights carry a mark (a quantized model: its source's)
 
 
 class FeatureDrift(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -113,6 +125,7 @@ class ModelRegistered(Payload, kw_only=True):
     drift_event: Id | None = None
     metrics: Annotated[dict[Id, float], msgspec.Meta(max_length=MAX_METRICS)] = {}
     by: Id = "auto"
+    watermark: Watermark | None = None
 
 
 class ModelAliasSet(Payload, kw_only=True):

@@ -238,3 +238,16 @@ def _module(model: nn.Module, name: str) -> nn.Module:
 def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
     parent, _, child = name.rpartition(".")
     setattr(model.get_submodule(parent) if parent else model, child, module)
+
+
+@torch.no_grad()
+def dequantize_model(model: nn.Module) -> nn.Module:
+    """Turn every quantized layer of ``model`` back into a float ``nn.Linear`` holding the weight it computes
+    with, in place: what reads or edits weights (the watermark's verifier, an attack in its benchmark) then
+    sees a plain model."""
+    for name, module in list(model.named_modules()):
+        if isinstance(module, QuantLinear):
+            linear = nn.Linear(module.in_features, module.out_features, bias=False, device=module.qweight.device)
+            linear.weight.copy_(module.dequantized(torch.float32))
+            _set_module(model, name, linear)
+    return model

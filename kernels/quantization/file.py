@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 import torch
 
+from events.payloads.models import Watermark
 from kernels.export.weights import (
     META_MODEL,
     WeightsError,
@@ -31,13 +32,17 @@ from kernels.model import GPT, ModelConfig, preset
 from kernels.quantization.grid import Grid
 from kernels.quantization.linear import QuantLinear
 from kernels.quantization.spec import FORMAT, META_QUANT, QuantSpec
+from kernels.watermark.header import with_watermark
 
 
-def save_quantized(model: GPT, spec: QuantSpec, path: str | os.PathLike[str], *, step: int = 0) -> WrittenWeights:
-    """Write ``model`` (a ``PTQConverter`` result) and its ``spec`` to ``path`` atomically."""
+def save_quantized(
+    model: GPT, spec: QuantSpec, path: str | os.PathLike[str], *, step: int = 0, watermark: Watermark | None = None
+) -> WrittenWeights:
+    """Write ``model`` (a ``PTQConverter`` result) and its ``spec`` to ``path`` atomically; ``watermark``: the
+    mark its source names, named again."""
     metadata = weights_metadata(spec.model, step, spec.model_args)
     metadata[META_QUANT] = msgspec.json.encode(spec).decode()
-    return write_weights(model.state_dict(), path, metadata)
+    return write_weights(model.state_dict(), path, with_watermark(metadata, watermark))
 
 
 def read_spec(metadata: Mapping[str, str], source: str) -> QuantSpec:

@@ -30,6 +30,7 @@ from kernels.quantization.file import save_quantized
 from kernels.quantization.linear import QuantLinear
 from kernels.quantization.overlap import MAX_SHARED, WINDOW, file_prefix, shared_runs
 from kernels.quantization.spec import DEFAULT_LAYERS
+from kernels.watermark.header import file_watermark
 
 log = structlog.get_logger("myolo.kernels.quantization")
 
@@ -104,7 +105,8 @@ def quantize_file(spec: QuantizeSpec, progress: Callable[[str], None] = lambda _
     quant = conv.convert()
     assert conv.spec is not None
     qspec = conv.spec
-    written = save_quantized(quant, qspec, out, step=steps)
+    mark = file_watermark(metadata)  # a marked source's mark survives quantization: the file keeps naming it
+    written = save_quantized(quant, qspec, out, step=steps, watermark=mark)
     progress(f"wrote {written.path} ({written.size_bytes} bytes)")
     evals: dict[str, EvalResult | None] = {"source": None, "quantized": None}
     if spec.eval_data is not None:
@@ -142,6 +144,7 @@ def quantize_file(spec: QuantizeSpec, progress: Callable[[str], None] = lambda _
             source_sha256=source_sha,
             source_eval=evals["source"],
         ),
+        watermark=mark,
     )
     write_manifest(export, written.path)
     log.info("model quantized", artifact=export.artifact, scheme=qspec.scheme, bits=qspec.bits)

@@ -19,9 +19,12 @@ from events.keys import (
     HmacKey,
     derive_hmac,
     ensure_ed25519,
+    load_secret,
     load_signer,
     load_verify_key,
     public_key_from_pem,
+    watermark_commitment,
+    write_secret,
 )
 from tests.support.helpers import new_ed25519_key, write_key
 
@@ -164,3 +167,33 @@ def test_derived_hmac_keys_differ_per_purpose_and_per_key() -> None:
     assert state.secret != derive_hmac(b, "myolo state records v1").secret
     legacy = HmacKey.of(b"s" * 32)
     assert derive_hmac(legacy, "p").secret not in (legacy.secret, derive_hmac(HmacKey.of(b"t" * 32), "p").secret)
+
+
+def test_a_written_secret_reads_back_and_is_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "wm" / "owner.key"
+    secret = write_secret(path)
+    assert len(secret) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_secret(path, "watermark.key_file") == secret
+    with pytest.raises(FileExistsError):
+        write_secret(path)
+    assert load_secret(path, "watermark.key_file") == secret
+
+
+def test_a_secret_file_must_be_private_and_no_pem(tmp_path: Path) -> None:
+    loose = tmp_path / "loose.key"
+    loose.write_text("ab" * 32)
+    loose.chmod(0o640)
+    with pytest.raises(ConfigError, match="chmod 600") as err:
+        load_secret(loose, "watermark.key_file")
+    assert err.value.key == "watermark.key_file"
+    pem = tmp_path / "pem.key"
+    pem.write_bytes(Ed25519Signer.generate().pem())
+    pem.chmod(0o600)
+    with pytest.raises(ConfigError, match="PEM"):
+        load_secret(pem, "watermark.key_file")
+
+
+def test_a_watermark_commitment_names_the_key_without_showing_it() -> None:
+    one, two = watermark_commitment(b"k" * 32), watermark_commitment(b"j" * 32)
+    assert one != two and len(one) == 64 and one == watermark_commitment(b"k" * 32)
+    assert ("6b" * 32) not in one
