@@ -88,6 +88,11 @@ def apply(
         fail(f"{exc} (in {'stdin' if filename == '-' else filename}; nothing was sent)", code=2)
     except UnicodeDecodeError as exc:
         fail(f"-f {filename}: the manifest is not UTF-8 ({exc}); nothing was sent", code=2)
+    submit(text, api)
+
+
+def submit(text: str, api: str | None) -> None:
+    """Send a checked manifest to the leader; print what became of the job."""
     client, job = _ask_job(api, lambda c: c.post("/v1/jobs", {"manifest": text}))
     verb = "created" if client.last_status == 201 else "configured"
     _out().print(f"job/{job.name} [bold]{verb}[/] via {client.last_url}")

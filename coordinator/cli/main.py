@@ -25,6 +25,7 @@ from coordinator.cli import (
     registry,
     rollout,
     token,
+    train,
     watermark,
 )
 
@@ -61,6 +62,7 @@ app.add_typer(describe.app, name="describe")
 app.command()(cordon.cordon)
 app.command()(cordon.uncordon)
 app.command()(jobs.apply)
+app.command()(train.train)
 app.add_typer(jobs.scale_app, name="scale")
 app.add_typer(jobs.logs_app, name="logs")
 app.add_typer(jobs.delete_app, name="delete")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import typing
 from typing import Annotated, Any, Literal
 
@@ -28,6 +29,8 @@ from events.payloads.trainer_job import TrainerJob
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_DEPTH = 16
 API_VERSIONS = ("myolo.ai/v1", "training.myolo.ai/v1")
+# a watermark "path" that is a long hex or base64 word with no directory in it is a pasted key
+_LOOKS_LIKE_A_KEY = re.compile(r"[0-9A-Fa-f]{32,}|[A-Za-z0-9+=_-]{40,}")
 Metric = Literal["gpu_util", "gradient_staleness", "step_time", "tokens_per_s"]
 Action = Literal["scaleOut", "scaleIn", "replace"]
 # a metric above its threshold asks for this when the policy names no action
@@ -236,6 +239,12 @@ def _checked(doc: Document, raw: bytes) -> ElasticJobSpec:
     where = "spec.scalingPolicy" if spec.scaling_policy is not None else "spec.policies"
     policies = tuple(_policy(p, f"{where}[{i}]") for i, p in enumerate(spec.scaling_policy or spec.policies))
     trainer = TrainerJob(**msgspec.structs.asdict(spec.trainer))
+    if trainer.watermark is not None and _LOOKS_LIKE_A_KEY.fullmatch(trainer.watermark):
+        raise ManifestError(
+            "spec.trainer.watermark",
+            "names the watermark's key file on the nodes, never the key: this value looks like a key itself "
+            "(a manifest is stored and shown); put the key in a file (mode 0600) and give its path",
+        )
     if spec.checkpoint_dir is not None:
         if trainer.checkpoint_dir not in (None, spec.checkpoint_dir):
             raise ManifestError(

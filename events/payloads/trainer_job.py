@@ -74,6 +74,12 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     quant_group_size: Annotated[int, msgspec.Meta(ge=0, le=4096)] | None = None
     calib_path: PathStr | None = None
     calib_sequences: Annotated[int, msgspec.Meta(ge=1, le=1 << 16)] = 128
+    # the gradient-leakage defense of the data-parallel exchange: top-k with error feedback, defense_param of
+    # the coordinates sent per step (docs/defense.md)
+    defense: Literal["none", "gradient_compression"] = "none"
+    defense_param: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.01
+    defense_momentum: Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)] = 0.0
+    watermark: PathStr | None = None  # a watermark key file on every node (mode 0600), never the key itself
 
 
 class JobCheckResult(msgspec.Struct, omit_defaults=True):

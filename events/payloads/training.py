@@ -37,6 +37,7 @@ class TrainingProgress(Payload, kw_only=True):
     mem_allocated_bytes: NonNegInt | None = None
     mem_reserved_bytes: NonNegInt | None = None
     host_rss_bytes: NonNegInt | None = None
+    exchange_bytes: NonNegInt | None = None  # sent by this replica in the step's defended gradient exchange
     backends: dict[str, str] = {}
     node_id: str | None = None
 

@@ -117,6 +117,23 @@ def make_command(runner: Runner) -> Callable[..., None]:
         eval_batches: Annotated[
             int | None, typer.Option(help="Held-out batches of --global-batch rows, read in file order.")
         ] = None,
+        defense: Annotated[
+            str | None,
+            typer.Option(
+                help="Gradient-leakage defense of the data-parallel exchange: none or gradient_compression (top-k "
+                "with error feedback; the vocabulary's rows by a data-independent draw). docs/defense.md."
+            ),
+        ] = None,
+        param: Annotated[
+            float | None, typer.Option(help="--defense gradient_compression: share of coordinates sent (0.01).")
+        ] = None,
+        defense_momentum: Annotated[
+            float | None, typer.Option(help="Momentum correction of the compressed exchange (0: error feedback).")
+        ] = None,
+        watermark: Annotated[
+            str | None,
+            typer.Option(help="Watermark key file (mode 0600): embed its mark while training. docs/watermark.md."),
+        ] = None,
         job_id: Annotated[str | None, typer.Option(help="Job id used in reports and snapshot names.")] = None,
         config: Annotated[Path | None, typer.Option(help="Job file (TOML or JSON); flags override it.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="One JSON object per step on stdout.")] = False,
@@ -126,6 +143,7 @@ def make_command(runner: Runner) -> Callable[..., None]:
             flags.pop(name, None)
         flags["data_path"] = flags.pop("data")
         flags["eval_data_path"] = flags.pop("eval_data")
+        flags["defense_param"] = flags.pop("param")
         try:
             job = build_job(config, flags)
         except (JobConfigError, TypeError) as exc:

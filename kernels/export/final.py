@@ -26,7 +26,7 @@ import structlog
 import torch
 import torch.distributed as dist
 
-from events.payloads.models import ModelExport
+from events.payloads.models import ModelExport, Watermark
 from kernels.checkpoint.layout import METADATA, SAVE_PREFIX, dir_name
 from kernels.export.pipeline import ExportSpec, export_checkpoint
 from kernels.train.config import JobConfig
@@ -43,7 +43,7 @@ class ExportFailed(RuntimeError):
     """The final save or rank 0's export failed; raised on every rank so the whole job fails."""
 
 
-def spec_of(job: JobConfig, device: torch.device) -> ExportSpec:
+def spec_of(job: JobConfig, device: torch.device, watermark: Watermark | None = None) -> ExportSpec:
     return ExportSpec(
         model=job.model,
         model_args=dict(job.model_args),
@@ -55,6 +55,7 @@ def spec_of(job: JobConfig, device: torch.device) -> ExportSpec:
         data_path=job.data_path,
         init_from=job.init_from,
         device=str(device),
+        watermark=watermark,
     )
 
 
@@ -80,6 +81,7 @@ def export_after_training(
     device: torch.device,
     heartbeat: Callable[[int], object],
     save_final: bool,
+    watermark: Watermark | None = None,
 ) -> ModelExport | None:
     """Steps 1-4 above; the export on rank 0, None on the others. ``save_final``: the loop did not save the
     last step itself (the run resumed at it). Collective: every rank calls it, after the loop."""
@@ -105,7 +107,9 @@ def export_after_training(
     error: BaseException | None = None
     if rank == 0:
         try:
-            export = export_checkpoint(final, job.export_path, spec_of(job, device), expect_step=step, on_progress=beat)
+            export = export_checkpoint(
+                final, job.export_path, spec_of(job, device, watermark), expect_step=step, on_progress=beat
+            )
         except Exception as exc:  # every rank must hear of it (below) before this one raises
             error = exc
     if not _agree(error is None, group, beat):

@@ -14,7 +14,7 @@ import structlog
 import torch
 
 from events.digest import sha256_file
-from events.payloads.models import EvalResult, ModelExport
+from events.payloads.models import EvalResult, ModelExport, Watermark
 from kernels.export.consolidate import consolidate
 from kernels.export.evaluate import evaluate
 from kernels.export.manifest import write_manifest
@@ -26,6 +26,7 @@ from kernels.export.weights import (
     write_weights,
 )
 from kernels.model import GPT, ModelConfig, preset
+from kernels.watermark.header import with_watermark
 
 log = structlog.get_logger("myolo.kernels.export")
 
@@ -46,6 +47,7 @@ class ExportSpec:
     data_path: str | None = None  # the training data, checksummed into the manifest
     init_from: str | None = None  # recorded in the manifest
     device: str = "cpu"
+    watermark: Watermark | None = None  # the mark training embedded: named in the file's header and manifest
 
     def model_config(self) -> ModelConfig:
         return preset(self.model, **self.model_args)
@@ -110,7 +112,8 @@ def export_checkpoint(
     )
     tick()
     step = full.step
-    written = write_weights(full.weights, out, weights_metadata(spec.model, step, spec.model_args))
+    metadata = with_watermark(weights_metadata(spec.model, step, spec.model_args), spec.watermark)
+    written = write_weights(full.weights, out, metadata)
     del full  # the model's full copy in host memory; evaluation reads the file back
     tick()
     result = evaluate_file(written.path, spec, tick) if spec.eval_data else None
@@ -124,6 +127,7 @@ def export_checkpoint(
         data_sha256=data_sha,
         eval=result,
         init_from=_absolute(spec.init_from),
+        watermark=spec.watermark,
     )
     manifest = write_manifest(export, written.path)
     log.info(

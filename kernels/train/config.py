@@ -22,6 +22,7 @@ from kernels.parallel.layout import SCHEDULES, Layout
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 TASKS = ("train", "quantize")
+DEFENSES = ("none", "gradient_compression")
 QUANT_SCHEMES: tuple[str, ...] = get_args(QuantScheme)
 
 
@@ -46,7 +47,9 @@ class JobConfigError(ValueError):
 
 def _flag(name: str) -> str:
     """A field's command-line flag (``eval_data_path`` is ``--eval-data``, like ``data_path``'s ``--data``)."""
-    return {"data_path": "data", "eval_data_path": "eval-data"}.get(name, name.replace("_", "-"))
+    return {"data_path": "data", "eval_data_path": "eval-data", "defense_param": "param"}.get(
+        name, name.replace("_", "-")
+    )
 
 
 def reject_unknown(options: Mapping[str, Any], known: Collection[str]) -> None:
@@ -101,6 +104,11 @@ class JobConfig:
     quant_group_size: int | None = None  # None: 128 at 4 bits, whole rows at 8
     calib_path: str | None = None  # calibration token file (data_path's format)
     calib_sequences: int = 128
+    # the gradient-leakage defense of the data-parallel exchange (kernels.defense): none | gradient_compression
+    defense: str = "none"
+    defense_param: float = 0.01  # gradient_compression: the share of coordinates each replica sends per step
+    defense_momentum: float = 0.0  # its momentum correction (0: plain error feedback; AdamW keeps its own)
+    watermark: str | None = None  # a watermark key file (0600): the mark is embedded while training
     job_id: str = "standalone"
 
     # ---- derived -------------------------------------------------------------------------------
@@ -241,7 +249,37 @@ class JobConfig:
         self._validate_data_sha256()
         self._validate_task(world)
         self._validate_export()
+        self._validate_security()
         return self
+
+    def _validate_security(self) -> None:
+        if self.defense not in DEFENSES:
+            raise JobConfigError(f"--defense must be one of {list(DEFENSES)}, got {self.defense!r}", "defense")
+        if self.defense != "none":
+            if not 0 < self.defense_param <= 1:
+                raise JobConfigError(
+                    f"--param (the share of gradient coordinates sent) must be in (0, 1], got {self.defense_param}",
+                    "defense_param",
+                )
+            if not 0 <= self.defense_momentum < 1:
+                raise JobConfigError(
+                    f"--defense-momentum must be in [0, 1), got {self.defense_momentum}", "defense_momentum"
+                )
+            if self.sync_every > 1:
+                raise JobConfigError(
+                    "--defense replaces the per-step gradient exchange; local SGD (--sync-every > 1) has none: "
+                    "use one of them",
+                    "defense",
+                )
+        if self.watermark is not None:
+            if not isinstance(self.watermark, str) or not self.watermark:
+                raise JobConfigError(f"--watermark must be a key file path, got {self.watermark!r}", "watermark")
+            if self.pp > 1:
+                raise JobConfigError(
+                    "--watermark while training needs pp = 1 (the mark's bits span the blocks of every stage): "
+                    "train without it and mark the export (python -m kernels.cli.watermark embed)",
+                    "watermark",
+                )
 
     def _validate_task(self, world: int) -> None:
         if self.task not in TASKS:

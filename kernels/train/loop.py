@@ -22,6 +22,7 @@ from kernels.data import local_rows
 from kernels.export.final import export_after_training
 from kernels.model import mfu
 from kernels.train.config import JobConfig
+from kernels.train.guards import add_watermark_gradient
 from kernels.train.records import EndRecord, Record, StartRecord, StepRecord, progress_payload
 from kernels.train.session import Session, prepare
 from kernels.train.step import clip_global_norm, forward_backward
@@ -98,6 +99,10 @@ def train_step(s: Session, step: int) -> tuple[float, float, int]:
     inputs = local_rows(inputs, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     targets = local_rows(targets, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     loss = forward_backward(s.pm, inputs, targets, s.job.n_microbatches(), s.autocast)
+    if s.watermark is not None:
+        add_watermark_gradient(s.watermark, s.pm)
+    if s.defense is not None:
+        s.defense.exchange(step)
     grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
     for opt, sched in zip(s.optimizers, s.schedulers, strict=True):
         opt.step()
@@ -139,6 +144,7 @@ def step_record(s: Session, step: int, loss: float, step_time_s: float, grad_nor
         host_rss_bytes=_host_rss(),
         mem_allocated_bytes=torch.cuda.memory_allocated(device) if on_cuda else None,
         mem_reserved_bytes=torch.cuda.memory_reserved(device) if on_cuda else None,
+        exchange_bytes=s.defense.stats.last_bytes if s.defense is not None else None,
     )
 
 
@@ -210,6 +216,7 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
             device=s.info.device,
             heartbeat=control.heartbeat,
             save_final=s.start >= job.steps,
+            watermark=s.watermark.record() if s.watermark is not None else None,
         )
     if s.checkpointer is not None:
         s.checkpointer.close()

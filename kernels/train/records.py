@@ -39,6 +39,7 @@ class StepRecord(msgspec.Struct, tag="step", tag_field="event", kw_only=True, om
     host_rss_bytes: int | None
     mem_allocated_bytes: int | None = None  # CUDA only: left out of the record on CPU
     mem_reserved_bytes: int | None = None
+    exchange_bytes: int | None = None  # sent by this replica in the defended gradient exchange (--defense)
 
 
 class EndRecord(msgspec.Struct, tag="end", tag_field="event", kw_only=True):
@@ -74,5 +75,6 @@ def progress_payload(
         mem_allocated_bytes=rec.mem_allocated_bytes,
         mem_reserved_bytes=rec.mem_reserved_bytes,
         host_rss_bytes=rec.host_rss_bytes,
+        exchange_bytes=rec.exchange_bytes,
         backends=rec.backends,
     )

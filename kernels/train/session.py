@@ -26,11 +26,14 @@ from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_d
 from kernels.parallel.parallelize import ParallelModel, parallelize
 from kernels.train.config import JobConfig, JobConfigError
 from kernels.train.data_check import check_inputs_sha256
+from kernels.train.guards import open_defense, open_watermark
 from kernels.train.staleness import LocalSGD
 from kernels.train.step import lm_loss
 
 if TYPE_CHECKING:
     from kernels.checkpoint import Checkpointer
+    from kernels.defense.exchange import SparseExchange
+    from kernels.watermark.mark import DigitalWatermark
 
 
 @dataclass
@@ -48,6 +51,8 @@ class Session:
     schedulers: list[LambdaLR]
     params: list[torch.nn.Parameter]  # of every part, for clipping and local SGD
     local_sgd: LocalSGD
+    defense: SparseExchange | None  # the compressed data-parallel exchange, or None: the dense one
+    watermark: DigitalWatermark | None  # the mark embedded while training, or None
     checkpointer: Checkpointer | None
     start: int  # the last step already done (0, or the step resumed from)
     source: TokenSource
@@ -161,7 +166,10 @@ def prepare(job: JobConfig) -> Session:
     cfg = job.model_config()
     backends = ops.configure(prefer=job.ops_prefer or None, device=device.type, dtype=dtype)
     local_sgd = LocalSGD(job.sync_every, info.layout.dp, info.group("dp"))
-    pm, n_params = build_model(job, info, dtype, use_fsdp=not local_sgd.enabled)
+    watermark = open_watermark(job)
+    # the defense replaces FSDP's reduce-scatter with its own exchange: each replica holds whole parameters
+    pm, n_params = build_model(job, info, dtype, use_fsdp=not local_sgd.enabled and job.defense == "none")
+    defense = open_defense(job, pm, info)
     opts, scheds = make_optimizers(job, pm)
     ckpt, start = open_checkpointer(job, pm, opts, scheds)
     source = open_source(job.data_path, cfg.vocab_size, job.global_batch, job.seq_len, job.seed, job.data_dtype)
@@ -178,6 +186,8 @@ def prepare(job: JobConfig) -> Session:
         schedulers=scheds,
         params=pm.parameters(),
         local_sgd=local_sgd,
+        defense=defense,
+        watermark=watermark,
         checkpointer=ckpt,
         start=start,
         source=source,

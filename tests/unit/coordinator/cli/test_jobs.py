@@ -438,3 +438,52 @@ def test_logs_from_the_agents_own_route(cluster: Cluster, tmp_path) -> None:
         assert result.exit_code == 0, result.output
         assert result.output == text
     assert len(served.requests) == 4  # two chunks each time
+
+
+# -- train (the seed's one-liner) ---------------------------------------------------------------------------
+TRAIN = ("train", "guarded", "--defense", "gradient_compression", "--param", "0.01", "--max-replicas", "2")
+
+
+def test_train_dry_run_prints_a_manifest_that_apply_accepts(cluster: Cluster, tmp_path) -> None:
+    dry = run(*TRAIN, "--watermark", "/etc/myolo/wm.key", "--checkpoint-dir", "/shared/ckpt", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    doc = yaml.safe_load(dry.output)
+    assert doc["metadata"]["name"] == "guarded" and doc["spec"]["maxReplicas"] == 2
+    trainer = doc["spec"]["trainer"]
+    assert (trainer["defense"], trainer["defenseParam"], trainer["watermark"]) == (
+        "gradient_compression",
+        0.01,
+        "/etc/myolo/wm.key",
+    )
+    assert cluster.leader.requests == []  # a dry run sends nothing
+    path = tmp_path / "guarded.yaml"
+    path.write_text(dry.output)
+    applied = run("apply", "-f", str(path), "--api", cluster.leader.url)
+    assert applied.exit_code == 0, applied.output
+    job = cluster.leader_jobs.job("guarded").spec.job
+    assert (job.trainer.defense, job.trainer.defense_param, job.trainer.watermark) == (
+        "gradient_compression",
+        0.01,
+        "/etc/myolo/wm.key",
+    )
+
+
+def test_train_applies_at_once_without_dry_run(cluster: Cluster) -> None:
+    done = run(*TRAIN, "--api", cluster.leader.url)
+    assert done.exit_code == 0, done.output
+    assert done.output.strip() == f"job/guarded created via {cluster.leader.url}"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--param", "2"), "spec.trainer.defenseParam: Expected `float` <= 1.0 (set by --param)"),
+        (("--defense", "noise"), "spec.trainer.defense"),
+        (("--watermark", "ab" * 32), "never the key"),
+        (("--model-arg", "layers"), "--model-arg 'layers' must look like name=value"),
+    ],
+)
+def test_train_refuses_bad_flags_naming_the_field_and_the_flag(cluster: Cluster, args, words: str) -> None:
+    done = run("train", "bad", *args, "--dry-run")
+    assert done.exit_code == 2 and words in done.output, done.output
+    assert cluster.leader.requests == []

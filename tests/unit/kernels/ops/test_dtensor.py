@@ -4,12 +4,12 @@ gloo processes, even when raw kernels are preferred."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from kernels.parallel import rendezvous
+from tests.support.kernels.ranks import rank_env
 
 WORKER = Path(__file__).parents[3] / "support" / "kernels" / "ops_dtensor_worker.py"
 ROOT = Path(__file__).parents[4]
@@ -19,16 +19,7 @@ def test_dtensor_inputs_use_dtensor_capable_backends(tmp_path):
     store = rendezvous.host_store()
     procs = []
     for rank in range(2):
-        env = {
-            **os.environ,
-            **rendezvous.worker_env(store),
-            "RANK": str(rank),
-            "WORLD_SIZE": "2",
-            "LOCAL_RANK": str(rank),
-            "MYOLO_CACHE_DIR": str(tmp_path),
-            "PYTHONPATH": str(ROOT),
-            "TRITON_INTERPRET": "1",
-        }
+        env = rank_env(store, rank, 2, MYOLO_CACHE_DIR=str(tmp_path), TRITON_INTERPRET="1")
         cmd = [sys.executable, str(WORKER)]
         procs.append(
             subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -7,7 +7,6 @@ later (or never), the ranks would wait on each other in a collective forever.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import zmq
 
 from kernels.parallel import rendezvous
 from kernels.worker.protocol import ControlMessage, WorkerHeartbeat
+from tests.support.kernels.ranks import rank_env
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -53,19 +53,15 @@ def test_stop_and_checkpoint_are_obeyed_by_all_ranks_at_the_same_step(tmp_path: 
     store = rendezvous.host_store()
     procs = []
     for rank in range(2):
-        env = {
-            **os.environ,
-            "RANK": str(rank),
-            "WORLD_SIZE": "2",
-            "LOCAL_RANK": str(rank),
-            **rendezvous.worker_env(store),
-            "MYOLO_JOB_ID": "job-c",
-            "MYOLO_GENERATION": "4",
-            "MYOLO_ZMQ_PROGRESS": f"ipc://{tmp_path}/progress.sock",
-            "MYOLO_ZMQ_CONTROL": f"ipc://{tmp_path}/control.sock",
-            "PYTHONPATH": str(REPO),
-            "OMP_NUM_THREADS": "1",
-        }
+        env = rank_env(
+            store,
+            rank,
+            2,
+            MYOLO_JOB_ID="job-c",
+            MYOLO_GENERATION="4",
+            MYOLO_ZMQ_PROGRESS=f"ipc://{tmp_path}/progress.sock",
+            MYOLO_ZMQ_CONTROL=f"ipc://{tmp_path}/control.sock",
+        )
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-c", WORKER], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

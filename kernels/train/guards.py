@@ -1,0 +1,45 @@
+"""The model-security pieces a run may carry: the defended gradient exchange and the watermark's regulariser."""
+
+from __future__ import annotations
+
+import torch
+
+from events.errors import ConfigError
+from kernels.defense.compress import Compressor
+from kernels.defense.exchange import SparseExchange
+from kernels.parallel.mesh import MeshInfo
+from kernels.parallel.parallelize import ParallelModel
+from kernels.train.config import JobConfig, JobConfigError
+from kernels.watermark.mark import DigitalWatermark
+
+
+def open_defense(job: JobConfig, pm: ParallelModel, info: MeshInfo) -> SparseExchange | None:
+    """The compressed exchange over this rank's data-parallel group, when the job asks for it."""
+    if job.defense == "none":
+        return None
+    named = [(name, p) for part in pm.parts for name, p in part.named_parameters()]
+    compressor = Compressor(named, job.defense_param, job.defense_momentum, seed=job.seed)
+    return SparseExchange(compressor, info.group("dp"), info.layout.dp)
+
+
+def open_watermark(job: JobConfig) -> DigitalWatermark | None:
+    """The mark of the job's key file; the key is read here and kept in this process only."""
+    if job.watermark is None:
+        return None
+    try:
+        return DigitalWatermark.from_key_file(job.watermark)
+    except ConfigError as exc:
+        raise JobConfigError(f"--watermark: {exc.reason}", "watermark") from None
+
+
+def add_watermark_gradient(mark: DigitalWatermark, pm: ParallelModel) -> float:
+    """Backpropagate the mark's regulariser into the gradients the step accumulated; returns its value."""
+    loss = mark.loss(pm.parts[0])
+    loss.backward()
+    return float(loss.detach())
+
+
+@torch.no_grad()
+def watermark_margin(mark: DigitalWatermark, pm: ParallelModel) -> float:
+    """The weakest bit's signed projection: >= the margin once the mark is in."""
+    return float(mark.signed_projections(pm.parts[0]).min())
