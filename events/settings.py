@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from events.errors import ConfigError
+from events.limits import DEDUPE_WINDOW_IDS
 from events.stackfile import local_bootstrap
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -32,6 +33,9 @@ class KafkaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ssl_cert_file: str | None = None
     ssl_key_file: str | None = None
     request_timeout_ms: int = 30_000
+    # event ids each consumer remembers to drop redelivered duplicates (also capped at 24 MiB): the horizon of
+    # the dedupe, and the memory it takes once full (about 190 bytes an id)
+    dedupe_window_ids: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)] = DEDUPE_WINDOW_IDS
 
     def resolved_bootstrap(self) -> str:
         """The bootstrap address: this setting, else the environment, else the running local stack."""

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from coordinator.cli.auth import stack_token
@@ -114,12 +115,14 @@ def start_members(
     timeout: float,
     progress: Progress,
     bootstrap: str | None = None,
+    kafka_extra: dict[str, Any] | None = None,
 ) -> list[tuple[state.ProcessRecord, bool]]:
     """Start what is missing of coordinator-1..C and node-1..N (running ones are kept), wait until they answer.
 
     Returns every wanted record with True for the ones started now. On a failure the processes started by
     this call are stopped again and StackError carries the log of the one that failed. ``bootstrap``: where the
-    members reach Kafka, when not the broker's own address (a proxy in front of it, for the chaos tests).
+    members reach Kafka, when not the broker's own address (a proxy in front of it, for the chaos tests);
+    ``kafka_extra``: more ``[kafka]`` settings for every member started now (the soak's small dedupe windows).
     """
     stack = state.load(state_dir)
     if not stack.bootstrap:
@@ -140,7 +143,8 @@ def start_members(
             if record is not None and name in running:
                 result.append((record, False))
                 continue
-            record = _start_one(state_dir, name, role, bootstrap or stack.bootstrap or "", gpus, key, kafka[name])
+            settings = {**kafka[name], **(kafka_extra or {})}
+            record = _start_one(state_dir, name, role, bootstrap or stack.bootstrap or "", gpus, key, settings)
             stack.put(record)
             state.save(state_dir, stack)
             started.append(record)
@@ -188,7 +192,7 @@ def _running(record: state.ProcessRecord | None) -> bool:
 
 
 def _start_one(
-    state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path, kafka: dict[str, str]
+    state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path, kafka: dict[str, Any]
 ) -> state.ProcessRecord:
     """Launch one member on port 0: the kernel gives it a free port as it binds, which it logs; the port is
     read back from there and recorded (``_wait_answering``). A port picked free here and bound seconds later

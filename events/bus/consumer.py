@@ -32,7 +32,7 @@ from events.codec import DEFAULT_MAX_BYTES, decode
 from events.deadletter import DeadLetter, DeadLetterSink, RecordInfo, count, dead_letter, without_original
 from events.envelope import Event, rfc3339
 from events.errors import InvalidEvent
-from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS, Throttle, cut
+from events.limits import DEDUPE_WINDOW_BYTES, Throttle, cut
 from events.settings import KafkaSettings
 from events.signing import Verifier
 from events.topics import BY_NAME, DEAD_LETTER
@@ -106,7 +106,7 @@ class EventConsumer:
         *,
         dead_letters: DeadLetterSink,
         verifier: Verifier | None = None,
-        dedupe_window: int = DEDUPE_WINDOW_IDS,
+        dedupe_window: int | None = None,
         dedupe_window_bytes: int = DEDUPE_WINDOW_BYTES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         handler_attempts: int = 3,
@@ -122,7 +122,7 @@ class EventConsumer:
         self._dlq = dead_letters
         self._verifier = verifier
         self._fetched: dict[TopicPartition, tuple[int, float]] = {}  # next offset, time of the last record taken
-        self._seen = RecentIds(dedupe_window, dedupe_window_bytes)
+        self._seen = RecentIds(dedupe_window or settings.dedupe_window_ids, dedupe_window_bytes)
         self._allowed = {t: set(BY_NAME[t].types) for t in topics if t in BY_NAME and BY_NAME[t].types}
         self._max_bytes = max_bytes
         self._attempts = handler_attempts

@@ -41,6 +41,9 @@ from tests.support.helpers import read_topic
 from tests.support.wheel import build_project_wheel
 
 CHECKPOINT_EVERY = 50
+# each consumer's dedupe window, full within minutes at the soak's few events a second (100,000 by default:
+# hours to fill here), so that the second half's RSS slope judges leaks, not a bounded window still filling
+DEDUPE_IDS = 2_000
 NODES = local.NODES
 
 
@@ -127,7 +130,7 @@ class Soak:
         self.say("stack up: 2 coordinators, 3 agents, job soak on 3 replicas")
 
     def members(self) -> None:
-        local.start_members(self.root, coordinators=2, progress=self.say)
+        local.start_members(self.root, coordinators=2, kafka_extra={"dedupe_window_ids": DEDUPE_IDS}, progress=self.say)
 
     def stop(self) -> None:
         local.stop_all(self.root, self.broker)

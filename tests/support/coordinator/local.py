@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from coordinator.cli.auth import stack_token
 from coordinator.localstack import stack
@@ -35,12 +36,25 @@ def steady_job(
 
 
 def start_members(
-    root: Path, *, coordinators: int, nodes: int = 3, bootstrap: str | None = None, progress=lambda _: None
+    root: Path,
+    *,
+    coordinators: int,
+    nodes: int = 3,
+    bootstrap: str | None = None,
+    kafka_extra: dict[str, Any] | None = None,
+    progress=lambda _: None,
 ) -> dict[str, state.ProcessRecord]:
     """Coordinators and agents (one simulated GPU each) on the running broker; returns once the fleet shows
     every node. ``bootstrap``: where the members reach Kafka instead of the broker's own address."""
     stack.start_members(
-        root, coordinators=coordinators, nodes=nodes, gpus=1, timeout=180, progress=progress, bootstrap=bootstrap
+        root,
+        coordinators=coordinators,
+        nodes=nodes,
+        gpus=1,
+        timeout=180,
+        progress=progress,
+        bootstrap=bootstrap,
+        kafka_extra=kafka_extra,
     )
     records = {p.name: p for p in state.load(root).processes}
     urls = [r.info["api_url"] for r in records.values() if r.role == "coordinator"]

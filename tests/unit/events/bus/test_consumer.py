@@ -65,6 +65,29 @@ async def test_duplicates_are_handled_once() -> None:
     assert consumer.stats.duplicates == 2
 
 
+async def test_the_dedupe_window_is_the_settings_count_of_ids() -> None:
+    seen = []
+
+    async def handler(event, info):
+        seen.append(event.id)
+
+    settings = KafkaSettings(bootstrap="127.0.0.1:1", dedupe_window_ids=2)
+    consumer = EventConsumer(settings, ["myolo.node.samples"], "g", handler, dead_letters=DeadLetters())
+    first, second, third = (new_event(node_sample(gpus=1), "agent/x") for _ in range(3))
+    for offset, event in enumerate((first, second, first, third, first)):
+        await consumer.process(_record(event, offset))
+    # a window of two: the first repeat is a duplicate; once two newer ids came, the first one is forgotten
+    assert seen == [first.id, second.id, third.id, first.id]
+    assert consumer.stats.duplicates == 1
+
+
+def test_the_dedupe_window_must_hold_an_id() -> None:
+    import msgspec
+
+    with pytest.raises(msgspec.ValidationError, match="dedupe_window_ids"):
+        msgspec.convert({"dedupe_window_ids": 0}, KafkaSettings)
+
+
 async def test_transient_handler_failure_is_retried() -> None:
     calls = []
 
