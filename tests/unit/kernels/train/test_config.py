@@ -66,6 +66,17 @@ def test_pipeline_default_microbatches_fill_the_stages() -> None:
         ({"nproc": 1, "micro_batch": -1}, "--micro-batch must be >= 0", "micro_batch"),
         ({"nproc": 1, "lr": 0.0}, "--lr must be > 0", "lr"),
         ({"nproc": 1, "device": "gpu"}, "--device must be auto, cpu or cuda", "device"),
+        ({"nproc": 1, "defense": "noise"}, "--defense must be one of ['none', 'gradient_compression']", "defense"),
+        ({"nproc": 1, "defense": "gradient_compression", "defense_param": 0.0}, "--param", "defense_param"),
+        ({"nproc": 1, "defense": "gradient_compression", "defense_param": 1.5}, "must be in (0, 1]", "defense_param"),
+        (
+            {"nproc": 1, "defense": "gradient_compression", "defense_momentum": 1.0},
+            "--defense-momentum must be in [0, 1)",
+            "defense_momentum",
+        ),
+        ({"nproc": 2, "defense": "gradient_compression", "sync_every": 4}, "use one of them", "defense"),
+        ({"nproc": 2, "pp": 2, "watermark": "/k"}, "needs pp = 1", "watermark"),
+        ({"nproc": 1, "watermark": ""}, "--watermark must be a key file path", "watermark"),
     ],
 )
 def test_bad_configs_say_what_to_change_and_name_the_field(kw: dict, message: str, field: str) -> None:
@@ -93,3 +104,17 @@ def test_lr_schedule_warms_up_then_decays() -> None:
     assert f(2) == pytest.approx(1.0)
     assert f(10) == pytest.approx(0.1)
     assert all(f(i) >= f(i + 1) for i in range(2, 10))
+
+
+def test_a_watermark_key_file_others_can_read_stops_the_run_naming_the_flag(tmp_path) -> None:
+    from kernels.train.guards import open_watermark
+
+    key = tmp_path / "wm.key"
+    key.write_text("ab" * 32)
+    key.chmod(0o644)
+    with pytest.raises(JobConfigError, match=r"--watermark: .*chmod 600") as caught:
+        open_watermark(JobConfig(watermark=str(key)))
+    assert caught.value.field == "watermark"
+    key.chmod(0o600)
+    assert open_watermark(JobConfig(watermark=str(key))) is not None
+    assert open_watermark(JobConfig()) is None
