@@ -50,9 +50,14 @@ class _Slot:
     v: torch.Tensor
 
 
-def _local(t: torch.Tensor) -> torch.Tensor:
-    """A DTensor's local shard (tensor parallelism: each dp group exchanges its own shard), else itself."""
-    return t.to_local() if hasattr(t, "to_local") else t
+def _local(t: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+    """A DTensor's local shard (tensor parallelism: each dp group exchanges its own shard), else itself; a
+    gradient is first laid out as its parameter (``like``) is, which it need not be."""
+    if not hasattr(t, "to_local"):
+        return t
+    if like is not None and hasattr(like, "placements") and t.placements != like.placements:
+        t = t.redistribute(t.device_mesh, like.placements)
+    return t.to_local()
 
 
 class Compressor:
@@ -91,7 +96,7 @@ class Compressor:
         indices, values, rows = [], [], []
         for slot in self.slots:
             grad = slot.param.grad
-            g = torch.zeros_like(slot.v) if grad is None else _local(grad).float()
+            g = torch.zeros_like(slot.v) if grad is None else _local(grad, slot.param.data).float()
             if slot.u is not None:
                 slot.u.mul_(self.momentum).add_(g)
                 slot.v.add_(slot.u)
