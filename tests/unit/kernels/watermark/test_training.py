@@ -10,14 +10,14 @@ from kernels.infer.load import file_metadata, load_model
 from kernels.watermark import WatermarkKey
 from kernels.watermark.header import file_watermark
 from kernels.watermark.mark import DigitalWatermark
-from tests.support.kernels.launch import train
+from tests.support.kernels.launch import run
 
 
 def test_a_run_with_a_watermark_key_exports_a_marked_model(tmp_path: Path) -> None:
     key = tmp_path / "owner.key"
     write_secret(key)
     export = tmp_path / "model.safetensors"
-    train(
+    done = run(
         "--steps", "40", "--lr", "3e-3", "--watermark", str(key),
         "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-path", str(export),
     )  # fmt: skip
@@ -29,4 +29,7 @@ def test_a_run_with_a_watermark_key_exports_a_marked_model(tmp_path: Path) -> No
     model, _ = load_model(export)
     got = DigitalWatermark.for_record(wk, record).verify(model)
     assert got.marked and got.matched >= 250
-    assert key.read_text().strip() not in json.dumps(manifest)
+    secret = key.read_text().strip()
+    assert secret not in json.dumps(manifest)
+    assert secret not in done.stderr and secret not in done.stdout  # no log line or record carries the key
+    assert bytes.fromhex(secret).decode("latin-1") not in done.stderr
