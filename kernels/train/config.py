@@ -271,15 +271,8 @@ class JobConfig:
                     "use one of them",
                     "defense",
                 )
-        if self.watermark is not None:
-            if not isinstance(self.watermark, str) or not self.watermark:
-                raise JobConfigError(f"--watermark must be a key file path, got {self.watermark!r}", "watermark")
-            if self.pp > 1:
-                raise JobConfigError(
-                    "--watermark while training needs pp = 1 (the mark's bits span the blocks of every stage): "
-                    "train without it and mark the export (python -m kernels.cli.watermark embed)",
-                    "watermark",
-                )
+        if self.watermark is not None and (not isinstance(self.watermark, str) or not self.watermark):
+            raise JobConfigError(f"--watermark must be a key file path, got {self.watermark!r}", "watermark")
 
     def _validate_task(self, world: int) -> None:
         if self.task not in TASKS:

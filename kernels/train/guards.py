@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from events.errors import ConfigError
 from kernels.defense.compress import Compressor
 from kernels.defense.exchange import SparseExchange
+from kernels.model import GPT, ModelConfig
 from kernels.parallel.mesh import MeshInfo
 from kernels.parallel.parallelize import ParallelModel
 from kernels.train.config import JobConfig, JobConfigError
@@ -32,14 +35,20 @@ def open_watermark(job: JobConfig) -> DigitalWatermark | None:
         raise JobConfigError(f"--watermark: {exc.reason}", "watermark") from None
 
 
-def add_watermark_gradient(mark: DigitalWatermark, pm: ParallelModel) -> float:
-    """Backpropagate the mark's regulariser into the gradients the step accumulated; returns its value."""
-    loss = mark.loss(pm.parts[0])
+def add_watermark_gradient(mark: DigitalWatermark, pm: ParallelModel, info: MeshInfo, cfg: ModelConfig) -> float:
+    """Backpropagate the mark's regulariser into the gradients the step accumulated; returns its value. Under
+    pipelining each stage sums the carriers it holds and the stages add their sums up (a collective: every
+    rank calls it every step)."""
+    if info.layout.pp == 1:
+        loss = mark.loss(pm.parts[0])
+    else:
+        loss = mark.loss(_full_shape(cfg), parts=pm.parts, group=info.group("pp"))
     loss.backward()
     return float(loss.detach())
 
 
-@torch.no_grad()
-def watermark_margin(mark: DigitalWatermark, pm: ParallelModel) -> float:
-    """The weakest bit's signed projection: >= the margin once the mark is in."""
-    return float(mark.signed_projections(pm.parts[0]).min())
+@functools.cache
+def _full_shape(cfg: ModelConfig) -> GPT:
+    """The whole model on the meta device: which weights carry the mark is decided on the whole model."""
+    with torch.device("meta"):
+        return GPT(cfg)

@@ -84,21 +84,31 @@ def plan(key: WatermarkKey, model: nn.Module, bits: int, share: float, max_coord
     return CarrierPlan(tuple(modules), tuple(sizes), torch.from_numpy(bit_of), torch.from_numpy(sign), bits)
 
 
-def carrier_vector(model: nn.Module, p: CarrierPlan) -> torch.Tensor:
-    """The carrier weights of ``model`` in the plan's order, flat and differentiable."""
-    parts = []
+def bit_sums(parts: list[nn.Module], p: CarrierPlan) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each bit's signed sum of its weights and their sum of squares, over the carriers ``parts`` hold (a whole
+    model holds them all; a pipeline stage some: sums of stages add up). Differentiable; a sharded parameter
+    of a parallel run is gathered first (its gather is differentiable too)."""
+    z = torch.zeros(p.bits)
+    sq = torch.zeros(p.bits)
+    offset = 0
     for name, size in zip(p.modules, p.sizes, strict=True):
-        w = weight_of(model, name)
-        if isinstance(w, torch.distributed.tensor.DTensor):
-            w = w.full_tensor()  # a sharded parameter of a parallel run: its gather is differentiable
-        parts.append(w.reshape(-1)[:size].float())
-    return torch.cat(parts)
+        for part in parts:
+            try:
+                w = weight_of(part, name)
+            except AttributeError:
+                continue  # on another stage
+            if isinstance(w, torch.distributed.tensor.DTensor):
+                w = w.full_tensor()
+            flat = w.reshape(-1)[:size].float()
+            z, sq = z.to(flat.device), sq.to(flat.device)
+            bits = p.bit_of[offset : offset + size].to(flat.device)
+            z = z.index_add(0, bits, p.sign[offset : offset + size].to(flat.device) * flat)
+            sq = sq.index_add(0, bits, flat * flat)
+        offset += size
+    return z, sq
 
 
-def projections(w: torch.Tensor, p: CarrierPlan) -> torch.Tensor:
-    """``z_i`` of every bit: the signed sum of its weights over their norm (scale-free, N(0, 1)-like when
-    unmarked)."""
-    bit_of, sign = p.bit_of.to(w.device), p.sign.to(w.device)
-    z = torch.zeros(p.bits, device=w.device, dtype=w.dtype).index_add(0, bit_of, sign * w)
-    sq = torch.zeros(p.bits, device=w.device, dtype=w.dtype).index_add(0, bit_of, w * w)
+def projections(z: torch.Tensor, sq: torch.Tensor) -> torch.Tensor:
+    """``z_i`` of every bit from its sums: the signed sum over the weights' norm (scale-free, N(0, 1)-like
+    when unmarked)."""
     return z / sq.clamp_min(1e-30).sqrt()

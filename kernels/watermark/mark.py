@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 import torch
+import torch.distributed as dist
+import torch.distributed.nn.functional as dist_nn
 import torch.nn.functional as F
 from torch import nn
 
@@ -24,7 +26,7 @@ from kernels.quantization.convert import dequantize_model
 from kernels.quantization.linear import QuantLinear
 from kernels.watermark import stats
 from kernels.watermark.align import realign
-from kernels.watermark.carrier import CarrierPlan, carrier_vector, plan, projections
+from kernels.watermark.carrier import CarrierPlan, bit_sums, plan, projections
 from kernels.watermark.secret import WatermarkKey
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -146,16 +148,24 @@ class DigitalWatermark:
             self._plans[shape] = plan(self.key, model, s.bits, s.share, s.max_coords)
         return self._plans[shape]
 
-    def signed_projections(self, model: nn.Module) -> torch.Tensor:
-        """Each bit's projection times its sign (+1 for a 1): positive where the bit reads right."""
-        p = self.plan_for(model)
-        z = projections(carrier_vector(model, p), p)
-        return torch.where(self.message.to(z.device), z, -z)
+    def signed_projections(
+        self, model: nn.Module, *, parts: list[nn.Module] | None = None, group: dist.ProcessGroup | None = None
+    ) -> torch.Tensor:
+        """Each bit's projection times its sign (+1 for a 1): positive where the bit reads right. ``model``
+        fixes the carriers (a full model, or one of its shape on the meta device); ``parts`` (default: the
+        model) hold the weights, and ``group`` adds up the sums of the stages that hold the others."""
+        z, sq = bit_sums(parts if parts is not None else [model], self.plan_for(model))
+        if group is not None:
+            z, sq = dist_nn.all_reduce(z, group=group), dist_nn.all_reduce(sq, group=group)
+        zi = projections(z, sq)
+        return torch.where(self.message.to(zi.device), zi, -zi)
 
-    def loss(self, model: nn.Module) -> torch.Tensor:
+    def loss(
+        self, model: nn.Module, *, parts: list[nn.Module] | None = None, group: dist.ProcessGroup | None = None
+    ) -> torch.Tensor:
         """The embedding regulariser: mean hinge of every bit's signed projection below the margin, weighted
         by ``strength`` (add it to the task loss)."""
-        margin = self.signed_projections(model)
+        margin = self.signed_projections(model, parts=parts, group=group)
         return self.settings.strength * F.relu(self.settings.margin - margin).mean()
 
     def apply(

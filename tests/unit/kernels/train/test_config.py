@@ -75,7 +75,6 @@ def test_pipeline_default_microbatches_fill_the_stages() -> None:
             "defense_momentum",
         ),
         ({"nproc": 2, "defense": "gradient_compression", "sync_every": 4}, "use one of them", "defense"),
-        ({"nproc": 2, "pp": 2, "watermark": "/k"}, "needs pp = 1", "watermark"),
         ({"nproc": 1, "watermark": ""}, "--watermark must be a key file path", "watermark"),
     ],
 )

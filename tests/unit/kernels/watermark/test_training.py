@@ -1,9 +1,12 @@
-"""``myolo-train --watermark KEY`` in a real run exports a marked model that names its mark."""
+"""``myolo-train --watermark KEY`` in real runs (FSDP over 2 replicas; 2 pipeline stages, whose sums add up)
+exports a marked model that names its mark."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from events.keys import write_secret
 from kernels.infer.load import file_metadata, load_model
@@ -13,12 +16,13 @@ from kernels.watermark.mark import DigitalWatermark
 from tests.support.kernels.launch import run
 
 
-def test_a_run_with_a_watermark_key_exports_a_marked_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", [[], ["--pp", "2"]], ids=["dp2-fsdp", "pp2"])
+def test_a_run_with_a_watermark_key_exports_a_marked_model(tmp_path: Path, layout: list[str]) -> None:
     key = tmp_path / "owner.key"
     write_secret(key)
     export = tmp_path / "model.safetensors"
     done = run(
-        "--steps", "40", "--lr", "3e-3", "--watermark", str(key),
+        *layout, "--steps", "40", "--lr", "3e-3", "--watermark", str(key),
         "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-path", str(export),
     )  # fmt: skip
     record = file_watermark(file_metadata(export))
