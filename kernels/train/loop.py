@@ -99,10 +99,10 @@ def train_step(s: Session, step: int) -> tuple[float, float, int]:
     inputs = local_rows(inputs, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     targets = local_rows(targets, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     loss = forward_backward(s.pm, inputs, targets, s.job.n_microbatches(), s.autocast)
-    if s.watermark is not None:
-        add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
     if s.defense is not None:
         s.defense.exchange(step)
+    if s.watermark is not None:  # after the exchange: the mark's gradient holds no data, so it need not be hidden
+        add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
     grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
     for opt, sched in zip(s.optimizers, s.schedulers, strict=True):
         opt.step()
