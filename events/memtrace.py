@@ -4,7 +4,9 @@ A daemon whose RSS creeps up by a few MiB an hour shows it only after hours, und
 ``MYOLO_TRACEMALLOC_DIR`` before starting the agent or a coordinator: it traces allocations
 (``MYOLO_TRACEMALLOC_FRAMES`` deep, 8 by default) and writes ``<name>-<pid>-<n>.snap`` there every
 ``MYOLO_TRACEMALLOC_EVERY_S`` seconds (600), from a daemon thread, so a stuck event loop is still seen.
-``python -m events.memtrace A.snap B.snap`` prints what grew between two snapshots, biggest first.
+``python -m events.memtrace A.snap B.snap`` prints what grew between two snapshots, biggest first. Beside the
+snapshots, ``<name>-<pid>.jsonl`` gets one line per snapshot of where the resident memory sits by allocator
+(``events/memstats.py``): a traced heap that stays flat while RSS grows is then placed.
 Tracing costs CPU and memory of its own: it is for a diagnosis run, never on by default.
 """
 
@@ -17,6 +19,9 @@ import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
+from events import memstats
 from events.errors import ConfigError
 
 ENV_DIR, ENV_EVERY, ENV_FRAMES = "MYOLO_TRACEMALLOC_DIR", "MYOLO_TRACEMALLOC_EVERY_S", "MYOLO_TRACEMALLOC_FRAMES"
@@ -69,11 +74,14 @@ class MemTrace:
         return self
 
     def dump(self) -> Path:
-        """Write the next snapshot now (atomically: a reader never sees half of one)."""
+        """Write the next snapshot now (atomically: a reader never sees half of one), and append the process's
+        memory by allocator to ``<name>-<pid>.jsonl`` (``events/memstats.py``)."""
         path = self.settings.dir / f"{self.name}-{os.getpid()}-{self.written:04d}.snap"
         tmp = path.with_suffix(".tmp")
         tracemalloc.take_snapshot().dump(str(tmp))
         tmp.replace(path)
+        with open(self.settings.dir / f"{self.name}-{os.getpid()}.jsonl", "ab") as log:
+            log.write(msgspec.json.encode(memstats.sample()) + b"\n")
         self.written += 1
         return path
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from events import memstats
 from events.errors import ConfigError
 from events.memtrace import ENV_DIR, ENV_EVERY, ENV_FRAMES, MemTrace, TraceSettings, growth, settings_from_env
 
@@ -48,5 +50,16 @@ def test_snapshots_show_what_grew(tmp_path: Path) -> None:
     lines = growth(snaps[0], snaps[1], top=3)
     total_mib = float(lines[0].split()[1])
     assert total_mib >= 2.0
+    stats = [msgspec.json.decode(line) for line in next(tmp_path.glob("unit-*.jsonl")).read_bytes().splitlines()]
+    assert len(stats) == 2 and stats[1]["traced_bytes"] >= stats[0]["traced_bytes"] + (2 << 20)
     top_site = "\n".join(lines[1:8])
     assert "test_memtrace.py" in top_site and "kept.extend" in top_site
+
+
+def test_the_resident_memory_is_placed_by_allocator() -> None:
+    got = memstats.sample()
+    assert got.rss_kib > 0 and got.anon_kib + got.brk_heap_kib + got.file_kib == got.rss_kib
+    assert got.python_blocks > 0
+    assert got.traced_bytes is None or got.traced_bytes >= 0
+    if got.malloc_in_use is not None:  # glibc 2.33 or later
+        assert got.malloc_in_use > 0 and got.malloc_free is not None and got.malloc_free >= 0
