@@ -38,12 +38,13 @@ def open_watermark(job: JobConfig) -> DigitalWatermark | None:
 def add_watermark_gradient(mark: DigitalWatermark, pm: ParallelModel, info: MeshInfo, cfg: ModelConfig) -> float:
     """Backpropagate the mark's regulariser into the gradients the step accumulated; returns its value. Under
     pipelining each stage sums the carriers it holds and the stages add their sums up (a collective: every
-    rank calls it every step)."""
+    rank calls it every step; the backward is local)."""
     if info.layout.pp == 1:
         loss = mark.loss(pm.parts[0])
     else:
         loss = mark.loss(_full_shape(cfg), parts=pm.parts, group=info.group("pp"))
-    loss.backward()
+    if loss.requires_grad:  # a pipeline stage that holds no carrier has no gradient to add
+        loss.backward()
     return float(loss.detach())
 
 

@@ -87,9 +87,10 @@ def plan(key: WatermarkKey, model: nn.Module, bits: int, share: float, max_coord
 def bit_sums(parts: list[nn.Module], p: CarrierPlan) -> tuple[torch.Tensor, torch.Tensor]:
     """Each bit's signed sum of its weights and their sum of squares, over the carriers ``parts`` hold (a whole
     model holds them all; a pipeline stage some: sums of stages add up). Differentiable; a sharded parameter
-    of a parallel run is gathered first (its gather is differentiable too)."""
-    z = torch.zeros(p.bits)
-    sq = torch.zeros(p.bits)
+    of a parallel run is gathered first (its gather is differentiable too). Sums are on the parts' device."""
+    device = next((t.device for part in parts for t in part.parameters()), torch.device("cpu"))
+    z = torch.zeros(p.bits, device=device)
+    sq = torch.zeros(p.bits, device=device)
     offset = 0
     for name, size in zip(p.modules, p.sizes, strict=True):
         for part in parts:
@@ -100,7 +101,6 @@ def bit_sums(parts: list[nn.Module], p: CarrierPlan) -> tuple[torch.Tensor, torc
             if isinstance(w, torch.distributed.tensor.DTensor):
                 w = w.full_tensor()
             flat = w.reshape(-1)[:size].float()
-            z, sq = z.to(flat.device), sq.to(flat.device)
             bits = p.bit_of[offset : offset + size].to(flat.device)
             z = z.index_add(0, bits, p.sign[offset : offset + size].to(flat.device) * flat)
             sq = sq.index_add(0, bits, flat * flat)

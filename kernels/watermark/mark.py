@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 
 import torch
 import torch.distributed as dist
-import torch.distributed.nn.functional as dist_nn
 import torch.nn.functional as F
 from torch import nn
 
@@ -156,7 +155,7 @@ class DigitalWatermark:
         model) hold the weights, and ``group`` adds up the sums of the stages that hold the others."""
         z, sq = bit_sums(parts if parts is not None else [model], self.plan_for(model))
         if group is not None:
-            z, sq = dist_nn.all_reduce(z, group=group), dist_nn.all_reduce(sq, group=group)
+            z, sq = _summed_over(z, group), _summed_over(sq, group)
         zi = projections(z, sq)
         return torch.where(self.message.to(zi.device), zi, -zi)
 
@@ -239,3 +238,12 @@ class DigitalWatermark:
             commitment=self.commitment,
             realigned=realigned,
         )
+
+
+def _summed_over(t: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
+    """The sum of ``t`` over ``group``, differentiable in this rank's own term only. Every stage computes the
+    same regulariser from the same sums, so each weight's gradient is the whole model's, and the backward needs
+    no collective: a stage that holds no carrier has nothing to backpropagate."""
+    total = t.detach().clone()
+    dist.all_reduce(total, group=group)
+    return t + (total - t.detach())
