@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import hashlib
 import sys
 import time
@@ -201,7 +202,9 @@ def main() -> None:
         conv = PTQConverter(model=model, calib_dataset=calib, bit_width=bits, scheme=scheme, group_size=group)
         return conv.convert()
 
+    @functools.cache
     def tuned(lr: float) -> GPT:
+        """The marked model fine-tuned at ``lr`` (once: the quantized attack reads the same copy)."""
         return finetune(copy.deepcopy(marked), batches(corpus.calib, seed=23), tenth, lr)
 
     reference = {n: t.clone() for n, t in marked.state_dict().items()}
