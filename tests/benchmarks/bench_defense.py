@@ -75,6 +75,15 @@ def client_batches(corpus: quant_corpus.Corpus, trials: int, seed: int) -> list[
     return out
 
 
+def prior_baseline(corpus: quant_corpus.Corpus, batches: list[torch.Tensor]) -> dict[str, float | str]:
+    """What an attacker who sees no gradient at all gets per position: the training text's most frequent byte
+    guessed everywhere. A reconstruction below this has learnt nothing from the message."""
+    train = torch.from_numpy(TokenFile(corpus.train, 1, 33).tokens.numpy().astype("int64"))
+    top = int(torch.bincount(train, minlength=256).argmax())
+    hits = sum(int((b == top).sum()) for b in batches)
+    return {"byte": chr(top), **rate(hits, sum(b.numel() for b in batches))}
+
+
 def rate(successes: int, trials: int) -> dict[str, float]:
     lo, hi = wilson(successes, trials)
     return {"rate": successes / trials if trials else float("nan"), "ci95": [lo, hi], "n": trials}
@@ -223,7 +232,8 @@ def main() -> None:
     torch.set_num_threads(opts.threads)
     corpus = quant_corpus.build(CACHE / "quant" / "corpus")
     model = warm_model(corpus, opts.warm_steps)
-    attacks = run_attacks(model, client_batches(corpus, opts.trials, seed=1), opts.iters, opts.workers)
+    batches = client_batches(corpus, opts.trials, seed=1)
+    attacks = run_attacks(model, batches, opts.iters, opts.workers)
     work = CACHE / "defense" / ("convergence-quick" if opts.quick else "convergence")
     conv = convergence(corpus, opts.steps, work)
     result = {
@@ -234,6 +244,7 @@ def main() -> None:
             "reconstruction": f"under {leakage.RECONSTRUCTED:.0%} of positions recovered and no whole sequence",
             "token_set": f"recall or precision under {leakage.TOKEN_SET_HIT:.0%}",
         },
+        "per_position_prior": prior_baseline(corpus, batches),
         "attacks": attacks,
         "convergence": conv,
         "goals": goals(attacks, conv),
