@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 from torch.distributed import TCPStore
 
@@ -25,3 +29,26 @@ def rank_env(store: TCPStore, rank: int, world: int, **extra: str) -> dict[str, 
         "OMP_NUM_THREADS": "1",
         **extra,
     }
+
+
+def run_ranks(args: list[str], world: int = 2, timeout: float = 300, **extra: str) -> list[Any]:
+    """``python *args`` as ranks 0..world-1 around one hosted store; each must exit 0. Returns each rank's last
+    line of stdout, parsed as JSON, in rank order."""
+    store = rendezvous.host_store()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *args],
+            env=rank_env(store, rank, world, **extra),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    outs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        assert p.returncode == 0, stderr[-3000:]
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    return outs

@@ -3,18 +3,10 @@ mean; with few kept, every replica installs the same gradient, the mean of the t
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-from kernels.parallel import rendezvous
-from tests.support.kernels.ranks import rank_env
-
-REPO = Path(__file__).resolve().parents[4]
+from tests.support.kernels.ranks import run_ranks
 
 WORKER = r"""
 import json, sys, torch
@@ -50,25 +42,7 @@ print(json.dumps(out))
 
 
 def run_pair(keep: float) -> list[list[dict]]:
-    store = rendezvous.host_store()
-    procs = []
-    for rank in range(2):
-        env = rank_env(store, rank, 2)
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", WORKER, str(keep)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    outs = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=300)
-        assert p.returncode == 0, stderr
-        outs.append(json.loads(stdout))
-    return outs
+    return run_ranks(["-c", WORKER, str(keep)])
 
 
 def test_keeping_every_coordinate_is_the_dense_mean() -> None:

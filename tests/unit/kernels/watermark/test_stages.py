@@ -3,16 +3,11 @@ both see the whole model's regulariser, and the carrying stage gets the gradient
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import torch
 
 from kernels.model import GPT, preset
-from kernels.parallel import rendezvous
 from kernels.watermark import DigitalWatermark
-from tests.support.kernels.ranks import rank_env
+from tests.support.kernels.ranks import run_ranks
 
 KEY = "stage test key"
 
@@ -40,23 +35,8 @@ dist.destroy_process_group()
 """
 
 
-def test_a_stage_without_carriers_joins_the_backward_and_the_sums_match_a_whole_model() -> None:
-    store = rendezvous.host_store()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, KEY],
-            env=rank_env(store, rank, 2),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(2)
-    ]
-    outs = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=300)
-        assert p.returncode == 0, stderr[-3000:]
-        outs.append(json.loads(stdout))
+def test_a_stage_without_carriers_adds_nothing_and_the_sums_match_a_whole_model() -> None:
+    outs = run_ranks(["-c", WORKER, KEY])
 
     torch.manual_seed(0)
     whole = GPT(preset("tiny", n_layers=2, max_seq_len=32))
