@@ -60,6 +60,7 @@ class Soak:
     def __init__(self, root: Path) -> None:
         self.root = root
         os.environ["MYOLO_STATE_DIR"] = str(root)
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # as the systemd units set it for every daemon
         self.cli = CliRunner()
         self.broker = LocalBroker(root, tied_to_parent=True)
         self.began = time.monotonic()
