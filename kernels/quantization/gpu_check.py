@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels.quantization.grid import Grid, round_to_nearest
-from kernels.quantization.linear import QuantLinear
+from kernels.quantization.linear import PACKED_MAX_ROWS, QuantLinear
 
 BOUND = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 GRIDS = (
@@ -63,7 +63,7 @@ def check(
                 wf = ref_w.to(dtype)
                 out.append({
                     "shape": [n, k], "grid": label, "rows": m, "dtype": str(dtype).removeprefix("torch."),
-                    "kernel": lin.kernel(device, dtype) if m <= 8 or device.type != "cpu" else "dequant (rows > 8)",
+                    "kernel": lin.kernel(device, dtype) if m <= PACKED_MAX_ROWS else f"dequant (rows > {PACKED_MAX_ROWS})",
                     "rel_error": err, "ok": err <= BOUND[dtype],
                     "ms": timed(partial(lin, x), device, reps), "float_ms": timed(partial(F.linear, x, wf), device, reps),
                 })  # fmt: skip

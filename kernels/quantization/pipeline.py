@@ -101,6 +101,7 @@ def quantize_file(spec: QuantizeSpec, progress: Callable[[str], None] = lambda _
         model_args=args,
         source_sha256=source_sha,
         progress=progress,
+        device=spec.device,
     )
     quant = conv.convert()
     assert conv.spec is not None

@@ -224,7 +224,7 @@ def speed_table(
         for v in variants:
             torch.manual_seed(0)
             began = time.perf_counter()
-            q = quantized(GPT(cfg).eval(), v, calib_ids, name, args or {})
+            q = quantized(GPT(cfg).eval().to(device), v, calib_ids, name, args or {})  # quantized where it runs
             took = time.perf_counter() - began
             rows[v.name].update(on_disk(q, Path(tmp), v))
             q = q.to(device)
