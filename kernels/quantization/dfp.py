@@ -30,7 +30,7 @@ def dynamic_fixed_point(w: torch.Tensor, bits: int) -> QuantizedWeight:
     step = 2.0**-fl
     signed = torch.clamp(torch.round(w.detach().float() / step), -grid.mid, grid.mid - 1)
     q = (signed + grid.mid).to(torch.uint8)
-    scale = torch.full((w.shape[0], 1), step, dtype=PARAM_DTYPE)  # a power of two: exact in bfloat16
+    scale = torch.full((w.shape[0], 1), step, dtype=PARAM_DTYPE, device=w.device)  # a power of two: exact in bfloat16
     return QuantizedWeight(q, scale, torch.zeros_like(scale), grid)
 
 
