@@ -40,6 +40,8 @@ FLAGS = {
     "spec.trainer.defense": "--defense",
     "spec.trainer.defenseParam": "--param",
     "spec.trainer.defenseMomentum": "--defense-momentum",
+    "spec.trainer.defenseExchange": "--defense-exchange",
+    "spec.trainer.defenseWarmupSteps": "--defense-warmup-steps",
     "spec.trainer.watermark": "--watermark",
 }
 
@@ -97,6 +99,12 @@ def train(
     ] = None,
     param: Annotated[float | None, typer.Option(help="gradient_compression: share of coordinates sent.")] = None,
     defense_momentum: Annotated[float | None, typer.Option(help="Its momentum correction (0: off).")] = None,
+    defense_exchange: Annotated[
+        str | None, typer.Option(help="What the replicas exchange under the defense: gradient or update.")
+    ] = None,
+    defense_warmup_steps: Annotated[
+        int | None, typer.Option(help="Steps over which the share sent ramps down to --param (0: none).")
+    ] = None,
     watermark: Annotated[
         str | None, typer.Option(help="Watermark key file on every node (mode 0600; never the key itself).")
     ] = None,
@@ -122,6 +130,8 @@ def train(
         "defense": defense,
         "defenseParam": param,
         "defenseMomentum": defense_momentum,
+        "defenseExchange": defense_exchange,
+        "defenseWarmupSteps": defense_warmup_steps,
         "watermark": watermark,
     }
     doc = manifest(

@@ -79,6 +79,8 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     defense: Literal["none", "gradient_compression"] = "none"
     defense_param: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.01
     defense_momentum: Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)] = 0.0
+    defense_exchange: Literal["gradient", "update"] = "gradient"  # what leaves: the gradient or AdamW's update
+    defense_warmup_steps: Annotated[int, msgspec.Meta(ge=0, le=1 << 30)] = 0  # top-k share ramps to the param
     watermark: PathStr | None = None  # a watermark key file on every node (mode 0600), never the key itself
 
 

@@ -130,6 +130,20 @@ def make_command(runner: Runner) -> Callable[..., None]:
         defense_momentum: Annotated[
             float | None, typer.Option(help="Momentum correction of the compressed exchange (0: error feedback).")
         ] = None,
+        defense_exchange: Annotated[
+            str | None,
+            typer.Option(
+                help="What the defended exchange sends: gradient (the default) or update (each replica steps AdamW "
+                "on its own gradient and the change is compressed and averaged; converges closer to dense)."
+            ),
+        ] = None,
+        defense_warmup_steps: Annotated[
+            int | None,
+            typer.Option(
+                help="Steps over which the share of coordinates sent ramps from all of them down to --param (0: "
+                "none). The vocabulary's rows stay at --param; the rest leave near-dense early on."
+            ),
+        ] = None,
         watermark: Annotated[
             str | None,
             typer.Option(help="Watermark key file (mode 0600): embed its mark while training. docs/watermark.md."),

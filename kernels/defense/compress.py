@@ -13,6 +13,11 @@ in every other row; the head's is largest in the targets' rows), so the indices 
 name the batch's tokens whatever ``keep`` is. Their rows leave by a draw that every replica makes alike from
 (seed, step, tensor) and that depends on no data: the indices carry nothing and are not even sent, and the
 values of one step show a token only if the draw happened to pick its row (a ``keep`` chance).
+
+``warmup_steps`` > 0 ramps the top-k tensors' share geometrically from all of it at step 0 to ``keep`` at
+that step (DGC's sparsity warm-up): the first steps' large, fast-changing gradients then leave whole instead
+of lingering in ``v``. The vocabulary tensors stay at ``keep`` throughout, so the token set is as hidden
+during the warm-up as after it; the other tensors are not, which is the price (docs/defense.md).
 """
 
 from __future__ import annotations
@@ -64,13 +69,20 @@ class Compressor:
     """The sparsifier of one replica's parameters (its local shards under tensor parallelism)."""
 
     def __init__(
-        self, named: list[tuple[str, torch.nn.Parameter]], keep: float, momentum: float = 0.0, seed: int = 0
+        self,
+        named: list[tuple[str, torch.nn.Parameter]],
+        keep: float,
+        momentum: float = 0.0,
+        seed: int = 0,
+        warmup_steps: int = 0,
     ) -> None:
         if not 0 < keep <= 1:
             raise ValueError(f"defense keep share must be in (0, 1], got {keep}")
         if not 0 <= momentum < 1:
             raise ValueError(f"defense momentum must be in [0, 1), got {momentum}")
-        self.keep, self.momentum, self.seed = keep, momentum, seed
+        if warmup_steps < 0:
+            raise ValueError(f"defense warm-up steps must be >= 0, got {warmup_steps}")
+        self.keep, self.momentum, self.seed, self.warmup_steps = keep, momentum, seed, warmup_steps
         self.slots: list[_Slot] = []
         offset = 0
         for name, p in named:
@@ -84,6 +96,12 @@ class Compressor:
         self.flat_size = offset
         self.dense_bytes = sum(_local(s.param.data).numel() * 4 for s in self.slots)
 
+    def keep_at(self, step: int) -> float:
+        """The share of a top-k tensor's coordinates that leave at ``step`` (``keep`` after the warm-up)."""
+        if self.warmup_steps <= 0 or step >= self.warmup_steps:
+            return self.keep
+        return self.keep ** (max(step, 0) / self.warmup_steps)
+
     def drawn_rows(self, slot: _Slot, step: int) -> torch.Tensor:
         """The rows of a vocabulary tensor that leave at ``step``: the same draw on every replica."""
         index = self.slots.index(slot)
@@ -94,6 +112,7 @@ class Compressor:
     def compress(self, step: int) -> Sent:
         """Fold this step's gradients (``param.grad``) in and take out what leaves."""
         indices, values, rows = [], [], []
+        share = self.keep_at(step)
         for slot in self.slots:
             grad = slot.param.grad
             g = torch.zeros_like(slot.v) if grad is None else _local(grad, slot.param.data).float()
@@ -110,7 +129,8 @@ class Compressor:
                     slot.u[picked] = 0
                 continue
             flat = slot.v.view(-1)
-            top = flat.abs().topk(slot.count, sorted=False).indices
+            count = slot.count if share == self.keep else max(1, math.ceil(share * flat.numel()))
+            top = flat.abs().topk(count, sorted=False).indices
             values.append(flat[top].clone())
             indices.append((top + slot.offset).to(torch.int32))
             flat[top] = 0

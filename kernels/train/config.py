@@ -23,6 +23,7 @@ from kernels.parallel.layout import SCHEDULES, Layout
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 TASKS = ("train", "quantize")
 DEFENSES = ("none", "gradient_compression")
+DEFENSE_EXCHANGES = ("gradient", "update")
 QUANT_SCHEMES: tuple[str, ...] = get_args(QuantScheme)
 
 
@@ -108,6 +109,8 @@ class JobConfig:
     defense: str = "none"
     defense_param: float = 0.01  # gradient_compression: the share of coordinates each replica sends per step
     defense_momentum: float = 0.0  # its momentum correction (0: plain error feedback; AdamW keeps its own)
+    defense_exchange: str = "gradient"  # what the replicas exchange: the gradient, or the optimizer's update
+    defense_warmup_steps: int = 0  # steps over which the top-k share ramps from all coordinates to defense_param
     watermark: str | None = None  # a watermark key file (0600): the mark is embedded while training
     job_id: str = "standalone"
 
@@ -264,6 +267,16 @@ class JobConfig:
             if not 0 <= self.defense_momentum < 1:
                 raise JobConfigError(
                     f"--defense-momentum must be in [0, 1), got {self.defense_momentum}", "defense_momentum"
+                )
+            if self.defense_exchange not in DEFENSE_EXCHANGES:
+                raise JobConfigError(
+                    f"--defense-exchange must be one of {list(DEFENSE_EXCHANGES)}, got {self.defense_exchange!r}",
+                    "defense_exchange",
+                )
+            if not isinstance(self.defense_warmup_steps, int) or self.defense_warmup_steps < 0:
+                raise JobConfigError(
+                    f"--defense-warmup-steps must be a whole number >= 0, got {self.defense_warmup_steps!r}",
+                    "defense_warmup_steps",
                 )
             if self.sync_every > 1:
                 raise JobConfigError(

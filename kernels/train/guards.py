@@ -21,7 +21,9 @@ def open_defense(job: JobConfig, pm: ParallelModel, info: MeshInfo) -> SparseExc
     if job.defense == "none":
         return None
     named = [(name, p) for part in pm.parts for name, p in part.named_parameters()]
-    compressor = Compressor(named, job.defense_param, job.defense_momentum, seed=job.seed)
+    compressor = Compressor(
+        named, job.defense_param, job.defense_momentum, seed=job.seed, warmup_steps=job.defense_warmup_steps
+    )
     return SparseExchange(compressor, info.group("dp"), info.layout.dp)
 
 

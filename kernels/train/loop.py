@@ -99,17 +99,29 @@ def train_step(s: Session, step: int) -> tuple[float, float, int]:
     inputs = local_rows(inputs, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     targets = local_rows(targets, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     loss = forward_backward(s.pm, inputs, targets, s.job.n_microbatches(), s.autocast)
-    if s.defense is not None:
-        s.defense.exchange(step)
-    if s.watermark is not None:  # after the exchange: the mark's gradient holds no data, so it need not be hidden
-        add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
-    grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
-    for opt, sched in zip(s.optimizers, s.schedulers, strict=True):
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        sched.step()
+    if s.defense is not None and s.job.defense_exchange == "update":
+        if s.watermark is not None:
+            add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
+        grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
+        s.defense.exchange_update(step, lambda: optimizer_step(s))
+    else:
+        if s.defense is not None:
+            s.defense.exchange(step)
+        if s.watermark is not None:  # after the exchange: the mark's gradient holds no data, need not be hidden
+            add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
+        grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
+        optimizer_step(s)
+        for opt in s.optimizers:
+            opt.zero_grad(set_to_none=True)
     staleness = s.local_sgd.after_step(step, s.params)
     return (float(loss) if loss is not None else 0.0), grad_norm, staleness
+
+
+def optimizer_step(s: Session) -> None:
+    """Every optimizer's step and its learning-rate schedule's."""
+    for opt, sched in zip(s.optimizers, s.schedulers, strict=True):
+        opt.step()
+        sched.step()
 
 
 def agree(s: Session, replica_loss: float, checkpoint_now: bool, stop: bool) -> tuple[float, bool, bool]:

@@ -92,3 +92,20 @@ def test_bytes_are_what_a_message_carries() -> None:
 def test_bad_settings_are_refused(keep: float, momentum: float, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         Compressor(list(params().items()), keep=keep, momentum=momentum)
+
+
+def test_warmup_ramps_the_top_k_share_down_to_keep_and_leaves_the_vocabulary_at_keep() -> None:
+    ps = {"layers.0.feed_forward.w1.weight": torch.nn.Parameter(torch.zeros(100, 10)),
+          "tok_embeddings.weight": torch.nn.Parameter(torch.zeros(50, 4))}  # fmt: skip
+    comp = Compressor(list(ps.items()), keep=0.01, warmup_steps=10)
+    assert comp.keep_at(0) == 1.0 and comp.keep_at(10) == comp.keep_at(500) == 0.01
+    assert 0.01 < comp.keep_at(5) < 1.0 and abs(comp.keep_at(5) - 0.1) < 1e-12  # geometric: 0.01 ** 0.5
+    sizes = []
+    for step in (0, 5, 10, 11):
+        for p in ps.values():
+            p.grad = torch.randn(p.shape)
+        sent = comp.compress(step)
+        sizes.append((sent.indices.numel(), sent.rows.numel()))
+    assert sizes == [(1000, 4), (100, 4), (10, 4), (10, 4)]  # rows: ceil(0.01 x 50) = 1 row of 4 at every step
+    with pytest.raises(ValueError, match="warm-up"):
+        Compressor(list(ps.items()), keep=0.01, warmup_steps=-1)

@@ -74,6 +74,16 @@ def test_pipeline_default_microbatches_fill_the_stages() -> None:
             "--defense-momentum must be in [0, 1)",
             "defense_momentum",
         ),
+        (
+            {"nproc": 1, "defense": "gradient_compression", "defense_exchange": "weights"},
+            "--defense-exchange must be one of ['gradient', 'update']",
+            "defense_exchange",
+        ),
+        (
+            {"nproc": 1, "defense": "gradient_compression", "defense_warmup_steps": -3},
+            "--defense-warmup-steps must be a whole number >= 0",
+            "defense_warmup_steps",
+        ),
         ({"nproc": 2, "defense": "gradient_compression", "sync_every": 4}, "use one of them", "defense"),
         ({"nproc": 1, "watermark": ""}, "--watermark must be a key file path", "watermark"),
     ],
