@@ -93,6 +93,8 @@ SETTINGS: dict[str, tuple[str, float] | None] = {
     "none": None,
     **{f"topk_{k:g}": ("topk", k) for k in KEEPS},
     **{f"defense_{k:g}": ("defense", k) for k in KEEPS},
+    "update_1": ("update", 1.0),  # the update exchange's message with nothing held back: its own baseline
+    **{f"update_{k:g}": ("update", k) for k in KEEPS},
 }
 
 
@@ -116,6 +118,8 @@ def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: i
             message = leakage.dense(grads)
         elif how[0] == "topk":
             message = leakage.plain_topk(grads, how[1])
+        elif how[0] == "update":
+            message = leakage.defended_update(model, grads, how[1])
         else:
             message = leakage.defended(model, grads, how[1])
         sent_bytes.append(message.nbytes)
@@ -125,7 +129,7 @@ def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: i
         for attack in ("dlg", "adaptive") if how is not None else ("dlg",):
             guess = leakage.invert(
                 model, message, tuple(tokens.shape), adaptive=attack == "adaptive", iters=iters, seed=i,
-                vocabulary=complete,
+                vocabulary=complete, cosine=how is not None and how[0] == "update",
             )  # fmt: skip
             acc[attack].append(leakage.score_reconstruction(guess, tokens))
     if how is None:
@@ -134,17 +138,17 @@ def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: i
     return name, out
 
 
-def run_attacks(model: GPT, batches: list[torch.Tensor], iters: int, workers: int) -> dict[str, dict]:
+def run_attacks(model: GPT, batches: list[torch.Tensor], iters: int, workers: int, names: list[str]) -> dict[str, dict]:
     """Each setting in a worker process of its own (one thread each), ``workers`` at a time."""
     state = model.state_dict()
     results: dict[str, dict] = {}
     with ProcessPoolExecutor(workers, initializer=_worker_init) as pool:
-        futures = [pool.submit(attack_setting, name, state, batches, iters) for name in SETTINGS]
+        futures = [pool.submit(attack_setting, name, state, batches, iters) for name in names]
         for future in as_completed(futures):
             name, out = future.result()
             results[name] = out
             print(f"{name}: {json.dumps(out)}", flush=True)
-    return {name: results[name] for name in SETTINGS}
+    return {name: results[name] for name in names}
 
 
 def summarise(acc: dict[str, list]) -> dict[str, dict]:
@@ -167,10 +171,18 @@ def summarise(acc: dict[str, list]) -> dict[str, dict]:
     return out
 
 
-def convergence(corpus: quant_corpus.Corpus, steps: int, work: Path) -> dict[str, dict]:
+RUNS: dict[str, list[str]] = {
+    "dense": [],
+    "defense_0.01": ["--defense", "gradient_compression", "--param", "0.01"],
+    "update_0.01": ["--defense", "gradient_compression", "--param", "0.01", "--defense-exchange", "update"],
+}
+
+
+def convergence(corpus: quant_corpus.Corpus, steps: int, work: Path, names: list[str]) -> dict[str, dict]:
     """Dense against the defense at 1 % on 2 gloo replicas: held-out loss of each export, bytes per step."""
     out: dict[str, dict] = {}
-    for name, flags in (("dense", []), ("defense_0.01", ["--defense", "gradient_compression", "--param", "0.01"])):
+    for name in names:
+        flags = RUNS[name]
         run = work / name
         shutil.rmtree(run, ignore_errors=True)  # a fresh run each time: the same steps from the same seed
         cmd = [
@@ -200,21 +212,27 @@ def convergence(corpus: quant_corpus.Corpus, steps: int, work: Path) -> dict[str
 
 
 def goals(attacks: dict[str, dict], conv: dict[str, dict]) -> dict[str, dict]:
-    one = attacks["defense_0.01"]
+    """The issue's goals at 1 %, for each exchange that was measured."""
 
     def goal(value: float, target: float) -> dict:
         return {"value": value, "target": target, "met": value <= target}
 
-    return {
-        "validation loss at 1 % within 1 % of dense": goal(
-            conv["defense_0.01"]["eval_loss"] / conv["dense"]["eval_loss"] - 1, 0.01
-        ),
-        "per-position recovery under DLG at 1 % <= 5 %": goal(one["dlg"]["per_position"]["rate"], 0.05),
-        "per-position recovery under the adaptive attack at 1 % <= 5 %": goal(
-            one["adaptive"]["per_position"]["rate"], 0.05
-        ),
-        "token-set recall at 1 % <= 20 %": goal(one["token_set"]["recall"]["rate"], 0.20),
-    }
+    out: dict[str, dict] = {}
+    for label, name in (("gradient exchange", "defense_0.01"), ("update exchange", "update_0.01")):
+        if name in conv and "dense" in conv:
+            out[f"{label}: validation loss at 1 % within 1 % of dense"] = goal(
+                conv[name]["eval_loss"] / conv["dense"]["eval_loss"] - 1, 0.01
+            )
+        if name in attacks:
+            one = attacks[name]
+            out[f"{label}: per-position recovery under DLG at 1 % <= 5 %"] = goal(
+                one["dlg"]["per_position"]["rate"], 0.05
+            )
+            out[f"{label}: per-position recovery under the adaptive attack at 1 % <= 5 %"] = goal(
+                one["adaptive"]["per_position"]["rate"], 0.05
+            )
+            out[f"{label}: token-set recall at 1 % <= 20 %"] = goal(one["token_set"]["recall"]["rate"], 0.20)
+    return out
 
 
 def main() -> None:
@@ -226,16 +244,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="training steps of the convergence runs")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2, help="settings attacked at once, a process each")
+    parser.add_argument("--only", help=f"comma-separated settings to attack (of {', '.join(SETTINGS)}); "
+                        "writes results/defense_only.json")  # fmt: skip
+    parser.add_argument("--runs", default=",".join(RUNS), help=f"convergence runs (of {', '.join(RUNS)}; '' none)")
     opts = parser.parse_args()
+    names = opts.only.split(",") if opts.only else list(SETTINGS)
+    runs = [r for r in opts.runs.split(",") if r]
+    unknown = sorted(set(names) - set(SETTINGS)) + sorted(set(runs) - set(RUNS))
+    if unknown:
+        parser.error(f"unknown setting or run {unknown}")
     if opts.quick:
         opts.trials, opts.iters, opts.warm_steps, opts.steps = 2, 5, 5, 10
     torch.set_num_threads(opts.threads)
     corpus = quant_corpus.build(CACHE / "quant" / "corpus")
     model = warm_model(corpus, opts.warm_steps)
     batches = client_batches(corpus, opts.trials, seed=1)
-    attacks = run_attacks(model, batches, opts.iters, opts.workers)
+    attacks = run_attacks(model, batches, opts.iters, opts.workers, names)
     work = CACHE / "defense" / ("convergence-quick" if opts.quick else "convergence")
-    conv = convergence(corpus, opts.steps, work)
+    conv = convergence(corpus, opts.steps, work, runs)
     result = {
         "trials": opts.trials,
         "iters": opts.iters,
@@ -249,7 +275,7 @@ def main() -> None:
         "convergence": conv,
         "goals": goals(attacks, conv),
     }
-    write_result("defense_quick" if opts.quick else "defense", result)
+    write_result("defense_quick" if opts.quick else "defense_only" if opts.only else "defense", result)
 
 
 if __name__ == "__main__":

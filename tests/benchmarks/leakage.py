@@ -14,6 +14,12 @@ and the exchange (the defense's row draw is public: it depends on no data). Atta
   attacker knows the batch's token set exactly (the embedding's non-zero rows) and optimises over those
   tokens only, which makes the undefended baseline as strong as TAG's use of the embedding gradient.
 - ``adaptive``: the same optimisation matched on the transmitted coordinates only.
+
+Under the update exchange (``--defense-exchange update``) the message is AdamW's first step instead of the
+gradient, through the same compressor. The aggregator knows the learning rate, the weight decay and the
+weights, so it takes those out and reads ``g / (|g| + eps)``, the gradient's sign, at the sent coordinates.
+DLG and the adaptive attack then match the candidate gradient's direction to those signs, tensor by tensor
+(cosine distance): magnitudes are gone, so an L2 match would mean nothing.
 """
 
 from __future__ import annotations
@@ -91,6 +97,35 @@ def defended(model: GPT, grads: dict[str, torch.Tensor], keep: float, step: int 
     return Message(out, sent, message.nbytes)
 
 
+def defended_update(
+    model: GPT,
+    grads: dict[str, torch.Tensor],
+    keep: float,
+    *,
+    lr: float = 2e-3,
+    weight_decay: float = 0.1,
+    betas: tuple[float, float] = (0.9, 0.95),
+    eps: float = 1e-8,
+    step: int = 1,
+) -> Message:
+    """What the update exchange sends for ``grads`` as a fresh client's first message, as the aggregator
+    reads it: the known decay and learning rate taken out of the sent change, leaving ``g / (|g| + eps)``."""
+    named = list(model.named_parameters())
+    start = {n: p.detach().clone() for n, p in named}
+    shadow = [torch.nn.Parameter(start[n].clone()) for n, _ in named]
+    opt = torch.optim.AdamW(shadow, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    for q, (n, _) in zip(shadow, named, strict=True):
+        q.grad = grads[n].clone()
+    opt.step()
+    change = {n: q.detach() - start[n] for q, (n, _) in zip(shadow, named, strict=True)}
+    message = defended(model, change, keep, step)
+    seen = {
+        n: torch.where(message.sent[n], -(message.grads[n] + lr * weight_decay * start[n]) / lr, 0.0)
+        for n in message.grads
+    }
+    return Message(seen, message.sent, message.nbytes)
+
+
 def _numel(grads: dict[str, torch.Tensor]) -> int:
     return sum(g.numel() for g in grads.values())
 
@@ -157,10 +192,12 @@ def invert(
     iters: int,
     seed: int,
     vocabulary: set[int] | None = None,
+    cosine: bool = False,
 ) -> torch.Tensor:
     """DLG/TAG: the token sequence (B, S + 1) whose gradient best matches ``message``. ``vocabulary``: the
     tokens the sequence is known to use (from the embedding's rows, when the message holds all of them);
-    the optimisation then picks among those only, as TAG and LAMP use the embedding gradient."""
+    the optimisation then picks among those only, as TAG and LAMP use the embedding gradient. ``cosine``:
+    match each tensor's direction only (a message of signs, ``defended_update``)."""
     names = [n for n, _ in model.named_parameters()]
     params = [p for _, p in model.named_parameters()]
     target = [message.grads[n] for n in names]
@@ -180,6 +217,11 @@ def invert(
         grads = torch.autograd.grad(loss, params, create_graph=True)
         dist = torch.zeros(())
         for g, t, m in zip(grads, target, masks, strict=True):
+            if cosine:
+                seen = g if m is None else g * m
+                if bool(t.any()):
+                    dist = dist + 1 - (seen * t).sum() / (seen.norm() * t.norm() + 1e-12)
+                continue
             diff = g - t if m is None else (g - t) * m
             dist = dist + (diff * diff).sum() / scale + 0.01 * diff.abs().sum() / math.sqrt(scale)
         dist.backward()
