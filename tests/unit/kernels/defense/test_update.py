@@ -5,6 +5,8 @@ plus what waits in the accumulator is the sum of the replicas' own changes."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from tests.support.kernels.ranks import run_ranks
@@ -56,6 +58,7 @@ print(json.dumps(out))
 """
 
 
+@functools.cache  # one pair of processes per keep share, shared by the tests that read it
 def run_pair(keep: float) -> list[list[dict]]:
     return run_ranks(["-c", WORKER, str(keep)])
 
