@@ -119,10 +119,10 @@ def defended_update(
     opt.step()
     change = {n: q.detach() - start[n] for q, (n, _) in zip(shadow, named, strict=True)}
     message = defended(model, change, keep, step)
-    seen = {
-        n: torch.where(message.sent[n], -(message.grads[n] + lr * weight_decay * start[n]) / lr, 0.0)
-        for n in message.grads
-    }
+    seen = {}
+    for n, sent in message.sent.items():
+        u = torch.where(sent, -(message.grads[n] + lr * weight_decay * start[n]) / lr, 0.0)
+        seen[n] = torch.where(u.abs() >= 0.5, u, 0.0)  # +-1 where g != 0, else 0 up to rounding: drop the latter
     return Message(seen, message.sent, message.nbytes)
 
 

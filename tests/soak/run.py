@@ -260,6 +260,9 @@ def main() -> int:
     every = float(os.environ.get("MYOLO_SOAK_EVERY_S", "120"))
     root = Path(os.environ.get("MYOLO_SOAK_DIR") or f"/tmp/myolo-soak-{os.getpid()}")
     root.mkdir(parents=True, exist_ok=True)
+    # a TERM (Ctrl-C's cousin from a supervisor or a shell's kill) stops the stack as the end of the run does,
+    # instead of leaving its coordinators, agents and workers running
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     soak = Soak(root)
     rng = random.Random(int(os.environ.get("MYOLO_SOAK_SEED", "7")))
     kinds = ["xid", "worker_kill", "agent_kill", "leader_kill", "broker_restart", "bad_release"]
