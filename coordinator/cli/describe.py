@@ -213,7 +213,7 @@ def print_job(console: Console, job: JobAnswer) -> None:
         "Checkpoints",
         f"{where}; every {trainer.checkpoint_every} steps, snapshot every {trainer.snapshot_every}",
     )
-    failures = ", ".join(f"{n} {c}" for n, c in sorted(job.node_failures.items()))
+    failures = ", ".join(f"{n} {c} in a row" for n, c in sorted(job.node_failures.items()))
     _field(
         console, "Restarts", f"{job.restarts} of {spec.max_restarts}" + (f" (failures: {failures})" if failures else "")
     )

@@ -22,6 +22,7 @@ class JobAnswer(msgspec.Struct, kw_only=True, frozen=True):
     generations: int = 0
     previous: Generation | None = None
     restarts: int = 0
+    streak: int = 0
     node_failures: dict[str, int] = {}
     avoid: dict[str, float] = {}
     last_resize: float | None = None

@@ -18,7 +18,9 @@ class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     A job grows when capacity appears, at most once per ``grow_cooldown_s``; a failed generation is
     restarted after ``restart_backoff_s`` doubling per restart up to ``max_backoff_s``; a node on which the
-    same job's workers failed ``cordon_after_failures`` times in a row is cordoned with the reason.
+    same job's workers failed ``cordon_after_failures`` times in a row is cordoned with the reason. A generation
+    that trained ``healthy_after_s`` from its first step ends the row: its nodes' failure counts and the
+    back-off start again from zero (the restart budget, ``maxRestarts``, does not).
     A node whose agent refused a start (draining, GPUs taken) or did not answer is left out of the job's
     placements for ``avoid_s``, without spending its restart budget. Stopping a generation waits at most ``stop_timeout_s`` for the agents' answers (a node that went Lost
     never answers)."""
@@ -30,6 +32,7 @@ class JobsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     restart_backoff_s: Seconds = 1.0
     max_backoff_s: Seconds = 60.0
     cordon_after_failures: Annotated[int, msgspec.Meta(ge=0, le=100)] = 3  # 0: never
+    healthy_after_s: Seconds = 120.0
     stop_timeout_s: Seconds = 180.0
     start_timeout_s: Seconds = 120.0  # from the start commands to every agent's answer
     avoid_s: Seconds = 60.0

@@ -355,7 +355,19 @@ class Reconciler:
             return await self._on_faults(rec, gen, evidence, now)
         if evidence.completed and set(evidence.completed) >= set(gen.node_ids):
             return await self._completed(rec, gen, evidence, now)
+        rec = await self._healthy(rec, gen, now)
         return await self.resize(rec, gen, now)
+
+    async def _healthy(self, rec: JobRecord, gen: Generation, now: float) -> JobRecord:
+        """A generation that trained ``healthy_after_s`` from its first step ends its nodes' rows of failures
+        and the back-off: a job that failed now and then over days restarts at once, as on its first failure."""
+        if gen.first_step_at is None or now - gen.first_step_at < self.cfg.healthy_after_s:
+            return rec
+        failures = {n: c for n, c in rec.status.node_failures.items() if n not in gen.node_ids}
+        if rec.status.streak == 0 and failures == rec.status.node_failures:
+            return rec
+        log.info("job healthy again", job=rec.name, generation=gen.number, streak=rec.status.streak)
+        return await self.save(with_status(rec, streak=0, node_failures=failures))
 
     async def resize(self, rec: JobRecord, gen: Generation, now: float, verdict: Resize | None = None) -> JobRecord:
         target = self.target(rec)
@@ -419,7 +431,7 @@ class Reconciler:
         failures, count = dict(rec.status.node_failures), 0
         if node_id is not None:
             count = failures[node_id] = failures.get(node_id, 0) + 1
-        rec = with_status(rec, restarts=rec.status.restarts + 1, node_failures=failures)
+        rec = with_status(rec, restarts=rec.status.restarts + 1, streak=rec.status.streak + 1, node_failures=failures)
         if rec.status.restarts > rec.spec.job.max_restarts:
             reason = f"{why}; restart budget spent ({rec.spec.job.max_restarts} restart(s))"
             rec = await self.begin(rec, None, "fail", reason, now, checkpoint=False)
@@ -429,7 +441,7 @@ class Reconciler:
             reason = f"job {rec.name}: {count} failures on this node (last: {why})"
             self.cordons.cordon_automatically(node_id, reason, AUTO_JOB)
             avoid = frozenset({node_id})
-        backoff = min(self.cfg.max_backoff_s, self.cfg.restart_backoff_s * 2 ** (rec.status.restarts - 1))
+        backoff = min(self.cfg.max_backoff_s, self.cfg.restart_backoff_s * 2 ** (rec.status.streak - 1))
         rec = with_status(rec, not_before=now + backoff)
         placement = self._same(gen) if not avoid else None
         placement = placement or self.place(rec, avoid=avoid)

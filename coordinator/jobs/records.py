@@ -110,7 +110,8 @@ class JobStatus(msgspec.Struct, kw_only=True, frozen=True):
     generations: int = 0  # generations made so far (the next one is numbered generations + 1)
     previous: Generation | None = None  # the generation being stopped while ``generation`` waits to start
     restarts: int = 0  # restarts after worker failures (the budget is spec.job.max_restarts)
-    node_failures: dict[str, int] = {}  # worker failures of this job per node (a repeat offender is cordoned)
+    streak: int = 0  # failed generations since one trained healthy_after_s (the back-off's exponent)
+    node_failures: dict[str, int] = {}  # worker failures in a row of this job per node (a repeat offender is cordoned)
     avoid: dict[str, float] = {}  # nodes left out of placements until then (their agent refused or did not answer)
     last_resize: float | None = None  # for the policies' and growth's cooldowns
     not_before: float | None = None  # back-off: no new generation before this time

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import linear_regression, median
 
 ROLES = ("launcher", "agent", "coordinator", "worker")
 MIN_JUDGED_S = 900.0  # a growth judged over less than 15 minutes is warm-up as often as a leak
+MAX_JUDGED_S = 1800.0  # what a long soak asks of a process's second half before it judges its slope
 
 
 def cmdline(pid: int) -> str:
@@ -97,12 +99,12 @@ class Series:
     pid: int
     points: list[tuple[float, float]] = field(default_factory=list)  # (seconds, MiB)
 
-    def slope_mib_per_h(self) -> float | None:
+    def slope_mib_per_h(self, judged_s: float = MIN_JUDGED_S) -> float | None:
         """The least-squares slope over the second half (the first is warm-up); None when that half is too
-        short to tell a trend from warm-up (under ``MIN_JUDGED_S``: a worker of one generation, a process
+        short to tell a trend from warm-up (under ``judged_s``: a worker of one generation, a process
         restarted late) or has too few points."""
         half = self.points[len(self.points) // 2 :]
-        if len(half) < 8 or half[-1][0] - half[0][0] < MIN_JUDGED_S:
+        if len(half) < 8 or half[-1][0] - half[0][0] < judged_s:
             return None
         return linear_regression([t for t, _ in half], [m for _, m in half]).slope * 3600
 
@@ -112,10 +114,15 @@ class Series:
 
 
 class Watch:
-    """RSS of every process of the stack, sampled by :meth:`sample`; open files at the start and the end."""
+    """RSS of every process of the stack, sampled by :meth:`sample`; open files at the start and the end.
 
-    def __init__(self, root: Path) -> None:
+    A process is judged when its second half spans a quarter of the soak (15 to 30 minutes): an agent
+    restarted by a late fault still warms up (pymalloc arenas, caches, windows filling) over the half hour a
+    short judgement would see, which reads as a leak; the processes that lived the soak through judge it."""
+
+    def __init__(self, root: Path, soak_s: float = 4 * MIN_JUDGED_S) -> None:
         self.root = root
+        self.judged_s = min(MAX_JUDGED_S, max(MIN_JUDGED_S, soak_s / 4))
         self.started = time.monotonic()
         self.series: dict[int, Series] = {}
         self.fds_before = {pid: open_fds(pid) for pid in ours(root)}
@@ -128,11 +135,15 @@ class Watch:
             if mib is not None:
                 self.series.setdefault(pid, Series(r, member, pid)).points.append((now, mib))
 
+    def save(self, path: Path) -> None:
+        """Every series as JSON (role, member, pid, [seconds, MiB] points): the figures behind the verdicts."""
+        path.write_text(json.dumps([asdict(s) for s in self.series.values()]))
+
     def report(self) -> tuple[list[str], list[str]]:
         """(lines to print, problems): RSS slopes against the bound, open files and processes before/after."""
         lines, problems, unjudged = [], [], 0
         for s in sorted(self.series.values(), key=lambda s: (s.role, s.member, s.pid)):
-            slope = s.slope_mib_per_h()
+            slope = s.slope_mib_per_h(self.judged_s)
             if slope is None:
                 unjudged += 1
                 continue
@@ -144,7 +155,7 @@ class Watch:
             )
             if verdict != "ok":
                 problems.append(f"{s.role} {s.member} (pid {s.pid}) RSS grows {slope:+.2f} MiB/h")
-        lines.append(f"  {unjudged} process(es) lived too briefly to judge a slope (under {2 * MIN_JUDGED_S:.0f} s)")
+        lines.append(f"  {unjudged} process(es) lived too briefly to judge a slope (under {2 * self.judged_s:.0f} s)")
         now = ours(self.root)
         for pid, before in self.fds_before.items():
             after = open_fds(pid)

@@ -4,7 +4,9 @@ Two coordinators, three agents under their launchers, a job training throughout.
 (120) one fault, in a shuffled cycle: XID 79 on a GPU (cordoned; cleared and uncordoned a minute later, as
 after a GPU reset), a worker ``kill -9``, an agent ``kill -9`` (its launcher starts it again), the leader
 ``kill -9`` (started again, as systemd would), a broker restart, a bad release (a wheel that raises at import,
-rolled out: its node takes it back). At the end it prints and asserts: samples lost (by each agent run's
+rolled out: its node takes it back). Faults this frequent make the job cordon a node it failed on three times
+in a row (``auto:job``), as it should; the soak's operator looks at such a node and lets it work again a minute
+later, as after the GPU reset, and the report counts those cordons. At the end it prints and asserts: samples lost (by each agent run's
 ``seq``: 0), commands run twice (0), every fault handled, the steps the job did again against its checkpoint
 interval, each process's RSS slope (under 5 % of its size per hour, at least 2 MiB/h), open files and
 processes before and after, dead letters from our own processes (0). Exit code 0 when all of it holds.
@@ -45,6 +47,8 @@ CHECKPOINT_EVERY = 50
 # hours to fill here), so that the second half's RSS slope judges leaks, not a bounded window still filling
 DEDUPE_IDS = 2_000
 NODES = local.NODES
+OPERATOR_AFTER_S = 60.0  # how long a job-failure cordon stands before the operator clears it
+OPERATOR_EVERY_S = 10.0
 
 
 @dataclass
@@ -66,6 +70,9 @@ class Soak:
         self.began = time.monotonic()
         self.bad_releases = 0
         self.wheel: Path | None = None
+        self.job_cordons: dict[str, float] = {}  # node -> when the operator first saw its auto:job cordon
+        self.cleared: list[str] = []  # "node at N s: reason" for each job-failure cordon the operator cleared
+        self.last_round = 0.0
 
     # ------------------------------------------------------------------ plumbing
     def myoloctl(self, *args: str) -> Any:
@@ -81,6 +88,7 @@ class Soak:
     def until(self, what: str, check: Callable[[], Any], timeout: float) -> tuple[Any, float]:
         start = time.monotonic()
         while time.monotonic() - start < timeout:
+            self.operator_round()
             try:
                 value = check()
             except (OSError, ValueError, KeyError, TypeError):
@@ -89,6 +97,25 @@ class Soak:
                 return value, time.monotonic() - start
             time.sleep(1)
         return None, time.monotonic() - start
+
+    def operator_round(self) -> None:
+        """At most every ``OPERATOR_EVERY_S``: clear each ``auto:job`` cordon that stood ``OPERATOR_AFTER_S``
+        (the job's answer to the soak's own kills, not a fault of the node)."""
+        now = time.monotonic()
+        if now - self.last_round < OPERATOR_EVERY_S or self.wheel is None:
+            return
+        self.last_round = now
+        nodes = {n["node_id"]: n for n in (self.get("get", "nodes") or {}).get("items", [])}
+        for name in NODES:
+            cordon = (nodes.get(name) or {}).get("cordon") or {}
+            if not (cordon.get("cordoned") and cordon.get("by") == "auto:job"):
+                self.job_cordons.pop(name, None)
+                continue
+            if now - self.job_cordons.setdefault(name, now) >= OPERATOR_AFTER_S:
+                self.myoloctl("uncordon", name, "--reason", "soak: the operator checked the node")
+                self.cleared.append(f"{name} at {now - self.began:.0f} s: {cordon.get('reason', '')}")
+                self.job_cordons.pop(name)
+                self.say(f"operator: uncordoned {name} ({cordon.get('reason', '')})")
 
     def say(self, text: str) -> None:
         print(f"[{time.monotonic() - self.began:7.1f} s] {text}", flush=True)
@@ -269,12 +296,13 @@ def main() -> int:
     handled: list[Handled] = []
     try:
         soak.start()
-        watch = Watch(root)
+        watch = Watch(root, seconds)
         deadline = time.monotonic() + seconds
         cycle: list[str] = []
         next_fault = time.monotonic() + every
         while time.monotonic() < deadline:
             watch.sample()
+            soak.operator_round()
             if time.monotonic() >= next_fault:
                 if not cycle:
                     cycle = rng.sample(kinds, len(kinds))
@@ -300,6 +328,7 @@ def main() -> int:
         own = {s: n for s, n in letters.items() if s.startswith("/myolo/")}
         restarts, redone, worst = steps_redone(direct)
         lines, problems = watch.report()
+        watch.save(root / "rss.json")
     finally:
         soak.stop()
     print(f"\nsoak {seconds:.0f} s, a fault every ~{every:.0f} s: {len(handled)} faults")
@@ -310,6 +339,9 @@ def main() -> int:
     print(
         f"job restarts {restarts}: steps done again {redone} in all, at most {worst} at once (checkpoint every {CHECKPOINT_EVERY}, snapshot every step)"
     )
+    print(f"job-failure cordons (auto:job) the operator cleared after {OPERATOR_AFTER_S:.0f} s: {len(soak.cleared)}")
+    for line in soak.cleared:
+        print(f"  {line}")
     print(f"dead letters {sum(letters.values())}, from our processes {sum(own.values())} {own or ''}")
     print("\n".join(lines))
     if seen.lost:

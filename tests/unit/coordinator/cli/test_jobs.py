@@ -270,7 +270,7 @@ def test_describe_job_shows_generation_members_progress_and_decisions(cluster: C
     assert "Name:         tiny-pretrain" in out
     assert "Phase:        Running  (training on 2 of 3 replicas (node-b cordoned))" in out
     assert "Replicas:     2 (min 1, max 3; pinned at 3 by scale)" in out
-    assert "Restarts:     1 of 10 (failures: node-b 1)" in out
+    assert "Restarts:     1 of 10 (failures: node-b 1 in a row)" in out
     assert "Checkpoints:  /srv/myolo/checkpoints/tiny-pretrain; every 20 steps, snapshot every 1" in out
     gen = out.split("Generation 2 (running):")[1]
     assert "Replicas:     2, world size 2 (1 worker(s) per node on 2 node(s))" in gen

@@ -14,7 +14,7 @@ from coordinator.fleet.model import CordonRecord, NodeState
 from coordinator.jobs.config import JobsConfig
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.reconcile import Evidence, Reconciler, Resize
-from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec
+from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec, with_status
 from events.payloads import GpuReading, TrainingCompleted, TrainingFault
 from events.payloads.commands import ActionArgs
 from tests.support.coordinator.jobs_sim import manifest
@@ -347,6 +347,29 @@ async def test_a_node_failing_the_job_again_and_again_is_cordoned_and_left_out()
         ("n2", f"job tiny: 2 failures on this node (last: {rec.status.decisions[-1].reason.split(';')[0]})", "auto:job")
     ]
     assert rec.status.generation.node_ids == ["n1"]
+
+
+async def test_the_back_off_doubles_per_failure_in_a_row() -> None:
+    h = Harness("n1", restart_backoff_s=1.0, max_backoff_s=60.0, cordon_after_failures=0)
+    rec = await h.running(h.job(hi=1, restarts=100, streak=6, node_failures={"n1": 6}))
+    rec = await h.step(rec, Evidence(faults=[fault("n1")], first_fault_at=T0))
+    assert rec.status.decisions[-1].reason.endswith("restart 1/100 after 60 s")  # 2 ** 6, capped
+    assert (rec.status.streak, rec.status.node_failures) == (7, {"n1": 7})
+
+
+async def test_a_generation_that_trained_long_enough_ends_the_rows_of_failures() -> None:
+    h = Harness("n1", "n2", healthy_after_s=120.0, cordon_after_failures=2)
+    rec = await h.running(h.job(hi=2, restarts=100, streak=6, node_failures={"n1": 1, "n2": 1, "gone": 1}))
+    gen = rec.status.generation
+    rec = await h.save(with_status(rec, generation=replace(gen, first_step_at=h.clock.now())))
+    assert await h.step(rec, after_s=119) is rec  # not long enough yet: nothing written
+    rec = await h.step(rec, after_s=1)
+    assert h.saved()[-1] is rec and (rec.status.streak, rec.status.node_failures) == (0, {"gone": 1})
+    assert rec.status.restarts == 0  # the budget spent stays spent
+    evidence = Evidence(faults=[fault("n2", rank=1), fault("n1")], first_fault_at=h.clock.now())
+    rec = await h.step(rec, evidence)
+    assert rec.status.decisions[-1].reason.endswith("restart 1/100 after 1 s")  # the back-off from zero
+    assert h.cordons.cordoned == [] and rec.status.node_failures == {"gone": 1, "n2": 1}
 
 
 async def test_the_restart_budget_spent_fails_the_job() -> None:
