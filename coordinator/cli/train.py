@@ -42,6 +42,7 @@ FLAGS = {
     "spec.trainer.defenseMomentum": "--defense-momentum",
     "spec.trainer.defenseExchange": "--defense-exchange",
     "spec.trainer.defenseWarmupSteps": "--defense-warmup-steps",
+    "spec.trainer.defenseVocabParam": "--defense-vocab-param",
     "spec.trainer.watermark": "--watermark",
 }
 
@@ -105,6 +106,9 @@ def train(
     defense_warmup_steps: Annotated[
         int | None, typer.Option(help="Steps over which the share sent ramps down to --param (0: none).")
     ] = None,
+    defense_vocab_param: Annotated[
+        float | None, typer.Option(help="Share of the vocabulary's rows drawn per step (default: --param).")
+    ] = None,
     watermark: Annotated[
         str | None, typer.Option(help="Watermark key file on every node (mode 0600; never the key itself).")
     ] = None,
@@ -132,6 +136,7 @@ def train(
         "defenseMomentum": defense_momentum,
         "defenseExchange": defense_exchange,
         "defenseWarmupSteps": defense_warmup_steps,
+        "defenseVocabParam": defense_vocab_param,
         "watermark": watermark,
     }
     doc = manifest(

@@ -81,6 +81,7 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     defense_momentum: Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)] = 0.0
     defense_exchange: Literal["gradient", "update"] = "gradient"  # what leaves: the gradient or AdamW's update
     defense_warmup_steps: Annotated[int, msgspec.Meta(ge=0, le=1 << 30)] = 0  # top-k share ramps to the param
+    defense_vocab_param: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] | None = None  # None: defense_param
     watermark: PathStr | None = None  # a watermark key file on every node (mode 0600), never the key itself
 
 

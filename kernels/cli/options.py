@@ -144,6 +144,13 @@ def make_command(runner: Runner) -> Callable[..., None]:
                 "none). The vocabulary's rows stay at --param; the rest leave near-dense early on."
             ),
         ] = None,
+        defense_vocab_param: Annotated[
+            float | None,
+            typer.Option(
+                help="Share of the vocabulary's rows (embedding and head) drawn each step (default: --param). A "
+                "larger share trains the embedding faster and names that share of the batch's tokens."
+            ),
+        ] = None,
         watermark: Annotated[
             str | None,
             typer.Option(help="Watermark key file (mode 0600): embed its mark while training. docs/watermark.md."),

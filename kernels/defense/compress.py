@@ -12,11 +12,12 @@ rows are non-zero, or largest, exactly for the tokens of the batch (the input em
 in every other row; the head's is largest in the targets' rows), so the indices top-k picks there would
 name the batch's tokens whatever ``keep`` is. Their rows leave by a draw that every replica makes alike from
 (seed, step, tensor) and that depends on no data: the indices carry nothing and are not even sent, and the
-values of one step show a token only if the draw happened to pick its row (a ``keep`` chance).
+values of one step show a token only if the draw happened to pick its row (a ``vocab_keep`` chance, ``keep``
+unless set apart: a larger share trains the embedding faster and shows that share of the batch's tokens).
 
 ``warmup_steps`` > 0 ramps the top-k tensors' share geometrically from all of it at step 0 to ``keep`` at
 that step (DGC's sparsity warm-up): the first steps' large, fast-changing gradients then leave whole instead
-of lingering in ``v``. The vocabulary tensors stay at ``keep`` throughout, so the token set is as hidden
+of lingering in ``v``. The vocabulary tensors stay at ``vocab_keep`` throughout, so the token set is as hidden
 during the warm-up as after it; the other tensors are not, which is the price (docs/defense.md).
 """
 
@@ -75,6 +76,7 @@ class Compressor:
         momentum: float = 0.0,
         seed: int = 0,
         warmup_steps: int = 0,
+        vocab_keep: float | None = None,
     ) -> None:
         if not 0 < keep <= 1:
             raise ValueError(f"defense keep share must be in (0, 1], got {keep}")
@@ -82,14 +84,18 @@ class Compressor:
             raise ValueError(f"defense momentum must be in [0, 1), got {momentum}")
         if warmup_steps < 0:
             raise ValueError(f"defense warm-up steps must be >= 0, got {warmup_steps}")
+        vocab_keep = keep if vocab_keep is None else vocab_keep
+        if not 0 < vocab_keep <= 1:
+            raise ValueError(f"defense vocabulary share must be in (0, 1], got {vocab_keep}")
         self.keep, self.momentum, self.seed, self.warmup_steps = keep, momentum, seed, warmup_steps
+        self.vocab_keep = vocab_keep
         self.slots: list[_Slot] = []
         offset = 0
         for name, p in named:
             local = _local(p.data)
             vocab = name.endswith(VOCAB_TENSORS) and local.ndim == 2
             size = local.shape[0] if vocab else local.numel()
-            count = max(1, math.ceil(keep * size))
+            count = max(1, math.ceil((vocab_keep if vocab else keep) * size))
             u = torch.zeros_like(local, dtype=torch.float32) if momentum > 0 else None
             self.slots.append(_Slot(name, p, vocab, count, offset, u, torch.zeros_like(local, dtype=torch.float32)))
             offset += 0 if vocab else local.numel()

@@ -111,6 +111,7 @@ class JobConfig:
     defense_momentum: float = 0.0  # its momentum correction (0: plain error feedback; AdamW keeps its own)
     defense_exchange: str = "gradient"  # what the replicas exchange: the gradient, or the optimizer's update
     defense_warmup_steps: int = 0  # steps over which the top-k share ramps from all coordinates to defense_param
+    defense_vocab_param: float | None = None  # share of the vocabulary's rows drawn per step (None: defense_param)
     watermark: str | None = None  # a watermark key file (0600): the mark is embedded while training
     job_id: str = "standalone"
 
@@ -277,6 +278,15 @@ class JobConfig:
                 raise JobConfigError(
                     f"--defense-warmup-steps must be a whole number >= 0, got {self.defense_warmup_steps!r}",
                     "defense_warmup_steps",
+                )
+            vocab = self.defense_vocab_param
+            if vocab is not None and (
+                isinstance(vocab, bool) or not isinstance(vocab, int | float) or not 0 < vocab <= 1
+            ):
+                raise JobConfigError(
+                    f"--defense-vocab-param (the share of the vocabulary's rows drawn per step) must be in (0, 1], "
+                    f"got {vocab!r}",
+                    "defense_vocab_param",
                 )
             if self.sync_every > 1:
                 raise JobConfigError(

@@ -22,7 +22,12 @@ def open_defense(job: JobConfig, pm: ParallelModel, info: MeshInfo) -> SparseExc
         return None
     named = [(name, p) for part in pm.parts for name, p in part.named_parameters()]
     compressor = Compressor(
-        named, job.defense_param, job.defense_momentum, seed=job.seed, warmup_steps=job.defense_warmup_steps
+        named,
+        job.defense_param,
+        job.defense_momentum,
+        seed=job.seed,
+        warmup_steps=job.defense_warmup_steps,
+        vocab_keep=job.defense_vocab_param,
     )
     return SparseExchange(compressor, info.group("dp"), info.layout.dp)
 

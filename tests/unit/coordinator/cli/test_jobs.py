@@ -479,6 +479,10 @@ def test_train_applies_at_once_without_dry_run(cluster: Cluster) -> None:
     [
         (("--param", "2"), "spec.trainer.defenseParam: Expected `float` <= 1.0 (set by --param)"),
         (("--defense", "noise"), "spec.trainer.defense"),
+        (
+            ("--defense-vocab-param", "0"),
+            "spec.trainer.defenseVocabParam: Expected `float` > 0.0 (set by --defense-vocab-param)",
+        ),
         (("--watermark", "ab" * 32), "never the key"),
         (("--model-arg", "layers"), "--model-arg 'layers' must look like name=value"),
     ],

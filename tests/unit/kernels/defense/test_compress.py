@@ -109,3 +109,16 @@ def test_warmup_ramps_the_top_k_share_down_to_keep_and_leaves_the_vocabulary_at_
     assert sizes == [(1000, 4), (100, 4), (10, 4), (10, 4)]  # rows: ceil(0.01 x 50) = 1 row of 4 at every step
     with pytest.raises(ValueError, match="warm-up"):
         Compressor(list(ps.items()), keep=0.01, warmup_steps=-1)
+
+
+def test_the_vocabulary_share_can_be_set_apart_from_the_top_k_share() -> None:
+    ps = params()
+    comp = Compressor(list(ps.items()), keep=0.1, vocab_keep=0.5)
+    for p in ps.values():
+        p.grad = torch.ones_like(p)
+    sent = comp.compress(1)
+    assert (sent.indices.numel(), sent.rows.numel()) == (10, 2 * 20 * 4)  # 10 % of 96 coords; 20 of 40 rows
+    comp.install([sent], 1)
+    assert int((ps["tok_embeddings.weight"].grad != 0).any(dim=1).sum()) == 20
+    with pytest.raises(ValueError, match="vocabulary share"):
+        Compressor(list(ps.items()), keep=0.1, vocab_keep=0.0)

@@ -84,6 +84,11 @@ def test_pipeline_default_microbatches_fill_the_stages() -> None:
             "--defense-warmup-steps must be a whole number >= 0",
             "defense_warmup_steps",
         ),
+        (
+            {"nproc": 1, "defense": "gradient_compression", "defense_vocab_param": 1.5},
+            "--defense-vocab-param (the share of the vocabulary's rows drawn per step) must be in (0, 1]",
+            "defense_vocab_param",
+        ),
         ({"nproc": 2, "defense": "gradient_compression", "sync_every": 4}, "use one of them", "defense"),
         ({"nproc": 1, "watermark": ""}, "--watermark must be a key file path", "watermark"),
     ],
