@@ -62,6 +62,7 @@ def run(
     from agent.commands import LedgerError
     from agent.daemon.assemble import build_runtime
     from agent.daemon.main import serve
+    from events import memtrim
     from events.clock import SystemClock
     from events.logs import configure_logging
     from events.memtrace import start_from_env
@@ -70,6 +71,7 @@ def run(
     configure_logging(cfg.log_level, json=log_json)
     try:
         start_from_env("agent")
+        memtrim.start("agent")
         rt = build_runtime(
             cfg,
             SystemClock(),

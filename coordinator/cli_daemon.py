@@ -53,6 +53,7 @@ def run(
 ) -> None:
     """Run a coordinator. Several may run: one leads (Kafka group membership), the others stand by and serve
     reads. SIGTERM or SIGINT stops it gracefully (a standby takes over at once)."""
+    from events import memtrim
     from events.logs import configure_logging
     from events.memtrace import start_from_env
     from events.topics import ensure_topics
@@ -65,6 +66,7 @@ def run(
 
         try:
             start_from_env("coordinator")
+            memtrim.start("coordinator")
             await ensure_topics(cfg.kafka.client_kwargs(), topic_specs(COMPONENTS))
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
