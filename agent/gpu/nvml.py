@@ -79,11 +79,21 @@ class NvmlBackend:
             h = lib.nvmlDeviceGetHandleByIndex(i)
             uuid = text(lib.nvmlDeviceGetUUID(h))
             name = text(lib.nvmlDeviceGetName(h))
+            pci_bus_id = self.caller.get(i, "pci_info", lambda: text(lib.nvmlDeviceGetPciInfo(h).busId))
+            minor_number = self.caller.get(i, "minor_number", lambda: int(lib.nvmlDeviceGetMinorNumber(h)))
         except Exception as e:
             self.failed_open[i] = f"{type(e).__name__}: {e}"
             log.error("nvml: gpu cannot be opened", gpu=i, error=str(e))
             return None
-        return DeviceInfo(index=i, handle=h, uuid=uuid, name=name, nvlinks=discover_nvlinks(lib, self.caller, i, h))
+        return DeviceInfo(
+            index=i,
+            handle=h,
+            uuid=uuid,
+            name=name,
+            nvlinks=discover_nvlinks(lib, self.caller, i, h),
+            pci_bus_id=pci_bus_id,
+            minor_number=minor_number,
+        )
 
     def _version(self, *variants: Any) -> str | None:
         for v in variants:
@@ -126,10 +136,10 @@ class NvmlBackend:
             try:
                 out.append(read_device(self.lib, self.caller, dev, names))
             except GpuLost as e:
-                out.append(_failed(i, dev.uuid, dev.name, f"gpu lost: {e}"))
+                out.append(_failed(i, dev.uuid, dev.name, f"gpu lost: {e}", dev))
             except Exception as e:  # a bug or an odd driver on one GPU must not cost the others
                 log.exception("nvml: reading a gpu failed", gpu=i)
-                out.append(_failed(i, dev.uuid, dev.name, f"read failed: {type(e).__name__}: {e}"))
+                out.append(_failed(i, dev.uuid, dev.name, f"read failed: {type(e).__name__}: {e}", dev))
         return out
 
     # -- events ----------------------------------------------------------------------------------------
@@ -153,5 +163,14 @@ class NvmlBackend:
             self._bridge = None
 
 
-def _failed(index: int, uuid: str, name: str, reason: str) -> GpuReading:
-    return GpuReading(index=index, uuid=uuid, name=name, health="fail", health_reasons=[reason])
+def _failed(index: int, uuid: str, name: str, reason: str, dev: DeviceInfo | None = None) -> GpuReading:
+    """A failed GPU's reading: its identity (as far as it was read at open) and why it failed."""
+    return GpuReading(
+        index=index,
+        uuid=uuid,
+        name=name,
+        pci_bus_id=dev.pci_bus_id if dev else None,
+        minor_number=dev.minor_number if dev else None,
+        health="fail",
+        health_reasons=[reason],
+    )

@@ -29,6 +29,8 @@ class DeviceInfo:
     uuid: str
     name: str
     nvlinks: list[int] = field(default_factory=list)
+    pci_bus_id: str | None = None
+    minor_number: int | None = None
 
 
 def const(lib: Any, name: str, default: int) -> int:
@@ -52,11 +54,15 @@ def discover_nvlinks(lib: Any, c: NvmlCaller, index: int, handle: Any) -> list[i
 def read_device(lib: Any, c: NvmlCaller, dev: DeviceInfo, process_names: dict[int, str] | None = None) -> GpuReading:
     """Read every field of one GPU. Raises ``GpuLost`` only when the GPU stopped answering."""
     i, h = dev.index, dev.handle
-    r = GpuReading(index=i, uuid=dev.uuid, name=dev.name)
+    r = GpuReading(index=i, uuid=dev.uuid, name=dev.name, pci_bus_id=dev.pci_bus_id, minor_number=dev.minor_number)
 
     util = c.get(i, "utilization", lambda: lib.nvmlDeviceGetUtilizationRates(h))
     if util is not None:
         r.util_gpu, r.util_mem = float(util.gpu), float(util.memory)
+    enc = c.get(i, "util_enc", lambda: lib.nvmlDeviceGetEncoderUtilization(h))  # [percent, sampling period us]
+    r.util_enc = float(enc[0]) if enc is not None else None
+    dec = c.get(i, "util_dec", lambda: lib.nvmlDeviceGetDecoderUtilization(h))
+    r.util_dec = float(dec[0]) if dec is not None else None
 
     mem = c.get(
         i,

@@ -168,17 +168,27 @@ class SimBackend:
                 index=i,
                 uuid=self.uuids[i],
                 name=spec.name,
+                pci_bus_id=sim_pci_bus_id(i),
+                minor_number=i,
                 health="fail",
                 health_reasons=["gpu lost: fallen off the bus (simulated xid 79)"],
             )
         used, free, reserved = memory(s, spec)
         util = round(s.util_obs * 100.0, 1)
+        busy = min(max(s.util_obs, 0.0), 1.0)
         return GpuReading(
             index=i,
             uuid=self.uuids[i],
             name=spec.name,
+            pci_bus_id=sim_pci_bus_id(i),
+            minor_number=i,
             util_gpu=util,
             util_mem=round(util * 0.55, 1),
+            util_enc=0.0,
+            util_dec=0.0,
+            prof_gr_engine_active=round(busy, 3),
+            prof_pipe_tensor_active=round(busy * 0.6, 3),
+            prof_dram_active=round(busy * 0.4, 3),
             mem_total_bytes=spec.mem_total,
             mem_used_bytes=used,
             mem_free_bytes=free,
@@ -294,3 +304,8 @@ class SimBackend:
             log.info("sim: event not delivered: no listener (start_events not called)", kind=kind, gpu=i)
             return
         self._bridge.put(event)
+
+
+def sim_pci_bus_id(index: int) -> str:
+    """A made-up PCI address in NVML's format, one per simulated GPU."""
+    return f"00000000:{(0x18 + 0x11 * index) % 256:02X}:00.0"

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 import msgspec
 
 Percent = Annotated[float, msgspec.Meta(ge=0.0, le=100.0, description="0..100 %")]
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0, description="0..1")]
 NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
 NonNegFloat = Annotated[float, msgspec.Meta(ge=0.0)]
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]

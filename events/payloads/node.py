@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Health, Host, HttpUrl, Id, NonNegFloat, NonNegInt, Payload, Percent
+from events.payloads.common import Fraction, Health, Host, HttpUrl, Id, NonNegFloat, NonNegInt, Payload, Percent
 from events.payloads.training import WorkerInfo
 
 
@@ -31,8 +31,16 @@ class GpuReading(Payload, kw_only=True):
     index: NonNegInt
     uuid: Id
     name: str
+    pci_bus_id: Annotated[str, msgspec.Meta(max_length=32)] | None = None  # "00000000:8D:00.0"
+    minor_number: NonNegInt | None = None  # of /dev/nvidiaN
     util_gpu: Percent | None = None
     util_mem: Percent | None = None
+    util_enc: Percent | None = None
+    util_dec: Percent | None = None
+    # profiling ratios (0-1) of the last interval: graphics engine, tensor pipe, memory interface active
+    prof_gr_engine_active: Fraction | None = None
+    prof_pipe_tensor_active: Fraction | None = None
+    prof_dram_active: Fraction | None = None
     mem_total_bytes: NonNegInt | None = None
     mem_used_bytes: NonNegInt | None = None
     mem_free_bytes: NonNegInt | None = None
