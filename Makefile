@@ -12,12 +12,12 @@ APT_PACKAGES := kcat openjdk-17-jre-headless maven golang-go
 help:  ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-venv: $(STAMP)  ## Create .venv and install myolotrain with the [train,dev] extras
+venv: $(STAMP)  ## Create .venv and install myolotrain with the [train,dev,otlp] extras
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[train,dev]"
+	$(BIN)/python -m pip install -q -e ".[train,dev,otlp]"
 	@rm -f $(VENV)/.installed-*; touch $@
 
 sysdeps:  ## Install Java 17, Maven, kcat and Go (it builds Toxiproxy) from Debian's packages when missing (needs root)

@@ -28,7 +28,7 @@ from agent.trainer.config import TrainerConfig
 from events.config import load_config
 from events.errors import ConfigError
 from events.payloads.common import Host
-from events.settings import KafkaSettings
+from events.settings import KafkaSettings, TelemetrySettings
 
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 MiB = 1 << 20
@@ -49,9 +49,11 @@ class SpoolConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class HealthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The HTTP health endpoint (``GET /healthz``, ``POST /healthcheck``)."""
+    """The HTTP endpoint: health (``GET /healthz``, ``POST /healthcheck``), workers' logs and metrics."""
 
     enabled: bool = True
+    # GET /metrics: the last sample in dcgm-exporter's names and the agent's own (Prometheus text format)
+    metrics: bool = True
     host: str = "127.0.0.1"
     port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 8080
     # the spool counts as degraded above this share of its cap
@@ -120,6 +122,8 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
     trainer: TrainerConfig = msgspec.field(default_factory=TrainerConfig)
     releases: ReleasesConfig = msgspec.field(default_factory=ReleasesConfig)
+    # OpenTelemetry: the metrics of GET /metrics under their OTel names (hw.*), pushed over OTLP when asked
+    telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
 
 
 def load_agent_config(

@@ -16,6 +16,7 @@ from agent.daemon.trainer import build_supervisor
 from agent.gpu import GpuBackend, make_backend
 from agent.health import HealthState
 from agent.identity import node_key
+from agent.metrics.exporter import AgentMetrics
 from agent.notify import Notifier
 from agent.publish import Publisher
 from agent.publish.publisher import Producer
@@ -76,6 +77,10 @@ def build_runtime(
         notifier=notifier or Notifier.from_env(),
         config_path=config_path,
     )
+    if (cfg.health.enabled and cfg.health.metrics) or cfg.telemetry.exporter != "none":
+        rt.metrics = AgentMetrics(
+            publisher, clock, lambda: rt.sampler.last_sample, lambda: rt.sampler.last_read_monotonic
+        )
     if cfg.commands.enabled:
         if cfg.trainer.enabled:
             rt.trainer = build_supervisor(rt)

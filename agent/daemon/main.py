@@ -70,6 +70,10 @@ async def serve(
         except OSError as exc:
             log.error("cannot listen", error=str(exc))
             return _failed_start(rt, exc)
+        if rt.metrics is not None and rt.cfg.telemetry.exporter != "none":
+            from agent.metrics.otel import start as start_otel
+
+            stack.push_async_callback(start_otel(rt.metrics, rt.cfg.telemetry, rt.cfg.node_id))
         if rt.trainer is not None:
             rt.trainer.open()
         sending = start_sending()
@@ -133,7 +137,7 @@ def _servers(rt: Runtime) -> list[ControlServer | HealthServer]:
                 ),
                 host=rt.cfg.health.host,
                 port=rt.cfg.health.port,
-                routes=JobLogs(rt.trainer).routes(),
+                routes=[*JobLogs(rt.trainer).routes(), *(rt.metrics.routes() if rt.metrics else [])],
                 advertise=rt.cfg.address,
             )
         )

@@ -41,8 +41,11 @@ def xid_level(xid: int) -> Health:
     return "ok"
 
 
+def xid_description(xid: int) -> str:
+    """The XID's class in a few words (``fallen off the bus``)."""
+    return FAIL_XIDS.get(xid) or WARN_XIDS.get(xid) or "unclassified, informational"
+
+
 def classify_xid(xid: int) -> Finding:
     """Level and a reason that names the XID and its class."""
-    level = xid_level(xid)
-    what = FAIL_XIDS.get(xid) or WARN_XIDS.get(xid) or "unclassified, informational"
-    return Finding(level, f"xid {xid} ({what})")
+    return Finding(xid_level(xid), f"xid {xid} ({xid_description(xid)})")

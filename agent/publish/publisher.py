@@ -98,6 +98,8 @@ class Publisher:
         self._backoff = 0.1
         self._reported: dict[str, int] = {}
         self._reporting = False
+        # told of every payload published, spooled or not (the metrics endpoint keeps what it shows from them)
+        self.observers: list[Callable[[Payload], None]] = []
 
     # -- the producing side (sample loop, fault hook) -----------------------------------------------------
     def publish(self, payload: Payload, *, urgent: bool = False) -> Event:
@@ -120,6 +122,11 @@ class Publisher:
             self.status.write_error = None
             self.report_losses()
         self._wake.set()
+        for observe in self.observers:
+            try:
+                observe(payload)
+            except Exception:  # an observer's bug must not lose the event or stop the caller
+                log.exception("publish observer failed", type=event.type)
         return event
 
     def report_losses(self) -> None:
