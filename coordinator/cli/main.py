@@ -18,6 +18,7 @@ from coordinator.cli import (
     jobs,
     keys,
     local,
+    metrics,
     node,
     plan,
     preflight,
@@ -78,6 +79,7 @@ app.command()(backup.backup)
 app.command()(backup.restore)
 app.add_typer(rollout.app, name="rollout")
 app.add_typer(plan.app, name="plan")
+app.add_typer(metrics.app, name="metrics")
 app.command(help=preflight.HELP)(preflight.preflight)
 
 
