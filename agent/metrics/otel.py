@@ -52,7 +52,8 @@ def _callback(
                 attrs = dict(fixed)
                 for label, v in zip(p.labels, values, strict=True):
                     if v != "":
-                        attrs[mapping.labels[label]] = mapping.attribute_value(label, v)
+                        attr = mapping.attribute(p.spec, label) or label
+                        attrs[attr] = mapping.attribute_value(attr, v)
                 out.append(Observation(value * p.otel_scale, attrs))
         return out
 

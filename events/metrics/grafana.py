@@ -35,7 +35,7 @@ def translate_dashboard(text: str | bytes, mapping: Mapping | None = None) -> Da
         raise ValueError("a Grafana dashboard is a JSON object")
     mapping = mapping or load()
     state = _Walk(mapping)
-    return DashboardTranslation(state.walk(doc, "", set()), state.rewritten, state.notes)
+    return DashboardTranslation(state.walk(doc, "", {}), state.rewritten, state.notes)
 
 
 class _Walk:
@@ -44,14 +44,14 @@ class _Walk:
         self.rewritten = 0
         self.notes: list[str] = []
 
-    def walk(self, node: Any, path: str, labels: set[str]) -> Any:
+    def walk(self, node: Any, path: str, labels: dict[str, str]) -> Any:
         if isinstance(node, list):
             return [self.walk(v, f"{path}[{i}]", labels) for i, v in enumerate(node)]
         if not isinstance(node, dict):
             return node
         # a target's legend names the labels of its own query: rewrite the queries first
         out: dict[str, Any] = {}
-        here = set(labels)
+        here = dict(labels)
         for key, value in node.items():
             if key in _QUERY_KEYS and isinstance(value, str):
                 out[key] = self.query(value, f"{path}.{key}".lstrip("."), here)
@@ -61,12 +61,12 @@ class _Walk:
             if key in _QUERY_KEYS and isinstance(value, str):
                 continue
             if key == "legendFormat" and isinstance(value, str):
-                out[key] = translate_template(value, here, self.mapping)
+                out[key] = translate_template(value, here)
             else:
                 out[key] = self.walk(value, f"{path}.{key}".lstrip("."), here)
         return out
 
-    def query(self, text: str, where: str, labels: set[str]) -> str:
+    def query(self, text: str, where: str, labels: dict[str, str]) -> str:
         try:
             t = translate(text, self.mapping)
         except PromqlError as exc:
@@ -75,7 +75,6 @@ class _Walk:
             return text
         if t.text != text:
             self.rewritten += 1
-        for name in t.metrics:
-            labels.update(self.mapping.labels_of(self.mapping.by_name()[name]))
+        labels.update(t.labels)
         self.notes += [f"{where}: {n}" for n in t.notes]
         return t.text

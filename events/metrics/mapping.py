@@ -17,7 +17,7 @@ import msgspec
 
 from events.metrics import units
 
-MetricType = Literal["gauge", "counter"]
+MetricType = Literal["gauge", "counter", "histogram"]
 Scope = Literal["gpu", "node", "coordinator"]
 Component = Literal["agent", "coordinator"]
 
@@ -38,9 +38,20 @@ class MetricSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     source: str
     otel: OtelName
     dcgm: Literal["default", "optional"] | None = None
+    # labels the source adds; "label" takes its attribute from [labels], "label=attribute" names its own
     by: list[str] = []
     scope: Scope = "gpu"
     component: Component = "agent"
+    buckets: list[float] = []  # a histogram's upper bounds, increasing (+Inf is added)
+
+    @property
+    def by_labels(self) -> list[str]:
+        return [b.split("=", 1)[0] for b in self.by]
+
+    @property
+    def by_attributes(self) -> dict[str, str]:
+        """The attributes this metric names for its own labels (``by = ["phase=myolo.job.phase"]``)."""
+        return dict(b.split("=", 1) for b in self.by if "=" in b)  # type: ignore[misc]
 
     @property
     def otel_scale(self) -> float:
@@ -67,11 +78,15 @@ class Mapping(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
     def labels_of(self, spec: MetricSpec) -> list[str]:
         """Every label of the metric's series, in order: the scope's identity, then the source's own."""
-        return [*self.scopes[spec.scope], *spec.by]
+        return [*self.scopes[spec.scope], *spec.by_labels]
 
-    def attribute_value(self, label: str, value: str) -> str:
-        """The OpenTelemetry value of ``label="value"`` (most are the same)."""
-        return self.values.get(self.labels[label], {}).get(value, value)
+    def attribute(self, spec: MetricSpec, label: str) -> str | None:
+        """The OpenTelemetry attribute of ``label`` on ``spec``'s series (None: not one of its labels' names)."""
+        return spec.by_attributes.get(label) or self.labels.get(label)
+
+    def attribute_value(self, attribute: str, value: str) -> str:
+        """The OpenTelemetry value of ``attribute`` for the label value ``value`` (most are the same)."""
+        return self.values.get(attribute, {}).get(value, value)
 
 
 class MappingError(ValueError):
@@ -108,7 +123,15 @@ def validate(mapping: Mapping) -> list[str]:
         seen[m.name] = m.name
         if m.scope not in mapping.scopes:
             problems.append(f"{where}: scope {m.scope!r} is not in [scopes]")
-        problems += [f"{where}: label {lb!r} in by has no entry in [labels]" for lb in m.by if lb not in mapping.labels]
+        problems += [
+            f"{where}: label {lb!r} in by has no entry in [labels]; add one or write it as {lb}=<attribute>"
+            for lb in m.by
+            if lb not in mapping.labels and "=" not in lb
+        ]
+        if m.type == "histogram" and (not m.buckets or m.buckets != sorted(set(m.buckets))):
+            problems.append(f"{where}: a histogram needs buckets, increasing")
+        if m.buckets and m.type != "histogram":
+            problems.append(f"{where}: buckets are for a histogram, not a {m.type}")
         for field, code in (("unit", m.unit), ("otel.unit", m.otel.unit)):
             try:
                 units.unit(code)
@@ -125,7 +148,7 @@ def validate(mapping: Mapping) -> list[str]:
                 f"{where}: otel name {m.otel.name!r} is {kind[1]} in {kind[0]!r} here but {first[1]} in "
                 f"{first[0]!r} for {first[2]!r}; one OpenTelemetry metric has one unit and one kind"
             )
-        by_attrs = tuple(sorted(mapping.labels.get(lb, lb) for lb in m.by))
+        by_attrs = tuple(sorted(mapping.attribute(m, lb) or lb for lb in m.by_labels))
         key = (m.otel.name, tuple(sorted(m.otel.attributes.items())), by_attrs)
         other = series.setdefault(key, m.name)
         if other != m.name:

@@ -68,6 +68,7 @@ class Translation:
     text: str
     metrics: list[str]  # the mapped names it found, in order
     notes: list[str]  # what it could not rewrite, and why
+    labels: dict[str, str] = field(default_factory=dict)  # label -> attribute, of the metrics it found
 
 
 def tokenize(expr: str) -> list[Token]:
@@ -108,7 +109,7 @@ class _Rewriter:
         self.specs = mapping.by_name()
         self.found: list[str] = []
         self.notes: list[str] = []
-        self.labels_in_play: set[str] = set()
+        self.labels_in_play: dict[str, str] = {}  # label -> attribute, of the metrics selected
 
     # -- helpers over significant tokens ------------------------------------------------------------------
     def t(self, s: int) -> Token | None:
@@ -141,10 +142,6 @@ class _Rewriter:
         if stack:
             raise PromqlError(f"{stack[-1]!r} is never closed")
 
-    def label_name(self, label: str) -> str:
-        attr = self.mapping.labels.get(label)
-        return units.prometheus_label(attr) if attr else label
-
     # -- the rewrite ---------------------------------------------------------------------------------------
     def run(self) -> Translation:
         self.balanced()
@@ -159,12 +156,13 @@ class _Rewriter:
             else:
                 s += 1
         self.grouping()
-        return Translation("".join(t.out() for t in self.toks), self.found, self.notes)
+        return Translation("".join(t.out() for t in self.toks), self.found, self.notes, dict(self.labels_in_play))
 
     def selector(self, s: int, spec: MetricSpec) -> int:
         """Rewrite the selector whose name is at ``s``; returns the position after it."""
         self.found.append(spec.name)
-        self.labels_in_play.update(self.mapping.labels_of(spec))
+        for label in self.mapping.labels_of(spec):
+            self.labels_in_play.setdefault(label, self.mapping.attribute(spec, label) or label)
         name = self.t(s)
         assert name is not None
         name.text = spec.otel_prometheus_name
@@ -172,7 +170,7 @@ class _Rewriter:
         end = s
         if self.is_op(s + 1, "{"):
             end = self.close_of(s + 1, "{", "}")
-            self.matchers(s + 2, end, fixed)
+            self.matchers(s + 2, end, fixed, spec)
         extra = ", ".join(f"{units.prometheus_label(a)}={_quote(v)}" for a, v in sorted(fixed.items()))
         if extra:
             if end == s:
@@ -191,7 +189,7 @@ class _Rewriter:
             self.scale(s, end, k, ranged, spec)
         return end + 1
 
-    def matchers(self, start: int, stop: int, fixed: dict[str, str]) -> None:
+    def matchers(self, start: int, stop: int, fixed: dict[str, str], spec: MetricSpec) -> None:
         """Rename the labels of ``{...}`` between ``start`` and ``stop``; drop from ``fixed`` what they name."""
         s = start
         while s < stop:
@@ -199,14 +197,14 @@ class _Rewriter:
             if label is None or op is None or value is None or label.kind not in ("ident", "str"):
                 raise PromqlError('a label matcher is not `label op "value"`')
             raw = label.text if label.kind == "ident" else _unquote(label.text)
-            attr = self.mapping.labels.get(raw)
+            attr = self.mapping.attribute(spec, raw)
             for named in [a for a in fixed if units.prometheus_label(a) == raw]:
                 fixed.pop(named)  # the query already names this attribute by its stored label
             if attr is not None:
                 label.text = units.prometheus_label(attr)
                 fixed.pop(attr, None)
                 if op.text in ("=", "!=") and value.kind == "str":
-                    new = self.mapping.attribute_value(raw, _unquote(value.text))
+                    new = self.mapping.attribute_value(attr, _unquote(value.text))
                     if new != _unquote(value.text):
                         value.text = _quote(new)
                 elif op.text in ("=~", "!~") and attr in self.mapping.values:
@@ -285,7 +283,7 @@ class _Rewriter:
     def _rename_label(self, s: int) -> None:
         tok = self.t(s)
         if tok is not None and tok.kind == "ident" and tok.text in self.labels_in_play:
-            tok.text = self.label_name(tok.text)
+            tok.text = units.prometheus_label(self.labels_in_play[tok.text])
 
 
 def translate(expr: str, mapping: Mapping | None = None) -> Translation:
@@ -293,13 +291,13 @@ def translate(expr: str, mapping: Mapping | None = None) -> Translation:
     return _Rewriter(expr, mapping or load()).run()
 
 
-def translate_template(text: str, labels: set[str], mapping: Mapping | None = None) -> str:
-    """Grafana's legend templates: ``GPU {{gpu}}`` -> ``GPU {{myolo_gpu_index}}`` for the labels given."""
-    mapping = mapping or load()
+def translate_template(text: str, labels: dict[str, str]) -> str:
+    """Grafana's legend templates: ``GPU {{gpu}}`` -> ``GPU {{myolo_gpu_index}}`` for the labels given (label ->
+    attribute, as :attr:`Translation.labels` has them)."""
 
     def sub(m: re.Match[str]) -> str:
         label = m.group(1)
-        attr = mapping.labels.get(label)
-        return "{{" + (units.prometheus_label(attr) if attr and label in labels else label) + "}}"
+        attr = labels.get(label)
+        return "{{" + (units.prometheus_label(attr) if attr else label) + "}}"
 
     return re.sub(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", sub, text)

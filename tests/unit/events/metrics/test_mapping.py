@@ -108,7 +108,8 @@ def test_a_usable_mapping_parses():
         (lambda t: t.replace('unit = "1"', 'unit = "W"'), "cannot convert '%'"),
         (lambda t: t.replace('unit = "%"', 'unit = "furlongs"'), "unknown unit 'furlongs'"),
         (lambda t: t.replace('gpu = ["gpu"]', 'gpu = ["gpu", "UUID"]'), "label 'UUID' has no entry"),
-        (lambda t: t.replace('type = "gauge"', 'type = "histogram"'), "type"),
+        (lambda t: t.replace('type = "gauge"', 'type = "summary"'), "type"),
+        (lambda t: t.replace('type = "gauge"', 'type = "histogram"'), "a histogram needs buckets"),
         (lambda t: t + "extra = 1\n", "extra"),
         (lambda t: t + t[t.index("[[metric]]") :], "defined twice"),
         (

@@ -69,10 +69,12 @@ def test_unreadable_expressions_are_refused_with_the_reason(bad):
 
 
 def test_legend_templates_follow_the_labels_of_their_query():
-    assert translate_template("GPU {{gpu}} on {{ Hostname }} ({{instance}})", {"gpu", "Hostname"}) == (
+    labels = translate("DCGM_FI_DEV_GPU_UTIL").labels
+    assert labels["gpu"] == "myolo.gpu.index" and labels["Hostname"] == "host.name"
+    assert translate_template("GPU {{gpu}} on {{ Hostname }} ({{instance}})", labels) == (
         "GPU {{myolo_gpu_index}} on {{host_name}} ({{instance}})"
     )
-    assert translate_template("GPU {{gpu}}", set()) == "GPU {{gpu}}"
+    assert translate_template("GPU {{gpu}}", {}) == "GPU {{gpu}}"
 
 
 def test_nvidias_dashboard_is_rewritten_query_by_query_and_nothing_else_changes():
