@@ -62,6 +62,17 @@ def parse_rfc3339(value: str) -> datetime:
     return dt
 
 
+def event_seconds(event: Event, default: float) -> float:
+    """The event's own time in seconds since the epoch (its producer's clock); ``default`` when it has none
+    or one that does not parse."""
+    if event.time is None:
+        return default
+    try:
+        return parse_rfc3339(event.time).timestamp()
+    except ValueError:
+        return default
+
+
 def new_event(
     data: Payload,
     source: str,

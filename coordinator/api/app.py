@@ -17,6 +17,7 @@ from coordinator.api import openapi, routes
 from coordinator.api.body import MAX_BODY
 from coordinator.api.errors import json_errors
 from coordinator.api.gate import SECURITY, Security, guard, install
+from coordinator.api.requests import RequestCounts
 from coordinator.core.component import RouteSet
 
 
@@ -30,10 +31,14 @@ def _served_by(instance_id: str) -> Callable[..., Awaitable[web.StreamResponse]]
     return middleware
 
 
-def create_app(core: routes.CoreView, parts: Sequence[RouteSet], security: Security) -> web.Application:
-    """The API of one coordinator (reads from its components; writes only when it leads)."""
+def create_app(
+    core: routes.CoreView, parts: Sequence[RouteSet], security: Security, requests: RequestCounts | None = None
+) -> web.Application:
+    """The API of one coordinator (reads from its components; writes only when it leads). ``requests``
+    counts every request answered (``myolo_api_requests_total``)."""
     document = openapi.assemble(p.openapi for p in parts if p.openapi is not None)
-    middlewares = [_served_by(core.instance_id), guard, json_errors]
+    counting = [requests.middleware()] if requests is not None else []
+    middlewares = [_served_by(core.instance_id), *counting, guard, json_errors]
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app[SECURITY] = security
     app.add_routes(routes.routes(core, document, [p.health for p in parts]))
@@ -50,9 +55,10 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     ssl_context: ssl.SSLContext | None = None,
+    requests: RequestCounts | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Start the API; returns the runner (``await runner.cleanup()`` stops it) and the bound port."""
-    runner = web.AppRunner(create_app(core, parts, security), access_log=None)
+    runner = web.AppRunner(create_app(core, parts, security, requests), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()

@@ -1,8 +1,9 @@
 """Who is calling, and may they: bearer tokens, roles per route, and ``caller(request)`` for the routes.
 
-Roles are ordered: viewer (reads) < operator (cordon, uncordon, jobs: every other write) < admin (also the
-routes a component lists in ``RouteSet.admin_routes``). A GET or HEAD needs a viewer, any other method an
-operator, unless the route is admin-only. ``/healthz`` and ``/openapi.json`` answer without a token: a load
+Roles are ordered: scrape (``GET /metrics`` only: a Prometheus server's token) < viewer (reads) < operator
+(cordon, uncordon, jobs: every other write) < admin (also the routes a component lists in
+``RouteSet.admin_routes``). A GET or HEAD needs a viewer, any other method an operator, unless the route is
+admin-only or ``/metrics``. ``/healthz`` and ``/openapi.json`` answer without a token: a load
 balancer or systemd probe has none, and neither says more than that the coordinator runs (and which role it
 has) or what the API looks like, which is public in the repository anyway.
 """
@@ -18,6 +19,7 @@ from coordinator.api.tokens import MAX_TOKEN, RANK, Role, TokenStore, TokensUnav
 from coordinator.core.errors import Forbidden, Invalid, Unauthenticated, Unavailable
 
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
+SCRAPE_PATHS = frozenset({"/metrics"})  # all a scrape token may read
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ANONYMOUS = "anonymous"
 
@@ -125,6 +127,8 @@ class RoutePolicy:
     def needs(self, method: str, pattern: str) -> Role:
         if ("GET" if method == "HEAD" else method, pattern) in self.admin:  # a HEAD is its GET without the body
             return "admin"
+        if method in SAFE_METHODS and pattern in SCRAPE_PATHS:
+            return "scrape"
         return "viewer" if method in SAFE_METHODS else "operator"
 
 

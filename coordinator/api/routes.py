@@ -1,4 +1,4 @@
-"""The core's routes: ``/healthz``, ``/openapi.json`` and ``/v1/leader``. Components add their own."""
+"""The core's routes: ``/healthz``, ``/openapi.json``, ``/v1/leader`` and ``/metrics``. Components add their own."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from coordinator.core.leadership import LeaderInfo
+from events.metrics.text import CONTENT_TYPE
 
 
 class CoreView(Protocol):
@@ -25,6 +26,9 @@ class CoreView(Protocol):
 
     def generations(self) -> tuple[int, int | None]:
         """(the leader group's generation this member last joined, the generation the known term was granted in)."""
+
+    def metrics_text(self) -> str:
+        """The Prometheus page of this coordinator (``coordinator/core/metrics.py``)."""
 
 
 def leader_json(info: LeaderInfo | None, instance_id: str, is_leader: bool) -> dict[str, Any]:
@@ -60,4 +64,12 @@ def routes(core: CoreView, document: dict[str, Any], health: list[Callable[[], d
     async def leader(request: web.Request) -> web.Response:
         return web.json_response(leader_json(core.leader_info(), core.instance_id, core.is_leader))
 
-    return [web.get("/healthz", healthz), web.get("/openapi.json", openapi), web.get("/v1/leader", leader)]
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=core.metrics_text().encode(), headers={"Content-Type": CONTENT_TYPE})
+
+    return [
+        web.get("/healthz", healthz),
+        web.get("/openapi.json", openapi),
+        web.get("/v1/leader", leader),
+        web.get("/metrics", metrics),
+    ]

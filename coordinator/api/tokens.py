@@ -28,7 +28,8 @@ from events.files import atomic_write
 
 log = structlog.get_logger("myolo.coordinator.api")
 
-Role = Literal["viewer", "operator", "admin"]
+# scrape: GET /metrics and nothing else (a Prometheus server's token); then each role can do what the one before can
+Role = Literal["scrape", "viewer", "operator", "admin"]
 ROLES: tuple[Role, ...] = get_args(Role)
 RANK: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
 FIELD = "api.tokens_file"

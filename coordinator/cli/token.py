@@ -34,7 +34,13 @@ DEFAULT = Path("/etc/myolo/api-tokens")
 @app.command()
 def create(
     name: Annotated[str, typer.Argument(help="Who the token is for, e.g. alice or ci-deploy (recorded as `by`).")],
-    role: Annotated[str, typer.Option("--role", help="viewer (reads), operator (writes), admin (everything).")],
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role",
+            help="scrape (GET /metrics only: for Prometheus), viewer (reads), operator (writes), admin (everything).",
+        ),
+    ],
     tokens_file: TokensFile = DEFAULT,
 ) -> None:
     """Make a token for NAME with ROLE: its hash is appended to the tokens file, the token printed once."""

@@ -14,7 +14,7 @@ import msgspec
 import structlog
 
 from coordinator.commands.interface import CommandSender
-from coordinator.cordons import routes
+from coordinator.cordons import routes, series
 from coordinator.cordons.config import CordonsConfig
 from coordinator.cordons.interface import AutoCordons
 from coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
@@ -24,7 +24,7 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.core.errors import UnknownNode
 from coordinator.fleet.interface import FleetNodes, NodeState, Transition
-from events.envelope import Event
+from events.envelope import Event, event_seconds
 from events.payloads import NodeFault, NodeSample
 from events.payloads.commands import DrainArgs
 
@@ -119,7 +119,7 @@ class Cordons(Component):
         else:
             return
         if decision is not None:
-            self.writer.request(node.node_id, *decision)
+            self.writer.request(node.node_id, *decision, since=event_seconds(event, self.ctx.clock.now()))
 
     def _on_liveness(self, t: Transition) -> None:
         if self.ctx.leadership.is_leader:
@@ -174,3 +174,6 @@ class Cordons(Component):
 
     def stats(self) -> dict[str, int]:
         return {"cordons_written": self.writer.cordons_written, "cordons_deferred": self.writer.deferred_total}
+
+    def metrics(self) -> dict[str, Any]:
+        return series.series(self.fleet.nodes(), self.writer.latency)

@@ -21,8 +21,11 @@ from coordinator.cordons.records import STATE_NODES, CordonRecord
 from coordinator.fleet.interface import FleetNodes
 from coordinator.state import StateStore
 from events.clock import Clock
+from events.metrics.histogram import Histogram
+from events.metrics.mapping import load
 
 log = structlog.get_logger("myolo.coordinator.cordons")
+LATENCY_METRIC = "myolo_fault_to_cordon_seconds"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Decision:
     by: str
     cordon: bool = True
     silent_since: float | None = None
+    since: float | None = None  # the fault's own time (the node's clock): measured to the cordon's write
 
 
 class CordonWriter:
@@ -57,14 +61,17 @@ class CordonWriter:
         self._deferred: dict[str, Decision] = {}
         self.cordons_written = 0
         self.deferred_total = 0
+        self.latency = Histogram(load().by_name()[LATENCY_METRIC].buckets)  # fault -> cordon written, seconds
 
     @property
     def queued(self) -> int:
         return self._queue.qsize() + len(self._deferred)
 
-    def request(self, node_id: str, reason: str, by: str, *, silent_since: float | None = None) -> bool:
+    def request(
+        self, node_id: str, reason: str, by: str, *, silent_since: float | None = None, since: float | None = None
+    ) -> bool:
         """Queue an automatic cordon. False when a decision for this node is already on its way."""
-        return self.decide(Decision(node_id, reason, by, silent_since=silent_since))
+        return self.decide(Decision(node_id, reason, by, silent_since=silent_since, since=since))
 
     def decide(self, decision: Decision) -> bool:
         node_id = decision.node_id
@@ -130,6 +137,8 @@ class CordonWriter:
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
+            if d.cordon and d.since is not None:
+                self.latency.observe(max(0.0, rec.time - d.since))
             if self._after is not None:
                 await self._after(rec)  # e.g. tell the node to drain: the command path retries on its own
             return

@@ -11,7 +11,7 @@ topics from them. Adding a component is adding a folder and one line in the list
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -126,6 +126,11 @@ class Component:
 
     def stats(self) -> dict[str, int]:
         """Counters for the status snapshot and tests."""
+        return {}
+
+    def metrics(self) -> Mapping[str, Iterable[tuple[tuple[str, ...], Any]]]:
+        """Series for ``GET /metrics``, by their name in ``events/metrics/mapping.toml`` (component
+        ``coordinator``): each ``(values of the metric's by-labels, value)``. Read from memory only."""
         return {}
 
     def status(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from coordinator.api.requests import RequestCounts
 from coordinator.core import assembly
 from coordinator.core.component import Component, StateTopic
 from coordinator.core.config import CoreConfig, previous_signers, section
@@ -29,6 +30,7 @@ from coordinator.core.context import Context
 from coordinator.core.ingest import ConsumerHealth
 from coordinator.core.ingest_guard import IngestGuard
 from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
+from coordinator.core.metrics import CoordinatorMetrics, Series
 from coordinator.core.router import EventRouter
 from coordinator.leader.election import LeaderElector
 from coordinator.state import StateCodec, StateKeys, StateStore, StateTail
@@ -139,6 +141,10 @@ class Coordinator:
             session_timeout_ms=cfg.leader.session_timeout_ms,
             heartbeat_interval_ms=cfg.leader.heartbeat_interval_ms,
         )
+        self.requests = RequestCounts()  # the API's requests, counted by its middleware
+        self.metrics = CoordinatorMetrics(
+            self.instance_id, [("core", self.core_metrics), *((type(c).name, c.metrics) for c in self.peers)]
+        )
         self._tasks: list[asyncio.Task] = []
         self.ticks_skipped = 0
         self._stop = asyncio.Event()
@@ -228,7 +234,9 @@ class Coordinator:
         api = self.cfg.api
         parts = [p for p in (c.api() for c in self.peers) if p is not None]
         security = security_for(api, kafka_sender(self._producer), self.clock, self.instance_id)  # audit: plain
-        self._api_runner, port = await serve(self, parts, security, api.host, api.port, server_ssl(api))
+        self._api_runner, port = await serve(
+            self, parts, security, api.host, api.port, server_ssl(api), requests=self.requests
+        )
         if api.port == 0 and not api.advertise_url:  # an ephemeral port: say which one
             self.api_url = msgspec.structs.replace(api, port=port).url()
         log.info("HTTP API listening", url=self.api_url)
@@ -342,6 +350,27 @@ class Coordinator:
             self.write_status(Path(self.cfg.status_file))
         except Exception as exc:  # a full disk must not stop the coordinator; the next tick tries again
             log.warning("status file not written", path=self.cfg.status_file, error=repr(exc))
+
+    # ---- metrics ------------------------------------------------------------------------------------------
+    def metrics_text(self) -> str:
+        return self.metrics.render()
+
+    def core_metrics(self) -> dict[str, Iterable[Series]]:
+        """The core's own series: leadership, ingest, dead letters, forged state records, API requests."""
+        info = self.leader_info()
+        s = self.ingest.stats
+        return {
+            "myolo_coordinator_leader": [((), 1.0 if self.is_leader else 0.0)],
+            "myolo_coordinator_epoch": [((), float(info.epoch))] if info is not None else [],
+            "myolo_coordinator_events_consumed_total": [((), float(s.consumed))],
+            "myolo_coordinator_ingest_lag_records": [
+                ((topic, str(part)), float(lag)) for (topic, part), lag in sorted(self.ingest.partition_lag().items())
+            ],
+            "myolo_coordinator_ingest_lag_seconds": [((), self.ingest_health.state().lag_s)],
+            "myolo_coordinator_dead_letters_total": [(key, float(n)) for key, n in sorted(s.dead_lettered_by.items())],
+            "myolo_coordinator_state_records_forged_total": [((), float(self.tail.forged))],
+            "myolo_api_requests_total": [(key, float(n)) for key, n in sorted(self.requests.counts.items())],
+        }
 
     # ---- status -------------------------------------------------------------------------------------------
     def stats(self) -> dict[str, int]:

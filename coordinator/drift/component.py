@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import structlog
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.core.errors import Invalid
-from coordinator.drift import routes
+from coordinator.drift import routes, series
 from coordinator.drift.config import DriftConfig
 from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
 from coordinator.drift.monitor import Monitor
@@ -83,6 +84,7 @@ class Drift(Component):
         self.monitors: dict[Key, Monitor] = {}
         self.retrainer = Retrainer(self.cfg, ctx.store, self.registry, self.jobs)
         self._stored: dict[Key, set[str]] = {}  # learned features already written
+        self.by_model: Counter[tuple[str, str]] = Counter()  # (evaluations | detections, model), GET /metrics
         self.counters: dict[str, int] = {
             "samples": 0,
             "unwatched": 0,
@@ -267,6 +269,7 @@ class Drift(Component):
             if result is None:
                 continue
             self.counters["evaluations"] += 1
+            self.by_model[("evaluations", key[0])] += 1
             if leading:
                 await self._evaluated(key, monitor, result, now)
         if leading:
@@ -309,6 +312,7 @@ class Drift(Component):
         if detection_id is None:
             return
         self.counters["detections"] += 1
+        self.by_model[("detections", model)] += 1
         job = await self.retrainer.detected(model, version, detection_id, now)
         rule = monitor.rule
         await self.ctx.producer.send(
@@ -342,6 +346,9 @@ class Drift(Component):
     def stats(self) -> dict[str, int]:
         retrained = {"retrainings": self.retrainer.submitted, "registered": self.retrainer.registered}
         return {**self.counters, **retrained, "monitors": len(self.monitors)}
+
+    def metrics(self) -> dict[str, Any]:
+        return series.series(self.by_model, {m for m, _ in self.monitors})
 
     def status(self) -> dict[str, Any]:
         return {"drift": [msgspec.to_builtins(s) for s in self.summary()]}

@@ -16,7 +16,7 @@ import structlog
 from coordinator.commands.interface import CommandSender
 from coordinator.core.component import Component, RouteSet
 from coordinator.core.context import Context
-from coordinator.fleet import liveness, routes
+from coordinator.fleet import liveness, routes, series
 from coordinator.fleet.config import FleetConfig
 from coordinator.fleet.interface import Applied, Changed, FleetNodes
 from coordinator.fleet.model import CordonRecord, NodeState
@@ -186,3 +186,6 @@ class Fleet(Component):
 
     def status(self) -> dict[str, Any]:
         return {"nodes": msgspec.to_builtins(self.view.nodes()), "liveness_hold": self.hold}
+
+    def metrics(self) -> dict[str, Any]:
+        return series.series(self.view.nodes_by_id.values())

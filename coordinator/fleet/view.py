@@ -15,7 +15,7 @@ import msgspec
 
 from coordinator.fleet import plausibility
 from coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
-from events.envelope import Event, parse_rfc3339
+from events.envelope import Event, event_seconds
 from events.payloads import BandwidthReport, CommandAck, LeakReport, NcclReport, NodeFault, NodeSample
 
 MAX_FAULTS = 50
@@ -139,7 +139,7 @@ class FleetView:
         node = self._get_or_add(s.node_id, now)
         if node is None:
             return self._full(s.node_id, event, now)
-        sampled = _event_time(event, now)
+        sampled = event_seconds(event, now)
         # what the node is now (where it is reachable, its releases' trials) comes from its newest sample: a
         # delayed one (a spool sent late) may predate a restart
         newest = node.last_event_time is None or sampled >= node.last_event_time
@@ -185,7 +185,10 @@ class FleetView:
         )
         new = self.swap(
             node,
-            recent_faults=(*node.recent_faults[-(MAX_FAULTS - 1) :], FaultEntry.from_event(f, _event_time(event, now))),
+            recent_faults=(
+                *node.recent_faults[-(MAX_FAULTS - 1) :],
+                FaultEntry.from_event(f, event_seconds(event, now)),
+            ),
             health=health,
             health_reasons=reasons,
         )
@@ -227,12 +230,3 @@ class FleetView:
             sampled if new_run else node.continuous_since,
             sampled if last is None or sampled > last else last,
         )
-
-
-def _event_time(event: Event, default: float) -> float:
-    if event.time is None:
-        return default
-    try:
-        return parse_rfc3339(event.time).timestamp()
-    except ValueError:
-        return default

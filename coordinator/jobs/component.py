@@ -9,6 +9,7 @@ it finds the generation as recorded and the fleet as it is.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from coordinator.cordons.interface import AutoCordons
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.fleet.interface import FleetNodes, NodeState
-from coordinator.jobs import routes
+from coordinator.jobs import routes, series
 from coordinator.jobs.answers import job_answer
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
@@ -68,6 +69,7 @@ class Jobs(Component):
         self.fleet = ctx.need(FleetNodes)
         self.records: dict[str, JobRecord] = {}  # as on the state topic
         self.runtime: dict[str, JobRuntime] = {}  # what was heard of each job since (memory only)
+        self.decisions: Counter[str] = Counter()  # decisions this coordinator wrote, by kind (GET /metrics)
         self._on_node: dict[str, set[str]] = {}  # node -> jobs with a member there
         self._lock = asyncio.Lock()
         self.reconciler = Reconciler(
@@ -172,6 +174,7 @@ class Jobs(Component):
         )
         rec = with_status(rec, updated=self.ctx.clock.now(), progress=progress)
         await self.ctx.store.put(STATE_JOBS, rec.name, rec)
+        self.decisions.update(d.kind for d in series.new_decisions(mine, rec))
         self.records[rec.name] = rec
         self._index()
         return rec
@@ -408,6 +411,9 @@ class Jobs(Component):
 
     def stats(self) -> dict[str, int]:
         return {"jobs": len(self.records), "generations_started": self.reconciler.generations_started}
+
+    def metrics(self) -> dict[str, Any]:
+        return series.series(self.records.values(), self.decisions)
 
     def status(self) -> dict[str, Any]:
         return {"jobs": [msgspec.to_builtins(job_answer(r)) for r in self.jobs()]}

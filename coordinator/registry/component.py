@@ -18,7 +18,7 @@ import structlog
 
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
-from coordinator.registry import checks, evals, routes
+from coordinator.registry import checks, evals, routes, series
 from coordinator.registry.config import RegistryConfig
 from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
 from coordinator.registry.interface import ModelRegistry, NewVersion
@@ -339,6 +339,9 @@ class Registry(Component):
 
     def api(self) -> RouteSet:
         return RouteSet(routes.routes(self), self.openapi)
+
+    def metrics(self) -> dict[str, Any]:
+        return series.series(self.view)
 
     def stats(self) -> dict[str, int]:
         return {

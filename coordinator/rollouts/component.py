@@ -31,7 +31,7 @@ from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
 from coordinator.fleet.interface import FleetNodes
 from coordinator.jobs.interface import JobsAPI
-from coordinator.rollouts import bake, gates, routes
+from coordinator.rollouts import bake, gates, routes, series
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
 from coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
 from coordinator.rollouts.plan import waves
@@ -589,3 +589,6 @@ class Rollouts(Component):
 
     def stats(self) -> dict[str, int]:
         return {"rollouts": len(self.records), "faults_seen": len(self.faults), "leak_reports_seen": len(self.leaks)}
+
+    def metrics(self) -> dict[str, Any]:
+        return series.series(self.records.values())

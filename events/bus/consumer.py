@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import structlog
@@ -29,7 +29,15 @@ from events.bus.dedupe import RecentIds
 from events.bus.unreadable import PARSE_ERRORS, step_past_unreadable
 from events.clock import Clock, SystemClock
 from events.codec import DEFAULT_MAX_BYTES, decode
-from events.deadletter import DeadLetter, DeadLetterSink, RecordInfo, count, dead_letter, without_original
+from events.deadletter import (
+    DeadLetter,
+    DeadLetterSink,
+    RecordInfo,
+    count,
+    dead_letter,
+    field_kind,
+    without_original,
+)
 from events.envelope import Event, rfc3339
 from events.errors import InvalidEvent
 from events.limits import DEDUPE_WINDOW_BYTES, Throttle, cut
@@ -85,6 +93,8 @@ class ConsumerStats:
     handler_retries: int = 0
     dead_letter_failures: int = 0
     commit_failures: int = 0
+    # by (topic, the first word of the field that was wrong: data, header, value, ...): a bounded set
+    dead_lettered_by: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class EventConsumer:
@@ -165,6 +175,19 @@ class EventConsumer:
         return FetchState(
             assigned=len(parts), last_answer=max(answers) / 1000 if answers else None, behind_since=behind_since
         )
+
+    def partition_lag(self) -> dict[tuple[str, int], int]:
+        """Records each assigned partition has that this consumer has not fetched yet (high watermark minus the
+        next offset it takes), as far as the last fetch told; a partition not fetched from yet is left out."""
+        consumer = self._consumer
+        if consumer is None:
+            return {}
+        out = {}
+        for tp in consumer.assignment():
+            high, fetched = consumer.highwater(tp), self._fetched.get(tp)
+            if high is not None and fetched is not None:
+                out[(tp.topic, tp.partition)] = max(0, high - fetched[0])
+        return out
 
     def _note_fetched(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         for tp, records in batches.items():
@@ -295,6 +318,8 @@ class EventConsumer:
         letter = dead_letter(record.value, record.key, record.headers, info, error, self.group_id, when)
         await self._send_dead_letter(letter)
         self.stats.dead_lettered += 1
+        by = (record.topic, field_kind(error.field))
+        self.stats.dead_lettered_by[by] = self.stats.dead_lettered_by.get(by, 0) + 1
         count(error, record.topic)
         self._log_budget.warn(
             log,

@@ -22,7 +22,7 @@ class AuditRecord(Payload, kw_only=True):
     request_id: Id
     outcome: Outcome
     who: Id  # the token's name ("anonymous" where the API runs without authentication)
-    role: Literal["viewer", "operator", "admin"]
+    role: Literal["scrape", "viewer", "operator", "admin"]
     method: Annotated[str, msgspec.Meta(min_length=1, max_length=16)]
     path: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]  # as requested, query included
     route: str | None = None  # the route's pattern, e.g. /v1/nodes/{node_id}/cordon

@@ -14,9 +14,9 @@ from coordinator.api.gate import Security
 from events.clock import Clock, SimClock
 from events.payloads import AuditRecord
 
-# a person per role: a write's `by` is operator:<name>
-VIEWER, OPERATOR, ADMIN = "vic", "olive", "ada"
-PEOPLE = {VIEWER: "viewer", OPERATOR: "operator", ADMIN: "admin"}
+# a person per role: a write's `by` is operator:<name>; prom is a Prometheus server's scrape token
+SCRAPER, VIEWER, OPERATOR, ADMIN = "prom", "vic", "olive", "ada"
+PEOPLE = {SCRAPER: "scrape", VIEWER: "viewer", OPERATOR: "operator", ADMIN: "admin"}
 
 
 def write_tokens(path: Path, people: dict[str, str] | None = None) -> dict[str, str]:
@@ -36,7 +36,8 @@ def token(name: str = OPERATOR) -> str:
 
 
 def bearer(name: str = OPERATOR) -> dict[str, str]:
-    """The Authorization header of the shared token of ``name`` (vic: viewer, olive: operator, ada: admin)."""
+    """The Authorization header of the shared token of ``name`` (prom: scrape, vic: viewer, olive: operator,
+    ada: admin)."""
     return {"Authorization": f"Bearer {token(name)}"}
 
 

@@ -141,6 +141,13 @@ class MemoryFleet:
     def generations(self) -> tuple[int, int | None]:
         return 4, 4
 
+    def metrics_text(self) -> str:
+        """The fleet's series only, as a coordinator renders them."""
+        from coordinator.core.metrics import CoordinatorMetrics
+        from coordinator.fleet.series import series
+
+        return CoordinatorMetrics(self.instance_id, [("fleet", lambda: series(self.fleet.values()))]).render()
+
     async def cordon(self, node_id: str, reason: str, by: str) -> CordonRecord:
         return self._write(node_id, True, reason, by)
 

@@ -43,7 +43,7 @@ def test_create_list_revoke(tmp_path: Path) -> None:
 def test_bad_names_roles_and_files_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "api-tokens"
     role = run("token", "create", "alice", "--role", "root", "--tokens-file", str(path))
-    assert role.exit_code == 2 and "one of viewer, operator, admin" in role.output and not path.exists()
+    assert role.exit_code == 2 and "one of scrape, viewer, operator, admin" in role.output and not path.exists()
     name = run("token", "create", "al ice", "--role", "admin", "--tokens-file", str(path))
     assert name.exit_code == 2 and "token name" in name.output
     assert run("token", "create", "alice", "--role", "admin", "--tokens-file", str(path)).exit_code == 0
