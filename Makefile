@@ -20,16 +20,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[train,dev,otlp]"
 	@rm -f $(VENV)/.installed-*; touch $@
 
-sysdeps:  ## Install Java 17, Maven, kcat and Go (it builds Toxiproxy) from Debian's packages when missing (needs root)
+sysdeps:  ## Install Java 17, Maven, kcat, Go (it builds Toxiproxy) and Prometheus from Debian's packages when missing (needs root)
 	@missing=""; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v prometheus >/dev/null && command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	command -v go >/dev/null || test -x /usr/local/go/bin/go || missing="$$missing golang-go"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn  >/dev/null || missing="$$missing maven"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi; \
 	fi
 
 test: venv sysdeps  ## Run the whole suite (unit + integration against a real Kafka broker)

@@ -254,3 +254,21 @@ def ensure_local(state_dir: Path) -> Path:
     token = add(tokens_file, LOCAL_ADMIN, "admin")
     atomic_write(token_file, (token + "\n").encode(), mode=0o600)
     return tokens_file
+
+
+def ensure_token(tokens_file: Path, token_file: Path, name: str, role: str) -> str:
+    """The token kept in ``token_file`` for ``name`` with ``role`` in ``tokens_file``: made (and written 0600) when
+    the file is missing or no longer matches, replacing an older token of that name. Returns the token."""
+    try:
+        token = token_file.read_text().strip()
+        if any(
+            e.name == name and e.role == role and hmac.compare_digest(e.digest, digest(token))
+            for e in load(tokens_file)
+        ):
+            return token
+    except (OSError, ConfigError):
+        pass
+    revoke(tokens_file, name)
+    token = add(tokens_file, name, role)
+    atomic_write(token_file, (token + "\n").encode(), mode=0o600)
+    return token

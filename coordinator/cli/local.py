@@ -15,7 +15,7 @@ from rich.console import Console
 
 from coordinator.api.tokens import local_paths
 from coordinator.cli import auth, render
-from coordinator.localstack import security, stack
+from coordinator.localstack import prometheus, security, stack
 from coordinator.localstack.broker import BrokerError, LocalBroker, jars, state
 from coordinator.localstack.broker.security import StackSecurity
 from coordinator.localstack.broker.state import default_state_dir
@@ -144,6 +144,9 @@ def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gp
         out.print(
             f'API token: {token} (admin; myoloctl sends it to this stack; curl -H "Authorization: Bearer $(cat {token})")'
         )
+    prom = prometheus.files(state_dir).config
+    if prom.exists():
+        out.print(f"Prometheus: prometheus --config.file={prom} (targets follow the stack; docs/metrics.md)")
     out.print("next: myoloctl get nodes ; myoloctl local status ; myoloctl local down")
 
 

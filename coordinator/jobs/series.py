@@ -1,4 +1,4 @@
-"""The jobs' series for ``GET /metrics``: jobs by phase, each live job's generation and restarts, and the
+"""The jobs' series for ``GET /metrics``: jobs by phase, each job's phase, generation and restarts, and the
 controller's decisions (counted as this coordinator writes them, so on the leader that made them)."""
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ def series(records: Iterable[JobRecord], decisions: Counter[str]) -> dict[str, l
     phases = Counter(r.status.phase for r in records)
     return {
         "myolo_jobs": [((p,), float(phases[p])) for p in get_args(Phase)],
+        "myolo_job_phase": [
+            ((r.name, p), 1.0 if r.status.phase == p else 0.0) for r in records for p in get_args(Phase)
+        ],
         "myolo_job_generation": [((r.name,), float(r.status.generations)) for r in records],
         "myolo_job_restarts_total": [((r.name,), float(r.status.restarts)) for r in records],
         "myolo_scheduling_decisions_total": [((k,), float(decisions[k])) for k in get_args(DecisionKind)],

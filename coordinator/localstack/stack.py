@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,9 +24,10 @@ from urllib.parse import urlsplit
 
 from coordinator.cli.auth import stack_token
 from coordinator.core.errors import Refusal
-from coordinator.localstack import configs, health, identity, security
+from coordinator.localstack import configs, health, identity, prometheus, security
 from coordinator.localstack.broker import process, state
 from coordinator.localstack.broker.errors import BrokerError
+from events.files import atomic_write
 
 COORDINATOR, AGENT = "coordinator", "agent"
 # What each role logs once it listens, with the URL it got (event, the record's port and info keys)
@@ -153,6 +155,7 @@ def start_members(
     try:
         _wait_answering(state_dir, [r for r, _ in result], timeout)
         _enroll(state_dir, result, timeout, progress)
+        prometheus.write_config(state_dir)
     except StackError:
         stop_records(started)
         with state.locked(state_dir):
@@ -195,8 +198,9 @@ def _start_one(
     state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path, kafka: dict[str, Any]
 ) -> state.ProcessRecord:
     """Launch one member on port 0: the kernel gives it a free port as it binds, which it logs; the port is
-    read back from there and recorded (``_wait_answering``). A port picked free here and bound seconds later
-    by the process could be taken by another process in between. ``kafka``: its security settings (the
+    read back from there and recorded (``_wait_answering``), and an agent's is written into its config so a
+    restart by its launcher binds it again. A port picked free here and bound seconds later by the process
+    could be taken by another process in between. ``kafka``: its security settings (the
     security step's), added to its config's ``[kafka]``."""
     workdir = state_dir / f"{role}s" / name
     if role == COORDINATOR:
@@ -242,12 +246,26 @@ def _record_url(state_dir: Path, record: state.ProcessRecord, url: str) -> None:
     _, port_key, url_key = LISTENING[record.role]
     record.ports[port_key] = urlsplit(url).port or 0
     record.info[url_key] = url
+    if record.role == AGENT and record.ports[port_key]:
+        _pin_health_port(Path(record.info["config"]), record.ports[port_key])
     with state.locked(state_dir):
         stack = state.load(state_dir)
         saved = stack.find(record.name)
         if saved is not None and saved.pid == record.pid:
             saved.ports[port_key], saved.info[url_key] = record.ports[port_key], url
             state.save(state_dir, stack)
+
+
+def _pin_health_port(config: Path, port: int) -> None:
+    """The agent's endpoint keeps the port it got: its launcher restarts it with this config, and Prometheus
+    (``prometheus.py``'s targets) and the records keep reaching it there."""
+    try:
+        doc = tomllib.loads(config.read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return
+    if doc.get("health", {}).get("port") == 0:
+        doc["health"]["port"] = port
+        atomic_write(config, configs.toml(doc).encode(), durable=False)
 
 
 def _wait_answering(state_dir: Path, records: list[state.ProcessRecord], timeout: float) -> None:
@@ -307,6 +325,7 @@ def stop_members(state_dir: Path, progress: Progress) -> list[tuple[state.Proces
             for record in records:
                 stack.drop(record.name)
             state.save(state_dir, stack)
+    prometheus.write_targets(state_dir)
     return done
 
 
