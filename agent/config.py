@@ -81,6 +81,16 @@ class PublishConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ready_timeout_s: Positive = 15.0
 
 
+class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Profiles of trainer workers on demand (the ``profile`` command, ``GET /v1/profiles/{id}``)."""
+
+    enabled: bool = True
+    py_spy: str = ""  # the py-spy binary; default: beside the agent's Python, else on PATH
+    dir: str = ""  # default: <data_dir>/profiles
+    keep: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10  # the newest kept; older ones are removed
+    max_bytes: Annotated[int, msgspec.Meta(ge=1 << 16, le=1 << 34)] = 64 << 20  # one profile's folded stacks
+
+
 class ProbeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The bus-bandwidth probe: how it runs (for commands and the schedule) and when it runs on its own.
 
@@ -120,6 +130,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     commands: CommandsConfig = msgspec.field(default_factory=CommandsConfig)
     identity: IdentityConfig = msgspec.field(default_factory=IdentityConfig)
     probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
+    profile: ProfileConfig = msgspec.field(default_factory=ProfileConfig)
     trainer: TrainerConfig = msgspec.field(default_factory=TrainerConfig)
     releases: ReleasesConfig = msgspec.field(default_factory=ReleasesConfig)
     # OpenTelemetry: the metrics of GET /metrics under their OTel names (hw.*), pushed over OTLP when asked
@@ -173,6 +184,7 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
     spool = msgspec.structs.replace(cfg.spool, dir=str(spool_dir))
     workers_dir = Path(cfg.trainer.workers_dir).expanduser() if cfg.trainer.workers_dir else data_dir / "workers"
     trainer = msgspec.structs.replace(cfg.trainer, workers_dir=str(workers_dir))
+    profiles_dir = Path(cfg.profile.dir).expanduser() if cfg.profile.dir else data_dir / "profiles"
     node_key = Path(cfg.identity.key_file).expanduser() if cfg.identity.key_file else data_dir / NODE_KEY_NAME
     releases_dir = Path(cfg.releases.dir).expanduser()
     if not releases_dir.is_absolute():  # it is on the restarted agent's PYTHONPATH, whatever its cwd
@@ -185,6 +197,7 @@ def resolve(cfg: AgentConfig, *, env: dict[str, str] | os._Environ[str]) -> Agen
         control_socket=str(sock),
         spool=spool,
         trainer=trainer,
+        profile=msgspec.structs.replace(cfg.profile, dir=str(profiles_dir)),
         identity=IdentityConfig(key_file=str(node_key)),
         releases=msgspec.structs.replace(cfg.releases, dir=str(releases_dir)),
     )

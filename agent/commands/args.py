@@ -28,6 +28,7 @@ from events.payloads.commands import (
     DrainArgs,
     HashFilesArgs,
     NcclProbeArgs,
+    ProfileArgs,
     RollbackArgs,
     SetIntervalArgs,
     StartWorkersArgs,
@@ -103,6 +104,11 @@ def rollback_args(cmd: Command) -> dict[str, Any]:
     return {"args": args}
 
 
+def profile_args(cmd: Command) -> dict[str, Any]:
+    args: ProfileArgs = _checked(cmd)
+    return {f: getattr(args, f) for f in args.__struct_fields__}
+
+
 PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "set_interval": set_interval_args,
     "report_sample": report_sample_args,
@@ -113,4 +119,5 @@ PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "upgrade": upgrade_args,
     "rollback": rollback_args,
     "hash_files": hash_files_args,
+    "profile": profile_args,
 }

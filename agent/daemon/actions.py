@@ -14,6 +14,8 @@ this module says *what* each action does to the live agent:
 - ``upgrade`` / ``rollback``: blue-green releases of the agent or the trainer (``agent.daemon.releases``); the
   agent restarts into the new version after the ack.
 - ``hash_files``: SHA-256 of files on the node (``agent.commands.hash_files``), read in a thread.
+- ``profile``: py-spy on one trainer worker for a bounded time (``agent.profile``); the agent keeps the stacks
+  for ``GET /v1/profiles/{id}``.
 
 The consumer runs as one task; when Kafka is away it retries with back-off (the agent keeps sampling and
 spooling meanwhile). Acks go through the spool (``SpooledAcks``), so they survive an outage too.
@@ -44,6 +46,7 @@ from agent.daemon.loops import request_sample
 from agent.daemon.releases import NodeReleases
 from agent.daemon.runtime import Runtime, event_source
 from agent.daemon.trainer import trainer_actions, trainer_admissions
+from agent.profile.action import profile_action
 from events.bus import EventConsumer, EventProducer
 from events.clock import sleep_or_wake
 from events.payloads.commands import (
@@ -104,6 +107,8 @@ def daemon_actions(rt: Runtime, releases: NodeReleases | None = None) -> dict[st
     actions.update((releases or NodeReleases(rt)).actions())
     if rt.trainer is not None:
         actions.update(trainer_actions(rt.trainer))
+        if rt.profiler is not None:
+            actions["profile"] = profile_action(rt.trainer.workers, rt.profiler)[1]
     return actions
 
 
@@ -121,6 +126,8 @@ def build_executor(rt: Runtime) -> CommandExecutor:
     admissions = releases.admissions()
     if rt.trainer is not None:
         admissions.update(trainer_admissions(rt, rt.trainer, releases.trainer_trial))
+        if rt.profiler is not None:
+            admissions["profile"] = profile_action(rt.trainer.workers, rt.profiler)[0]
     return CommandExecutor(
         rt.cfg.node_id,
         commands_state_dir(cfg, rt.cfg.data_dir),

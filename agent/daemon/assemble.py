@@ -8,6 +8,7 @@ neither of those needs to import the other. Nothing is started here: :func:`agen
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from agent.config import AgentConfig
 from agent.daemon.actions import build_executor
@@ -18,6 +19,7 @@ from agent.health import HealthState
 from agent.identity import node_key
 from agent.metrics.exporter import AgentMetrics
 from agent.notify import Notifier
+from agent.profile.profiler import Profiler
 from agent.publish import Publisher
 from agent.publish.publisher import Producer
 from agent.spool import Spool
@@ -84,5 +86,8 @@ def build_runtime(
     if cfg.commands.enabled:
         if cfg.trainer.enabled:
             rt.trainer = build_supervisor(rt)
+            if cfg.profile.enabled:
+                p = cfg.profile
+                rt.profiler = Profiler(Path(p.dir), clock, py_spy=p.py_spy, keep=p.keep, max_bytes=p.max_bytes)
         rt.commands = build_executor(rt)
     return rt

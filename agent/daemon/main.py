@@ -29,6 +29,7 @@ from agent.daemon.watchers import leak_observer, nccl_task
 from agent.endpoint import ActiveCheck, HealthServer
 from agent.endpoint.logs import JobLogs
 from agent.gpu import GpuBackendError
+from agent.profile.routes import routes as profile_routes
 
 log = structlog.get_logger("myolo.agent.daemon")
 EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2
@@ -137,7 +138,11 @@ def _servers(rt: Runtime) -> list[ControlServer | HealthServer]:
                 ),
                 host=rt.cfg.health.host,
                 port=rt.cfg.health.port,
-                routes=[*JobLogs(rt.trainer).routes(), *(rt.metrics.routes() if rt.metrics else [])],
+                routes=[
+                    *JobLogs(rt.trainer).routes(),
+                    *(rt.metrics.routes() if rt.metrics else []),
+                    *profile_routes(rt.profiler),
+                ],
                 advertise=rt.cfg.address,
             )
         )

@@ -24,6 +24,7 @@ from events.payloads import FailedRelease, NodeSample
 
 if TYPE_CHECKING:  # imported only where workers are supervised: it brings ZeroMQ in
     from agent.metrics.exporter import AgentMetrics
+    from agent.profile.profiler import Profiler
     from agent.trainer.supervisor import Supervisor
 
 
@@ -55,6 +56,7 @@ class Runtime:
     trainer: Supervisor | None = None  # the node's training workers; None when commands or the trainer are off
     sampler: Sampler = field(default_factory=Sampler)
     metrics: AgentMetrics | None = None  # GET /metrics and the OpenTelemetry instruments; None when off
+    profiler: Profiler | None = None  # py-spy on a worker (the profile command); None without workers or when off
     draining: bool = False  # no new trainer workers may start here (set by the ``drain`` command)
     drain_reason: str | None = None
     probe_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one bandwidth probe at a time

@@ -118,6 +118,22 @@ class ApiClient:
     def get(self, path: str) -> dict[str, Any]:
         return self._any("GET", path, None)
 
+    def get_bytes(self, path: str, max_bytes: int) -> bytes:
+        """A GET whose answer is not JSON (a profile's stacks) from the first URL, at most ``max_bytes``."""
+        request = urllib.request.Request(self.urls[0] + path, method="GET")
+        if self.token is not None:
+            request.add_header("Authorization", f"Bearer {self.token.value}")
+        try:
+            with self.opener().open(request, timeout=self.timeout) as resp:
+                body = resp.read(max_bytes + 1)
+        except urllib.error.HTTPError as exc:
+            raise self._api_error(exc) from None
+        except OSError as exc:
+            raise Unavailable(f"{self.urls[0]}: {getattr(exc, 'reason', exc)}") from None
+        if len(body) > max_bytes:
+            raise Refusal(f"{self.urls[0]}{path}: over {max_bytes} bytes", field="size")
+        return body
+
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._any("POST", path, body)
 

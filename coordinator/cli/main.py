@@ -22,6 +22,7 @@ from coordinator.cli import (
     node,
     plan,
     preflight,
+    profile,
     quantize,
     registry,
     rollout,
@@ -80,6 +81,7 @@ app.command()(backup.restore)
 app.add_typer(rollout.app, name="rollout")
 app.add_typer(plan.app, name="plan")
 app.add_typer(metrics.app, name="metrics")
+app.add_typer(profile.app, name="profile")
 app.command(help=preflight.HELP)(preflight.preflight)
 
 

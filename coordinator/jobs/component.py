@@ -29,6 +29,7 @@ from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
+from coordinator.jobs.profile import ProfileRequest, ProfileStarted, start_profile
 from coordinator.jobs.reconcile import Evidence, Reconciler, Resize, decide
 from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord, JobSpec, JobStatus, with_spec, with_status
 from coordinator.jobs.runtime import JobRuntime
@@ -143,6 +144,12 @@ class Jobs(Component):
             rec = with_status(with_spec(rec, desired_replicas=replicas), last_resize=None)
             rec = decide(rec, "scale", f"target set to {replicas} replica(s)", self.ctx.clock.now(), by=by)
             return await self._save(rec)
+
+    async def profile(self, name: str, req: ProfileRequest, by: str) -> ProfileStarted:
+        self.ctx.leadership.require()
+        rec = self._live(name)
+        log.info("profile asked", job=name, rank=req.rank, duration_s=req.duration_s, by=by)
+        return await start_profile(rec, req, self.fleet, self.reconciler.commands, self.ctx.clock)
 
     async def delete(self, name: str, by: str) -> JobRecord:
         self.ctx.leadership.require()

@@ -6,6 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from coordinator.core.errors import Conflict, NotFound
 from coordinator.jobs.manifest import ManifestError, load_yaml, parse_manifest
+from coordinator.jobs.profile import ProfileRequest, ProfileStarted
 from coordinator.jobs.records import JobRecord
 
 __all__ = [
@@ -36,6 +37,9 @@ class JobsAPI(Protocol):
 
     async def delete(self, name: str, by: str) -> JobRecord:
         """Stop the job's workers (with a checkpoint) and forget it once they stopped."""
+
+    async def profile(self, name: str, req: ProfileRequest, by: str) -> ProfileStarted:
+        """Have the agent of the node that runs ``req.rank`` profile that worker (``jobs/profile.py``)."""
 
 
 class UnknownJob(NotFound):

@@ -1,4 +1,4 @@
-"""The jobs' HTTP routes: list and read jobs (every coordinator), apply, scale and delete (the leader).
+"""The jobs' HTTP routes: list and read jobs (every coordinator), apply, scale, delete and profile (the leader).
 
 A job is answered as its whole state record, spec and status side by side (``JobAnswer``: spec, phase,
 generation with its members, progress, decisions), the same shape ``myoloctl`` renders and ``-o json`` prints. A manifest may come as
@@ -26,6 +26,7 @@ from coordinator.core.errors import Invalid, TooLarge, Unsupported
 from coordinator.jobs.answers import job_answer
 from coordinator.jobs.interface import JobsAPI, UnknownJob
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
+from coordinator.jobs.profile import ProfileRequest
 from coordinator.jobs.records import JobRecord
 
 OPENAPI = Path(__file__).with_name("openapi.yaml")
@@ -128,8 +129,16 @@ def routes(jobs: JobsAPI) -> list[web.RouteDef]:
         record = await jobs.delete(request.match_info["name"], caller(request).by)
         return job_response(record, 202)
 
+    async def profile(request: web.Request) -> web.Response:
+        body = await read_json(request, ProfileRequest, 'send {"rank": 0, "duration_s": 300}', MAX_SMALL_BODY)
+        no_query(request)
+        started = await jobs.profile(request.match_info["name"], body, caller(request).by)
+        set_target(request, request.match_info["name"])
+        return web.Response(body=msgspec.json.encode(started), status=202, content_type="application/json")
+
     return [
         web.get("/v1/jobs", list_jobs),
+        web.post("/v1/jobs/{name}/profile", profile),
         web.post("/v1/jobs", apply),
         web.get("/v1/jobs/{name}", get_job),
         web.delete("/v1/jobs/{name}", delete),

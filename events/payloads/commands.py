@@ -26,6 +26,7 @@ CommandAction = Literal[
     "upgrade",
     "rollback",
     "hash_files",
+    "profile",
 ]
 
 
@@ -225,6 +226,26 @@ class HashFilesArgs(ActionArgs, kw_only=True):
     max_bytes: Annotated[int, msgspec.Meta(ge=1, le=1 << 44)] = 1 << 40
 
 
+MAX_PROFILE_S = 600.0  # a profile's longest run: py-spy's own cost on the worker is a few % while it samples
+# names a file on the node: letters, digits and ._- only, never a path
+ProfileId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+
+
+class ProfileArgs(ActionArgs, kw_only=True):
+    """Sample one trainer worker's stacks with py-spy for ``duration_s``, ``rate_hz`` times a second (``native``:
+    C/C++ frames too). The agent keeps the folded stacks under ``profile_id`` for ``GET /v1/profiles/{id}``."""
+
+    action = "profile"
+
+    profile_id: ProfileId
+    job_id: Id
+    rank: NonNegInt
+    generation: NonNegInt | None = None  # the generation the caller means (None: whichever runs)
+    duration_s: Annotated[float, msgspec.Meta(gt=0, le=MAX_PROFILE_S)] = 30.0
+    rate_hz: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+    native: bool = False
+
+
 # ---- what actions answer (the ack's ``result``): one definition, written by the agent, read by the coordinator
 
 
@@ -315,6 +336,19 @@ class UpgradeResult(ActionResult, kw_only=True):
     restart: str | None
 
 
+class ProfileResult(ActionResult, kw_only=True):
+    """A finished ``profile``: whose stacks, how many samples, over how long; ``ended_early`` when the worker
+    exited before ``duration_s`` (the profile covers its life up to then)."""
+
+    profile_id: str
+    job_id: str
+    rank: int
+    pid: int
+    samples: int
+    seconds: float
+    ended_early: bool = False
+
+
 class RollbackResult(ActionResult, kw_only=True):
     """The release switched back to (``path`` None: the base install) and what ran before."""
 
@@ -337,6 +371,7 @@ ACTION_ARGS: dict[str, type[ActionArgs]] = {
         UpgradeArgs,
         RollbackArgs,
         HashFilesArgs,
+        ProfileArgs,
     )
 }
 
@@ -351,6 +386,7 @@ ACTION_RESULTS: dict[str, type[ActionResult] | type[HashFilesResult]] = {
     "upgrade": UpgradeResult,
     "rollback": RollbackResult,
     "hash_files": HashFilesResult,
+    "profile": ProfileResult,
 }
 
 

@@ -36,6 +36,7 @@ import msgspec
 
 from events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
 from kernels.worker.orphan import die_with_agent
+from kernels.worker.tracer import let_agent_trace
 
 # what a worker imports before its first step (its run imports the rest of these lazily)
 PRELOAD = (
@@ -161,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19")
     args = parser.parse_args(argv)
     die_with_agent()
+    let_agent_trace()
     try:
         preload(PRELOAD, args.nice)
     except BaseException:

@@ -38,6 +38,7 @@ from kernels.cli.options import make_command  # noqa: E402
 from kernels.train import progress  # noqa: E402
 from kernels.train.config import JobConfig, JobConfigError  # noqa: E402
 from kernels.worker.orphan import die_with_agent  # noqa: E402
+from kernels.worker.tracer import let_agent_trace  # noqa: E402
 
 
 def run_worker(job: JobConfig, json_output: bool) -> None:
@@ -85,6 +86,7 @@ def build_app() -> typer.Typer:
 
 def main() -> None:
     die_with_agent()
+    let_agent_trace()
     configure_logging("info", stream=sys.stderr)  # stdout carries the progress records
     app = build_app()
     try:

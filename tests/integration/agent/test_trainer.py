@@ -2,7 +2,8 @@
 
 Checked: a signed ``start_workers`` trains a 2-worker job to completion with progress and a checkpoint on
 Kafka's side; a job across two agents matches ``myolo-train --nproc 2``; a killed worker is a fault naming
-its rank and signal and its peers are stopped; a stopped (SIGSTOP) worker is a ``worker_hang`` within the
+its rank and signal and its peers are stopped (py-spy, profiling it meanwhile, finds the trainer's step
+and says the profile ended early); a stopped (SIGSTOP) worker is a ``worker_hang`` within the
 learned bound; ``stop_workers`` checkpoints, leaves no process and acks ``done``; bad starts are rejected
 naming the argument, with nothing started; a job started on warm standby workers trains as a cold one (the
 start -> first progress of both is printed, not asserted) and no standby outlives its agent.
@@ -143,9 +144,19 @@ async def test_a_job_across_two_agents_matches_myolo_train(settings, kafka, tmp_
 
 
 async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tmp_path, monkeypatch) -> None:
+    """And the worker was being profiled: py-spy's stacks show the trainer's step, and the profile says it
+    ended early with the worker."""
     job = job_id()
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
+        (agent,) = r.agents
         pids = await r.running(job, {**TINY_JOB, "steps": 100_000}, [0, 1])
+        nowhere = await r.command(agent, "profile", profile_id="p-none", job_id=job, rank=5, duration_s=5.0)
+        refused = await r.outcome(nowhere)
+        assert refused.status == "rejected" and "no running worker" in refused.reason and "rank 5" in refused.reason
+        profile = await r.command(agent, "profile", profile_id="p-1", job_id=job, rank=1, duration_s=60.0)
+        seen = len(r.progress(job))
+        await wait_until(lambda: any(a.status == "accepted" for a in r.acks(profile)), 30, "the profile taken")
+        await wait_until(lambda: len(r.progress(job)) >= seen + 10, 60, "ten more steps while it is sampled")
         os.kill(pids["1"], signal.SIGKILL)
         await wait_until(lambda: r.faults(job), 60, f"the fault{r.logs()}")
         fault = r.faults(job)[0]
@@ -153,6 +164,27 @@ async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tm
         assert fault.node_id == r.agents[0].node_id and fault.generation == 0
         await wait_until(lambda: pid_gone(pids["0"]), 60, "rank 0 to be stopped")
         assert r.completions(job) == []
+        ack = await r.outcome(profile, 60)
+        assert ack.status == "done", ack
+        assert ack.result["pid"] == pids["1"] and ack.result.get("ended_early") is True, ack.result
+        assert ack.result["samples"] > 0
+        assert ack.result["seconds"] < 60.0
+        url = f"http://127.0.0.1:{agent.port}/v1/profiles/p-1"
+        status, folded = await asyncio.to_thread(_get, url)
+        assert status == 200 and json.loads(folded)["state"] == "done"
+        status, folded = await asyncio.to_thread(_get, url + "/folded")
+        assert status == 200 and "train_step" in folded, folded[:2000]
+
+
+def _get(url: str) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
 
 
 async def test_a_stopped_worker_is_a_hang_within_the_learned_bound(settings, kafka, tmp_path, monkeypatch) -> None:

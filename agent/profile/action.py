@@ -1,0 +1,63 @@
+"""The ``profile`` command on this node: which worker it means, checked before it is accepted (a job or rank
+with no running worker here, or no py-spy, is rejected naming why), then py-spy on it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.commands import ArgsError
+from agent.profile.profiler import Profiler, find_py_spy
+from events.payloads import WorkerInfo
+from events.payloads.commands import ProfileResult
+
+
+def worker_of(workers: list[WorkerInfo], job_id: str, rank: int, generation: int | None) -> WorkerInfo:
+    """The running worker of ``job_id``'s ``rank`` here (of ``generation`` when given, else the newest)."""
+    found = [
+        w
+        for w in workers
+        if w.job_id == job_id
+        and w.rank == rank
+        and w.state in ("starting", "running")
+        and (generation is None or w.generation == generation)
+    ]
+    if not found:
+        which = f" in generation {generation}" if generation is not None else ""
+        raise ArgsError(
+            f"no running worker of job {job_id!r} with rank {rank}{which} on this node; "
+            "`myoloctl describe job` shows where each rank runs",
+            "args.rank",
+        )
+    return max(found, key=lambda w: w.generation)
+
+
+def profile_action(workers: Callable[[], list[WorkerInfo]], profiler: Profiler):
+    """(the admission check, the action) of ``profile``, for the executor's tables."""
+
+    async def admit(job_id: str, rank: int, generation: int | None = None, **_: object) -> None:
+        worker_of(workers(), job_id, rank, generation)
+        if find_py_spy(profiler.py_spy) is None:
+            raise ArgsError("py-spy is not installed on this node: `pip install py-spy` where the agent runs", "action")
+
+    async def profile(
+        profile_id: str,
+        job_id: str,
+        rank: int,
+        generation: int | None = None,
+        duration_s: float = 30.0,
+        rate_hz: int = 100,
+        native: bool = False,
+    ) -> ProfileResult:
+        w = worker_of(workers(), job_id, rank, generation)
+        rec = await profiler.run(profile_id, job_id, rank, w.pid, duration_s, rate_hz, native)
+        return ProfileResult(
+            profile_id=profile_id,
+            job_id=job_id,
+            rank=rank,
+            pid=w.pid,
+            samples=rec.samples,
+            seconds=rec.seconds,
+            ended_early=rec.ended_early,
+        )
+
+    return admit, profile
