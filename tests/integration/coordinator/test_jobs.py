@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from coordinator.cli.auth import stack_token
+from coordinator.cli.main import app
 from coordinator.localstack import stack
 from coordinator.localstack.broker import LocalBroker, state
 from tests.support.helpers import pids_mentioning
@@ -254,6 +256,16 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
         _until("the second job to run", _running(api, "second", 2), timeout=120)
         status, _ = api.call("GET", "/v1/jobs/tiny")
         assert status == 404
+
+        # `myoloctl profile start`: a flame graph of rank 1, taken by py-spy on its node, shows the step
+        flame = tmp_path / "flame.html"
+        profiled = CliRunner().invoke(
+            app,
+            ["profile", "start", "--job", "second", "--rank", "1", "--duration", "3s", "-o", str(flame)],
+            env={"MYOLO_STATE_DIR": str(tmp_path), "MYOLO_API": api.urls[0]},
+        )
+        assert profiled.exit_code == 0, profiled.output
+        assert "samples of rank 1 of job second" in profiled.output and "train_step" in flame.read_text()
 
         # the losses after the shrink continue an uninterrupted run at 2 replicas
         after = _steps(_records(tmp_path, "node-1", "tiny", g2["number"]))
