@@ -68,9 +68,20 @@ def _matches(globs: list[str]) -> list[Path]:
     return out
 
 
+def log_owner(path: Path, workers_dir: Path) -> tuple[str | None, int | None]:
+    """(job, generation) of a worker's NCCL log the agent placed (``<workers_dir>/<job>/g<N>/nccl-rank-R.log``);
+    (None, None) for any other log."""
+    try:
+        job, gen, _ = path.relative_to(workers_dir).parts
+    except ValueError:
+        return None, None
+    return (job, int(gen[1:])) if gen[:1] == "g" and gen[1:].isdigit() else (None, None)
+
+
 async def _follow(rt: Runtime, path: Path) -> None:
     follower = FileFollower(path, rt.clock, poll_s=rt.cfg.nccl.poll_interval_s, from_start=True)
-    tracker = NcclTracker(rt.cfg.node_id)
+    job, generation = log_owner(path, Path(rt.cfg.trainer.workers_dir))
+    tracker = NcclTracker(rt.cfg.node_id, job_id=job, generation=generation)
     try:
         await watch_lines(follower.lines(), tracker, lambda p: emit_nccl(rt, p), rt.clock)
     except Exception:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from events.payloads import BandwidthPoint, BandwidthReport
+from events.payloads.reports import allreduce_bus_factor
 
 MODULE = "kernels.probe.allreduce"
 EXIT_BAD_ARGS, EXIT_NO_TORCH = 2, 3
@@ -60,11 +61,6 @@ class ProbeSpec:
             "--dtype",
             self.dtype,
         ]
-
-
-def allreduce_bus_factor(n: int) -> float:
-    """nccl-tests' all-reduce factor: each byte crosses 2(n-1)/n links' worth of bandwidth."""
-    return 2.0 * (n - 1) / n
 
 
 def bandwidth_points(times: Sequence[tuple[int, float]], world_size: int) -> list[BandwidthPoint]:

@@ -83,13 +83,20 @@ class NcclTracker:
     """
 
     def __init__(
-        self, node_id: str, *, pid: int | None = None, job_id: str | None = None, warn_repeat_s: float = 60.0
+        self,
+        node_id: str,
+        *,
+        pid: int | None = None,
+        job_id: str | None = None,
+        generation: int | None = None,
+        warn_repeat_s: float = 60.0,
     ) -> None:
         if warn_repeat_s < 0:
             raise ValueError(f"warn_repeat_s must be >= 0 seconds, got {warn_repeat_s}")
         self.node_id = node_id
         self.pid = pid
         self.job_id = job_id
+        self.generation = generation
         self.warn_repeat_s = warn_repeat_s
         self.lines = 0
         self.recognised = 0
@@ -198,6 +205,7 @@ class NcclTracker:
             init_complete=True,
             warnings=comm.warnings,
             job_id=self.job_id,
+            generation=self.generation,
         )
 
     def _warn(self, prefix: Prefix, proc: _Process, rec: Warn, now: float) -> NodeFault | None:

@@ -240,6 +240,8 @@ def print_job(console: Console, job: JobAnswer) -> None:
         f"{_opt(p.gradient_staleness)}   updated {_clock(p.updated)}"
     )
 
+    _print_nccl(console, job)
+
     _section(console, "Policies:")
     if spec.policies:
         render.table(
@@ -281,6 +283,32 @@ def print_job(console: Console, job: JobAnswer) -> None:
         )
     else:
         console.print("  none yet")
+
+
+def _print_nccl(console: Console, job: JobAnswer) -> None:
+    """What NCCL chose for the running generation, from its workers' logs, and the bandwidth it gets."""
+    n = job.nccl
+    if n is None:
+        return
+    _section(console, f"NCCL (generation {n.generation}, algorithm {n.algo}):")
+    if not n.ranks_reported:
+        console.print(
+            f"  no rank's NCCL log has shown its communicator yet (0 of {n.world_size}); on CPU the job uses gloo"
+        )
+    else:
+        _field(
+            console, "Reported", f"{n.ranks_reported} of {n.world_size} ranks; NCCL {', '.join(n.versions) or '?'}", 2
+        )
+        _field(console, "Network", ", ".join(n.networks) or "-", 2)
+        _field(console, "Transports", ", ".join(n.transports) or "-", 2)
+        _field(console, "Channels", ", ".join(map(str, n.coll_channels)) or "-", 2)
+        _field(console, "Rings", "; ".join(n.rings) or "-", 2)
+        _field(console, "Trees", "; ".join(n.trees) or "-", 2)
+        for warning in n.warnings:
+            _field(console, "Warning", warning, 2)
+    probes = ", ".join(f"{node} {v:.2f}" for node, v in sorted(n.probe_busbw_gbps.items())) or "none yet"
+    own = render.num(n.allreduce_busbw_gbps, " GB/s", 2) if n.allreduce_busbw_gbps is not None else "not measured yet"
+    _field(console, "All-reduce", f"busbw {own} (the job's own, after its first step); nodes' last probes: {probes}", 2)
 
 
 def _print_generation(console: Console, gen: Generation) -> None:

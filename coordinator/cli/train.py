@@ -43,6 +43,7 @@ FLAGS = {
     "spec.trainer.defenseExchange": "--defense-exchange",
     "spec.trainer.defenseWarmupSteps": "--defense-warmup-steps",
     "spec.trainer.defenseVocabParam": "--defense-vocab-param",
+    "spec.trainer.ncclAlgo": "--nccl-algo",
     "spec.trainer.watermark": "--watermark",
 }
 
@@ -112,6 +113,9 @@ def train(
     watermark: Annotated[
         str | None, typer.Option(help="Watermark key file on every node (mode 0600; never the key itself).")
     ] = None,
+    nccl_algo: Annotated[
+        str | None, typer.Option(help="NCCL's algorithm on GPU nodes: auto (NCCL's choice), ring or tree.")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the manifest; send nothing.")] = False,
     api: ApiOption = None,
 ) -> None:
@@ -138,6 +142,7 @@ def train(
         "defenseWarmupSteps": defense_warmup_steps,
         "defenseVocabParam": defense_vocab_param,
         "watermark": watermark,
+        "ncclAlgo": nccl_algo,
     }
     doc = manifest(
         name, trainer, min_replicas=min_replicas, max_replicas=max_replicas, tp=tp, pp=pp, checkpoint_dir=checkpoint_dir

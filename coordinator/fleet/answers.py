@@ -46,10 +46,12 @@ def node_json(node: NodeState, now: float) -> dict[str, Any]:
 
 
 def node_summary(node: NodeState, now: float) -> dict[str, Any]:
-    """One row of ``GET /v1/nodes``: the node without its long lists (faults, NCCL, leaks are counted)."""
+    """One row of ``GET /v1/nodes``: the node without its long lists (faults, NCCL, leaks are counted) and its
+    last probe."""
     body = node_json(node, now)
     for key in ("recent_faults", "nccl", "leaks"):
         body[f"{key}_count"] = len(body.pop(key))
+    body.pop("bandwidth", None)  # the probe's points: in GET /v1/nodes/{id}
     body["gpu_count"] = len(node.gpus)
     body["gpus"] = [gpu_row(node, g) for g in body["gpus"]]
     return body

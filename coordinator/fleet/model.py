@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 
 from coordinator.cordons.interface import CordonRecord
-from events.payloads import FailedRelease, GpuReading, LeakReport, NcclReport, NodeFault
+from events.payloads import BandwidthReport, FailedRelease, GpuReading, LeakReport, NcclReport, NodeFault
 from events.payloads.common import Health
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
@@ -69,6 +69,7 @@ class NodeState(msgspec.Struct, kw_only=True, frozen=True):
     cordon: CordonRecord | None = None
     recent_faults: tuple[FaultEntry, ...] = ()
     nccl: tuple[NcclReport, ...] = ()  # latest report per communicator (bounded)
+    bandwidth: BandwidthReport | None = None  # the node's last all-reduce probe (a command's or the idle schedule's)
     leaks: tuple[LeakReport, ...] = ()  # latest report per tracked series (bounded)
     samples_seen: int = 0
     flags: tuple[str, ...] = ()  # recent records rejected as implausible, with the reason (bounded, newest last)

@@ -86,7 +86,10 @@ class FleetView:
             return self._report(data, event, now, plausibility.check_nccl(data))
         if isinstance(data, LeakReport):
             return self._report(data, event, now, plausibility.check_leak(data))
-        if isinstance(data, (BandwidthReport, CommandAck)):
+        if isinstance(data, BandwidthReport):
+            node = self.nodes_by_id.get(data.node_id)
+            return Applied(node=self.swap(node, bandwidth=data) if node is not None else None)
+        if isinstance(data, CommandAck):
             return Applied(node=self.nodes_by_id.get(data.node_id))
         return Applied(rejected=f"type: {event.type} is not something the fleet view keeps")
 

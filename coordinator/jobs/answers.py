@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from coordinator.jobs.manifest import ElasticJobSpec
+from coordinator.jobs.nccl import NcclView
 from coordinator.jobs.records import TERMINAL_PHASES, Decision, Generation, JobProgress, JobRecord, Phase
 
 
@@ -30,16 +31,18 @@ class JobAnswer(msgspec.Struct, kw_only=True, frozen=True):
     progress: JobProgress = msgspec.field(default_factory=JobProgress)
     decisions: list[Decision] = []
     deleting: bool = False
+    nccl: NcclView | None = None  # what NCCL chose for the running generation (GET /v1/jobs/{name} only)
 
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
 
 
-def job_answer(rec: JobRecord) -> JobAnswer:
+def job_answer(rec: JobRecord, nccl: NcclView | None = None) -> JobAnswer:
     """The record as the API answers it (a field added to the status and not here fails loudly)."""
     spec = rec.spec
     return JobAnswer(
+        nccl=nccl,
         name=rec.name,
         created=rec.created,
         spec=spec.job,

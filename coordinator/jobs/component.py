@@ -27,11 +27,12 @@ from coordinator.jobs.answers import job_answer
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
+from coordinator.jobs.nccl import NcclView, nccl_view
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
 from coordinator.jobs.profile import ProfileRequest, ProfileStarted, start_profile
 from coordinator.jobs.reconcile import Evidence, Reconciler, Resize, decide
-from coordinator.jobs.records import STATE_JOBS, JobProgress, JobRecord, JobSpec, JobStatus, with_spec, with_status
+from coordinator.jobs.records import STATE_JOBS, JobRecord, JobSpec, JobStatus, with_spec, with_status
 from coordinator.jobs.runtime import JobRuntime
 from events.bus import RecordInfo
 from events.envelope import Event
@@ -145,6 +146,10 @@ class Jobs(Component):
             rec = decide(rec, "scale", f"target set to {replicas} replica(s)", self.ctx.clock.now(), by=by)
             return await self._save(rec)
 
+    def nccl(self, name: str) -> NcclView | None:
+        rec = self.records.get(name)
+        return nccl_view(rec, self.fleet.node) if rec is not None else None
+
     async def profile(self, name: str, req: ProfileRequest, by: str) -> ProfileStarted:
         self.ctx.leadership.require()
         rec = self._live(name)
@@ -250,9 +255,13 @@ class Jobs(Component):
         runtime.metrics.add_progress(p, now)
         rates = runtime.rates
         rates[p.dp_rank] = p.tokens_per_s
-        if p.step >= rec.status.progress.step:
-            prev = rec.status.progress
-            progress = JobProgress(
+        prev = rec.status.progress
+        if p.allreduce_busbw_gbps is not None:  # the first step of a generation, which may redo older steps
+            prev = replace(prev, allreduce_busbw_gbps=p.allreduce_busbw_gbps, allreduce_generation=p.generation)
+            rec = self.records[rec.name] = with_status(rec, progress=prev)
+        if p.step >= prev.step:
+            progress = replace(
+                prev,
                 step=p.step,
                 loss=p.loss if p.dp_rank == 0 or prev.loss is None or p.step > prev.step else prev.loss,
                 # each replica reports the job's rate (global batch tokens / its step time): their mean is the job's

@@ -6,6 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from coordinator.core.errors import Conflict, NotFound
 from coordinator.jobs.manifest import ManifestError, load_yaml, parse_manifest
+from coordinator.jobs.nccl import NcclView
 from coordinator.jobs.profile import ProfileRequest, ProfileStarted
 from coordinator.jobs.records import JobRecord
 
@@ -37,6 +38,9 @@ class JobsAPI(Protocol):
 
     async def delete(self, name: str, by: str) -> JobRecord:
         """Stop the job's workers (with a checkpoint) and forget it once they stopped."""
+
+    def nccl(self, name: str) -> NcclView | None:
+        """What NCCL chose for the job's running generation (``jobs/nccl.py``); None without one."""
 
     async def profile(self, name: str, req: ProfileRequest, by: str) -> ProfileStarted:
         """Have the agent of the node that runs ``req.rank`` profile that worker (``jobs/profile.py``)."""

@@ -86,6 +86,9 @@ class JobProgress(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True)
     step_time_s: float | None = None
     gradient_staleness: int | None = None
     updated: float | None = None
+    # the job's own all-reduce bus bandwidth (GB/s), measured after the first step of generation allreduce_generation
+    allreduce_busbw_gbps: float | None = None
+    allreduce_generation: int | None = None
 
 
 class JobSpec(msgspec.Struct, kw_only=True, frozen=True):

@@ -26,6 +26,7 @@ from coordinator.core.errors import Invalid, TooLarge, Unsupported
 from coordinator.jobs.answers import job_answer
 from coordinator.jobs.interface import JobsAPI, UnknownJob
 from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
+from coordinator.jobs.nccl import NcclView
 from coordinator.jobs.profile import ProfileRequest
 from coordinator.jobs.records import JobRecord
 
@@ -51,11 +52,12 @@ class DeleteRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """``DELETE /v1/jobs/{name}``: an empty JSON object (or no body)."""
 
 
-def job_response(record: JobRecord, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+def job_response(
+    record: JobRecord, status: int = 200, headers: dict[str, str] | None = None, nccl: NcclView | None = None
+) -> web.Response:
     """The record as JSON (msgspec writes a NaN loss as null, which strict JSON readers accept)."""
-    return web.Response(
-        body=msgspec.json.encode(job_answer(record)), status=status, content_type="application/json", headers=headers
-    )
+    body = msgspec.json.encode(job_answer(record, nccl))
+    return web.Response(body=body, status=status, content_type="application/json", headers=headers)
 
 
 async def manifest_request(request: web.Request) -> str:
@@ -102,7 +104,7 @@ def routes(jobs: JobsAPI) -> list[web.RouteDef]:
         record = jobs.job(name)
         if record is None:
             raise UnknownJob(name)
-        return job_response(record)
+        return job_response(record, nccl=jobs.nccl(name))
 
     async def apply(request: web.Request) -> web.Response:
         manifest = await manifest_request(request)

@@ -38,6 +38,12 @@ class NcclReport(Payload, kw_only=True):
     init_complete: bool = False
     warnings: list[str] = []
     job_id: str | None = None
+    generation: NonNegInt | None = None  # of job_id, when the agent started the process (its log's folder says)
+
+
+def allreduce_bus_factor(n: int) -> float:
+    """nccl-tests' all-reduce factor: each byte crosses 2(n-1)/n links' worth of bandwidth (busbw = algbw x it)."""
+    return 2.0 * (n - 1) / n
 
 
 class BandwidthPoint(Payload, kw_only=True):

@@ -83,6 +83,8 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     defense_warmup_steps: Annotated[int, msgspec.Meta(ge=0, le=1 << 30)] = 0  # top-k share ramps to the param
     defense_vocab_param: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] | None = None  # None: defense_param
     watermark: PathStr | None = None  # a watermark key file on every node (mode 0600), never the key itself
+    # NCCL's collective algorithm (NCCL_ALGO): auto lets NCCL choose per call; ring or tree pins it
+    nccl_algo: Literal["auto", "ring", "tree"] = "auto"
 
 
 class JobCheckResult(msgspec.Struct, omit_defaults=True):

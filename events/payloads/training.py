@@ -38,6 +38,8 @@ class TrainingProgress(Payload, kw_only=True):
     mem_reserved_bytes: NonNegInt | None = None
     host_rss_bytes: NonNegInt | None = None
     exchange_bytes: NonNegInt | None = None  # sent by this replica in the step's defended gradient exchange
+    # the bus bandwidth of an all-reduce over the whole job, measured after the generation's first step (GB/s)
+    allreduce_busbw_gbps: NonNegFloat | None = None
     backends: dict[str, str] = {}
     node_id: str | None = None
 

@@ -155,6 +155,10 @@ def make_command(runner: Runner) -> Callable[..., None]:
             str | None,
             typer.Option(help="Watermark key file (mode 0600): embed its mark while training. docs/watermark.md."),
         ] = None,
+        nccl_algo: Annotated[
+            str | None,
+            typer.Option(help="NCCL's algorithm on GPUs: auto (NCCL chooses per call), ring or tree (NCCL_ALGO)."),
+        ] = None,
         job_id: Annotated[str | None, typer.Option(help="Job id used in reports and snapshot names.")] = None,
         config: Annotated[Path | None, typer.Option(help="Job file (TOML or JSON); flags override it.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="One JSON object per step on stdout.")] = False,

@@ -54,6 +54,13 @@ def pick_device(requested: str = "auto", local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank)
 
 
+def pin_nccl_algo(algo: str) -> None:
+    """``ring`` or ``tree``: NCCL_ALGO for every communicator this process makes from now (NCCL reads it when a
+    communicator is created); ``auto`` leaves NCCL's choice, or what the environment already says."""
+    if algo != "auto":
+        os.environ["NCCL_ALGO"] = {"ring": "Ring", "tree": "Tree"}[algo]
+
+
 def init_distributed(device: torch.device, timeout_s: float = 300.0) -> tuple[int, int]:
     """Join the torchrun-style rendezvous (env://) with NCCL on GPU and gloo on CPU; (rank, world)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -17,7 +17,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import traceback
 from typing import Any
 
@@ -63,6 +62,8 @@ def _worker(rank: int, args: argparse.Namespace, backend: str, init: str, out_pa
     import torch
     import torch.distributed as dist
 
+    from kernels.probe.timing import timed_allreduce
+
     torch.set_num_threads(1)
     dist.init_process_group(backend, init_method=init, rank=rank, world_size=args.world_size)
     try:
@@ -79,20 +80,8 @@ def _worker(rank: int, args: argparse.Namespace, backend: str, init: str, out_pa
             buf = torch.full((numel,), float(rank + 1), dtype=dtype, device=device)
             dist.all_reduce(buf)
             verified = verified and bool(torch.all(buf == expected).item())
-            for _ in range(args.warmup):
-                dist.all_reduce(buf)
-            if backend == "nccl":
-                torch.cuda.synchronize()
-            dist.barrier()
-            start = time.perf_counter()
-            for _ in range(args.iters):
-                dist.all_reduce(buf)
-            if backend == "nccl":
-                torch.cuda.synchronize()
-            mean = (time.perf_counter() - start) / args.iters
-            slowest = torch.tensor([mean], dtype=torch.float64, device=device)
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            points.append({"size_bytes": numel * DTYPES[args.dtype], "time_s": float(slowest.item())})
+            slowest = timed_allreduce(buf, args.warmup, args.iters)
+            points.append({"size_bytes": numel * DTYPES[args.dtype], "time_s": slowest})
         ok = torch.tensor([1 if verified else 0], dtype=torch.int32, device=device)
         dist.all_reduce(ok, op=dist.ReduceOp.MIN)
         if rank == 0:

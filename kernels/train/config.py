@@ -27,6 +27,9 @@ DEFENSE_EXCHANGES = ("gradient", "update")
 QUANT_SCHEMES: tuple[str, ...] = get_args(QuantScheme)
 
 
+NCCL_ALGOS = ("auto", "ring", "tree")
+
+
 class JobConfigError(ValueError):
     """A training job's options are invalid; the message names the flag(s) and says what to change.
 
@@ -113,6 +116,7 @@ class JobConfig:
     defense_warmup_steps: int = 0  # steps over which the top-k share ramps from all coordinates to defense_param
     defense_vocab_param: float | None = None  # share of the vocabulary's rows drawn per step (None: defense_param)
     watermark: str | None = None  # a watermark key file (0600): the mark is embedded while training
+    nccl_algo: str = "auto"  # NCCL_ALGO for the job's communicators: auto (NCCL's choice), ring or tree
     job_id: str = "standalone"
 
     # ---- derived -------------------------------------------------------------------------------
@@ -164,6 +168,10 @@ class JobConfig:
                 raise JobConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}", name)
         if self.lr <= 0:
             raise JobConfigError(f"--lr must be > 0, got {self.lr}", "lr")
+        if self.nccl_algo not in NCCL_ALGOS:
+            raise JobConfigError(
+                f"--nccl-algo must be one of {', '.join(NCCL_ALGOS)}, got {self.nccl_algo!r}", "nccl_algo"
+            )
         if self.pp * self.tp > world or world % (self.pp * self.tp):
             raise JobConfigError(
                 f"layout pp={self.pp} x tp={self.tp} does not divide the world size {world}: "

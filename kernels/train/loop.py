@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
 import torch
 import torch.distributed as dist
 
@@ -21,6 +22,7 @@ from kernels import ops
 from kernels.data import local_rows
 from kernels.export.final import export_after_training
 from kernels.model import mfu
+from kernels.train.comm import allreduce_busbw_gbps
 from kernels.train.config import JobConfig
 from kernels.train.guards import add_watermark_gradient
 from kernels.train.records import EndRecord, Record, StartRecord, StepRecord, progress_payload
@@ -208,6 +210,8 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
         if s.info.device.type == "cuda":
             torch.cuda.synchronize(s.info.device)
         rec = step_record(s, step, loss, time.perf_counter() - t0, grad_norm, staleness)
+        if step == s.start + 1:  # once per run (a generation): the job's own all-reduce, after its first step
+            rec = msgspec.structs.replace(rec, allreduce_busbw_gbps=allreduce_busbw_gbps(s.info.device, s.world_group))
         report(s, rec, replica_loss, control, out)
         last_loss, last_tokens_per_s = rec.loss, rec.tokens_per_s
         if s.checkpointer is not None:

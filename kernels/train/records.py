@@ -40,6 +40,7 @@ class StepRecord(msgspec.Struct, tag="step", tag_field="event", kw_only=True, om
     mem_allocated_bytes: int | None = None  # CUDA only: left out of the record on CPU
     mem_reserved_bytes: int | None = None
     exchange_bytes: int | None = None  # sent by this replica in the defended gradient exchange (--defense)
+    allreduce_busbw_gbps: float | None = None  # the job's own all-reduce, measured after a generation's first step
 
 
 class EndRecord(msgspec.Struct, tag="end", tag_field="event", kw_only=True):
@@ -76,5 +77,6 @@ def progress_payload(
         mem_reserved_bytes=rec.mem_reserved_bytes,
         host_rss_bytes=rec.host_rss_bytes,
         exchange_bytes=rec.exchange_bytes,
+        allreduce_busbw_gbps=rec.allreduce_busbw_gbps,
         backends=rec.backends,
     )

@@ -22,7 +22,7 @@ from kernels.export.preflight import check_export_inputs
 from kernels.export.weights import WeightsError, describe_model, load_weights
 from kernels.model import GPT, ModelConfig
 from kernels.model.flops import peak_flops
-from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device
+from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device, pin_nccl_algo
 from kernels.parallel.parallelize import ParallelModel, parallelize
 from kernels.train.config import JobConfig, JobConfigError
 from kernels.train.data_check import check_inputs_sha256
@@ -93,6 +93,7 @@ def lr_lambda(job: JobConfig) -> Callable[[int], float]:
 
 def setup(job: JobConfig) -> tuple[MeshInfo, torch.dtype]:
     device = pick_device(job.device, int(os.environ.get("LOCAL_RANK", "0")))
+    pin_nccl_algo(job.nccl_algo)
     rank, world = init_distributed(device)
     job.validate(world)
     info = build_mesh(job.layout(), device, rank, world)

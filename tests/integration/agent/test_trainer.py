@@ -61,6 +61,9 @@ async def test_a_signed_start_trains_to_completion_with_progress_and_checkpoints
             steps = [p.step for p in r.progress(job) if p.rank == rank]
             assert steps == sorted(steps) and steps[-1] == 12 and len(set(steps)) >= 2, (rank, steps)
         assert all(p.node_id == agent.node_id and p.generation == 0 for p in r.progress(job))
+        # the job's own all-reduce bandwidth, measured once, after its first step (gloo here)
+        measured = {p.step: p.allreduce_busbw_gbps for p in r.progress(job) if p.allreduce_busbw_gbps is not None}
+        assert list(measured) in ([1], [1, 1]) and all(v > 0 for v in measured.values()), measured
         assert marker_step(ckpt) == 12
         assert all(pid_gone(pid) for pid in pids.values())
         assert r.faults(job) == []

@@ -13,9 +13,11 @@ from aiohttp import web
 from coordinator.api.app import create_app
 from coordinator.core.component import RouteSet
 from coordinator.core.errors import NotLeader
+from coordinator.fleet.model import NodeState
 from coordinator.jobs import routes as job_routes
 from coordinator.jobs.interface import JobConflict, UnknownJob
 from coordinator.jobs.manifest import parse_manifest
+from coordinator.jobs.nccl import NcclView, nccl_view
 from coordinator.jobs.records import (
     Decision,
     Generation,
@@ -40,12 +42,18 @@ class MemoryJobs:
         self.leader_url = leader_url
         self.records: dict[str, JobRecord] = {}
         self.writes: list[tuple[str, str, str]] = []  # (verb, job, by)
+        self.nodes: dict[str, NodeState] = {}  # the fleet, for what NCCL chose
 
     def jobs(self) -> tuple[JobRecord, ...]:
         return tuple(sorted(self.records.values(), key=lambda r: r.name))
 
     def job(self, name: str) -> JobRecord | None:
         return self.records.get(name)
+
+    def nccl(self, name: str) -> NcclView | None:
+        """What the fleet in ``nodes`` (node id -> NodeState) says of the job's generation."""
+        rec = self.records.get(name)
+        return nccl_view(rec, self.nodes.get) if rec is not None else None
 
     def add(self, record: JobRecord) -> JobRecord:
         self.records[record.name] = record

@@ -130,3 +130,16 @@ def test_payloads_survive_the_event_codec() -> None:
 def test_bad_option_is_named() -> None:
     with pytest.raises(ValueError, match="warn_repeat_s"):
         NcclTracker("n", warn_repeat_s=-1)
+
+
+def test_a_workers_log_names_its_job_and_generation_in_every_report() -> None:
+    from agent.daemon.watchers import log_owner
+
+    workers = Path("/var/lib/myolo/agent/workers")
+    assert log_owner(workers / "gpt-7b" / "g12" / "nccl-rank-3.log", workers) == ("gpt-7b", 12)
+    assert log_owner(Path("/var/log/torchrun/nccl.log"), workers) == (None, None)  # a configured glob's
+    assert log_owner(workers / "gpt-7b" / "gx" / "nccl-rank-3.log", workers) == (None, None)
+    tracker = NcclTracker("node-a", job_id="gpt-7b", generation=12)
+    out = [p for line in (LOGS / "single_node_4gpu.log").read_text().splitlines() for p in tracker.feed(line, 0.0)]
+    reports = [p for p in out if isinstance(p, NcclReport)]
+    assert len(reports) == 4 and {(r.job_id, r.generation) for r in reports} == {("gpt-7b", 12)}
