@@ -20,6 +20,7 @@ _PREFIX = re.compile(
 )
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
 _USING_NET = re.compile(r"^Using network (?P<net>.+?)\s*$")
+_ALGO_ENV = re.compile(r"^NCCL_ALGO set by environment to (?P<algo>\S+)")
 _NET_DEVICES = re.compile(r"^NET/(?P<kind>[\w.]+)\s*: Using (?P<rest>.*)$")
 _NET_DEVICE = re.compile(r"\[\d+\](?P<dev>[^\s;\[]+)")
 _COMM = re.compile(
@@ -63,6 +64,13 @@ class Prefix:
 @dataclass(frozen=True, slots=True)
 class Version:
     version: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlgoSet:
+    """``NCCL_ALGO set by environment to Ring``: the algorithms the process was told to use."""
+
+    algo: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +181,7 @@ Record = (
     | NetDevices
     | CommInfo
     | Transport
+    | AlgoSet
     | Ring
     | Trees
     | ChannelCounts
@@ -243,6 +252,8 @@ def parse_message(msg: str, level: str = "INFO") -> Record | None:
         return Trees(text=m["trees"])
     if m := _USING_NET.match(msg):
         return Network(network=m["net"])
+    if m := _ALGO_ENV.match(msg):
+        return AlgoSet(algo=m["algo"])
     if m := _NET_DEVICES.match(msg):
         devices = tuple(d["dev"] for d in _NET_DEVICE.finditer(m["rest"]))
         return NetDevices(kind=m["kind"], devices=devices) if devices else None

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agent.nccl.parse import (
+    AlgoSet,
     ChannelCounts,
     CommInfo,
     InitComplete,
@@ -49,6 +50,7 @@ class _Comm:
 class _Process:
     version: str | None = None
     network: str | None = None
+    algo_env: str | None = None  # NCCL_ALGO as NCCL read it
     net_devices: tuple[str, ...] = ()
     building: dict[int, _Comm] = field(default_factory=dict)  # by CUDA device
     nvml_index: dict[int, int] = field(default_factory=dict)  # CUDA device -> NVML index, from Init COMPLETE
@@ -142,6 +144,8 @@ class NcclTracker:
                 proc.version = rec.version
             case Network():
                 proc.network = rec.network
+            case AlgoSet():
+                proc.algo_env = rec.algo
             case NetDevices():
                 proc.net_devices = rec.devices
             case InitStart():
@@ -192,6 +196,7 @@ class NcclTracker:
             comm_id=done.comm_id or done.comm,
             version=proc.version or self._bare_version,
             network=proc.network,
+            algo=proc.algo_env,
             net_devices=list(proc.net_devices),
             transports=kinds,
             channels=[

@@ -299,6 +299,8 @@ def _print_nccl(console: Console, job: JobAnswer) -> None:
         _field(
             console, "Reported", f"{n.ranks_reported} of {n.world_size} ranks; NCCL {', '.join(n.versions) or '?'}", 2
         )
+        told = ", ".join(n.algo_seen) or "none (NCCL chose per call)"
+        _field(console, "NCCL_ALGO", f"{told}, as the ranks' NCCL read it", 2)
         _field(console, "Network", ", ".join(n.networks) or "-", 2)
         _field(console, "Transports", ", ".join(n.transports) or "-", 2)
         _field(console, "Channels", ", ".join(map(str, n.coll_channels)) or "-", 2)

@@ -22,6 +22,7 @@ MAX_SHOWN = 16  # rings or trees listed; a big world has one per channel
 class NcclView(msgspec.Struct, kw_only=True, frozen=True):
     generation: int
     algo: str  # spec.trainer.ncclAlgo: auto (NCCL's choice per call), ring or tree
+    algo_seen: list[str] = []  # NCCL_ALGO as the ranks' NCCL read it (empty: NCCL chose on its own)
     world_size: int
     ranks_reported: int  # ranks whose NCCL log showed the world communicator come up
     versions: list[str] = []
@@ -57,6 +58,7 @@ def nccl_view(rec: JobRecord, node: Callable[[str], NodeState | None]) -> NcclVi
         algo=rec.spec.job.trainer.nccl_algo,
         world_size=world,
         ranks_reported=len({r.rank for r in reports if r.rank is not None}),
+        algo_seen=sorted({r.algo for r in reports if r.algo}),
         versions=sorted({r.version for r in reports if r.version}),
         networks=sorted({r.network for r in reports if r.network}),
         transports=sorted({t for r in reports for t in r.transports}),

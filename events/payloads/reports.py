@@ -28,6 +28,7 @@ class NcclReport(Payload, kw_only=True):
     comm_id: str | None = None
     version: str | None = None
     network: str | None = None
+    algo: str | None = None  # "Ring", "Tree", "Ring,Tree": NCCL_ALGO as NCCL read it (None: NCCL's own choice)
     net_devices: list[str] = []
     transports: list[str] = []
     channels: list[NcclChannel] = []

@@ -54,7 +54,7 @@ def test_two_node_ib_report_then_warning_then_watchdog() -> None:
     assert isinstance(report, NcclReport) and isinstance(warn, NodeFault) and isinstance(timeout, NodeFault)
     assert (report.rank, report.nranks, report.nnodes, report.local_rank) == (3, 16, 2, 3)
     assert report.version == "2.19.3+cuda12.3"  # the bare version line
-    assert report.network == "IB"
+    assert report.network == "IB" and report.algo == "Ring,Tree"  # NCCL_ALGO as NCCL read it
     assert report.net_devices == ["mlx5_10:1/RoCE", "mlx5_11:1/RoCE"]
     assert report.transports == ["NET/IB/GDRDMA", "P2P"]
     directions = {(c.channel, c.direction) for c in report.channels if c.transport.startswith("NET/")}

@@ -70,6 +70,7 @@ def test_the_generations_communicator_as_its_ranks_logs_show_it_beside_the_bandw
     assert view is not None
     assert (view.generation, view.algo, view.world_size, view.ranks_reported) == (2, "ring", 4, 4)
     assert view.networks == ["Socket"] and view.coll_channels == [2] and view.versions == ["2.21.5+cuda12.4"]
+    assert view.algo_seen == []  # these logs show NCCL choosing on its own
     assert view.transports == sorted({t for r in ours for t in r.transports}) and view.transports
     assert view.rings == ours[0].rings and view.trees == ours[0].trees
     assert view.allreduce_busbw_gbps == 41.5 and view.probe_busbw_gbps == {"n-a": 75.0}  # the largest message's
@@ -88,5 +89,5 @@ def test_describe_job_prints_what_nccl_chose() -> None:
     text = console.export_text()
     assert "NCCL (generation 2, algorithm ring):" in text
     assert "Reported" in text and "4 of 4 ranks; NCCL 2.21.5+cuda12.4" in text
-    assert "Network" in text and "Socket" in text
+    assert "Network" in text and "Socket" in text and "none (NCCL chose per call)" in text
     assert "busbw 41.50 GB/s (the job's own, after its first step); nodes' last probes: n-a 75.00" in text
