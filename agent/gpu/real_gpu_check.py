@@ -33,7 +33,7 @@ from agent.gpu.sample import build_sample
 from agent.health import HealthState
 from events.clock import SystemClock
 from events.logs import configure_logging
-from events.payloads import GpuReading
+from events.payloads import GpuReading, NodeSample
 
 OPTIONAL_FIELDS = [
     f for f in GpuReading.__struct_fields__ if f not in ("index", "uuid", "name", "health", "health_reasons")
@@ -117,6 +117,34 @@ def run_cli(timeout_s: float) -> dict[str, Any]:
     return out
 
 
+def metrics_page(sample: NodeSample) -> dict[str, Any]:
+    """``GET /metrics`` of this sample as the agent renders it: the time, one DCGM_FI_DEV_GPU_UTIL series per
+    GPU that reads its utilisation, and the PCI addresses NVML gave (dcgm-exporter's pci_bus_id label)."""
+    from agent.metrics.exporter import render_page
+    from agent.metrics.observed import Observed
+    from agent.metrics.plan import plan
+    from agent.metrics.sources import View
+    from agent.publish.publisher import PublisherStatus
+    from agent.spool.stats import SpoolStats
+
+    spool = SpoolStats(
+        pending_records=0, bytes=0, max_bytes=1, segments=0, appended=0, committed=0, dropped=0, last_seq=0, acked_seq=0
+    )
+    view = View(sample, Observed(time.monotonic), spool, PublisherStatus(), time.monotonic(), time.monotonic(), "check")
+    planned = plan()
+    t0 = time.perf_counter()
+    page = render_page(planned, view)
+    ms = (time.perf_counter() - t0) * 1e3
+    util = [line for line in page.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+    return {
+        "render_ms": round(ms, 3),
+        "series": sum(1 for line in page.splitlines() if line and not line.startswith("#")),
+        "gpu_util_series": len(util),
+        "pci_bus_ids": [r.pci_bus_id for r in sample.gpus],
+        "first_line": util[0] if util else None,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="also write the JSON result here (default $OUT/real_gpu_check.json if $OUT is set)")
@@ -170,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         result["sample_with_health_and_json"] = time_calls(
             lambda: msgspec.json.encode(build_sample(backend, "real-gpu-check", health)), args.repeats
         )
+        result["metrics_page"] = metrics_page(sample)
+        if result["metrics_page"]["gpu_util_series"] != sum(1 for r in sample.gpus if r.util_gpu is not None):
+            problems.append(f"GET /metrics: {result['metrics_page']}")
         result["events"] = asyncio.run(check_events(backend, args.listen))
         if not result["events"]["thread_stopped"]:
             problems.append("event thread did not stop")

@@ -54,16 +54,20 @@ class AgentMetrics:
 
     def render(self) -> str:
         """The Prometheus text page of the current view."""
-        view = self.view()
-        out: list[str] = []
-        for p in self.plan:
-            rows = ((labels, value * p.scale) for labels, value in series(p, view))
-            render_family(p.spec, p.labels, rows, out)
-        out.append("")
-        return "\n".join(out)
+        return render_page(self.plan, self.view())
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/metrics", self._get)]
 
     async def _get(self, _request: web.Request) -> web.Response:
         return web.Response(body=self.render().encode(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def render_page(planned: list[Planned], view: View) -> str:
+    """The Prometheus text page of ``view``: every planned metric, in the scraped unit."""
+    out: list[str] = []
+    for p in planned:
+        rows = ((labels, value * p.scale) for labels, value in series(p, view))
+        render_family(p.spec, p.labels, rows, out)
+    out.append("")
+    return "\n".join(out)
