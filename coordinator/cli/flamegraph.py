@@ -44,11 +44,13 @@ def parse_folded(text: str) -> Frame:
             n = int(count)
         except ValueError:
             raise ProfileError(f"line {number}: no sample count at its end: {line[:80]!r}") from None
-        if n < 0 or not stack:
+        if n < 0:
             raise ProfileError(f"line {number}: expected 'frame;frame;... COUNT', got {line[:80]!r}")
-        frames = stack.split(";")[:MAX_DEPTH]
         node = root
         root.value += n
+        if not stack:  # samples of a thread with no Python frame (py-spy writes " COUNT"): the root's alone
+            continue
+        frames = stack.split(";")[:MAX_DEPTH]
         for name in frames:
             node = node.children.setdefault(name, Frame(name))
             node.value += n

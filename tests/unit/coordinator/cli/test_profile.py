@@ -55,7 +55,13 @@ def test_speedscope_has_one_sampled_profile_with_the_frames_shared() -> None:
     assert [frames[i] for i in prof["samples"][1]][-1] == "backward (autograd.py:12)"
 
 
-@pytest.mark.parametrize("bad", ["a;b", "a;b x", "a;b -3", " 5"])
+def test_samples_without_a_python_frame_count_at_the_root_only() -> None:
+    root = parse_folded(FOLDED + " 7\n")  # py-spy writes a thread with no Python frame so
+    assert root.value == 107 and set(root.children) == {"<module> (train.py:9)"}
+    assert "train_step" in flamegraph_html(FOLDED + " 7\n", "t")
+
+
+@pytest.mark.parametrize("bad", ["a;b", "a;b x", "a;b -3", "a;b 1.5"])
 def test_a_profile_that_does_not_read_names_the_line(bad: str) -> None:
     with pytest.raises(ProfileError, match="line 2"):
         parse_folded("ok;fine 1\n" + bad)
