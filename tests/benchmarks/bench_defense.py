@@ -89,12 +89,14 @@ def rate(successes: int, trials: int) -> dict[str, float]:
     return {"rate": successes / trials if trials else float("nan"), "ci95": [lo, hi], "n": trials}
 
 
-SETTINGS: dict[str, tuple[str, float] | None] = {
+SETTINGS: dict[str, tuple[str, float] | tuple[str, float, float] | None] = {
     "none": None,
     **{f"topk_{k:g}": ("topk", k) for k in KEEPS},
     **{f"defense_{k:g}": ("defense", k) for k in KEEPS},
     "update_1": ("update", 1.0),  # the update exchange's message with nothing held back: its own baseline
     **{f"update_{k:g}": ("update", k) for k in KEEPS},
+    # the vocabulary's rows set apart (--defense-vocab-param 0.1): the embedding trains faster, more tokens show
+    "update_0.01_vocab_0.1": ("update", 0.01, 0.1),
 }
 
 
@@ -119,7 +121,7 @@ def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: i
         elif how[0] == "topk":
             message = leakage.plain_topk(grads, how[1])
         elif how[0] == "update":
-            message = leakage.defended_update(model, grads, how[1])
+            message = leakage.defended_update(model, grads, how[1], vocab_keep=how[2] if len(how) > 2 else None)
         else:
             message = leakage.defended(model, grads, how[1])
         sent_bytes.append(message.nbytes)

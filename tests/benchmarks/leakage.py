@@ -74,10 +74,12 @@ def plain_topk(grads: dict[str, torch.Tensor], keep: float) -> Message:
     return Message(out, sent, nbytes)
 
 
-def defended(model: GPT, grads: dict[str, torch.Tensor], keep: float, step: int = 1) -> Message:
+def defended(
+    model: GPT, grads: dict[str, torch.Tensor], keep: float, step: int = 1, vocab_keep: float | None = None
+) -> Message:
     """What ``kernels.defense`` sends for ``grads`` as a fresh client's first message."""
     named = list(model.named_parameters())
-    comp = Compressor(named, keep, seed=0)
+    comp = Compressor(named, keep, seed=0, vocab_keep=vocab_keep)
     for name, p in named:
         p.grad = grads[name].clone()
     message = comp.compress(step)
@@ -107,6 +109,7 @@ def defended_update(
     betas: tuple[float, float] = (0.9, 0.95),
     eps: float = 1e-8,
     step: int = 1,
+    vocab_keep: float | None = None,
 ) -> Message:
     """What the update exchange sends for ``grads`` as a fresh client's first message, as the aggregator
     reads it: the known decay and learning rate taken out of the sent change, leaving ``g / (|g| + eps)``."""
@@ -118,7 +121,7 @@ def defended_update(
         q.grad = grads[n].clone()
     opt.step()
     change = {n: q.detach() - start[n] for q, (n, _) in zip(shadow, named, strict=True)}
-    message = defended(model, change, keep, step)
+    message = defended(model, change, keep, step, vocab_keep)
     seen = {}
     for n, sent in message.sent.items():
         u = torch.where(sent, -(message.grads[n] + lr * weight_decay * start[n]) / lr, 0.0)
