@@ -97,6 +97,7 @@ SETTINGS: dict[str, tuple[str, float] | tuple[str, float, float] | None] = {
     **{f"update_{k:g}": ("update", k) for k in KEEPS},
     # the vocabulary's rows set apart (--defense-vocab-param 0.1): the embedding trains faster, more tokens show
     "update_0.01_vocab_0.1": ("update", 0.01, 0.1),
+    "update_0.01_vocab_0.2": ("update", 0.01, 0.2),
 }
 
 
