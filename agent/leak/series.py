@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
 from agent.leak.config import LeakConfig
-from agent.leak.estimate import Trend, segments_from_jumps, theil_sen
+from agent.leak.estimate import Trend, median, segments_from_jumps, theil_sen
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +66,9 @@ class _Fit:
     passes: bool
 
 
-def _low_quantile(x: np.ndarray, q: float) -> float:
-    """The order statistic at rank floor(q * (n - 1)): a plain partition, cheaper than np.quantile."""
-    k = int(q * (len(x) - 1))
-    return float(np.partition(x, k)[k])
+def _low_quantile(x: list[float], q: float) -> float:
+    """The order statistic at rank floor(q * (n - 1)) (no interpolation: a reading that was taken)."""
+    return sorted(x)[int(q * (len(x) - 1))]
 
 
 class LeakSeries:
@@ -96,7 +94,7 @@ class LeakSeries:
         self.config = config or LeakConfig()
         self.capacity = float(capacity_bytes)
         self._horizon_blocks = max(0, math.ceil(self.config.floor_horizon_s / self.config.block_s))
-        self._raw: deque[tuple[float, int, np.ndarray]] = deque()  # blocks of the horizon: mean time, no, readings
+        self._raw: deque[tuple[float, int, list[float]]] = deque()  # blocks of the horizon: mean time, no, readings
         keep = math.ceil(self.config.window_s / self.config.block_s) + 2
         # the floor, one point per block: its time, its level (% of capacity) and its block number
         self._floor_t: deque[float] = deque(maxlen=keep)
@@ -133,11 +131,11 @@ class LeakSeries:
         self.samples += 1
         return verdict
 
-    def add_many(self, ts: np.ndarray, values: np.ndarray) -> list[LeakEstimate]:
+    def add_many(self, ts: Iterable[float], values: Iterable[float]) -> list[LeakEstimate]:
         """Many readings in time order (a replay, or the benchmark): same result as calling :meth:`add`."""
         out = []
-        for t, v in zip(ts.tolist(), values.tolist(), strict=True):
-            if (verdict := self.add(t, v)) is not None:
+        for t, v in zip(ts, values, strict=True):
+            if (verdict := self.add(float(t), float(v))) is not None:
                 out.append(verdict)
         return out
 
@@ -146,13 +144,14 @@ class LeakSeries:
         t_mean = self._readings_t_sum / len(self._readings)
         if t_mean - self.start < self.config.warmup_s:
             return None
-        vals = np.asarray(self._readings)
+        vals = self._readings
         if len(vals) > 2:
-            self._noise_blocks.append(1.4826 * float(np.median(np.abs(np.diff(vals)))) / math.sqrt(2.0))
+            steps = [abs(vals[a + 1] - vals[a]) for a in range(len(vals) - 1)]
+            self._noise_blocks.append(1.4826 * median(steps) / math.sqrt(2.0))
         self._raw.append((t_mean, self._block_no, vals))
         if len(self._raw) > self._horizon_blocks:
             t0, no, _ = self._raw[0]
-            level = _low_quantile(np.concatenate([r for _, _, r in self._raw]), self.config.floor_quantile)
+            level = _low_quantile([v for _, _, r in self._raw for v in r], self.config.floor_quantile)
             self._floor_t.append(t0)
             self._floor_level.append(level)
             self._floor_block.append(no)
@@ -162,10 +161,10 @@ class LeakSeries:
     def _noise(self) -> float:
         """Typical reading noise (%): the median over recent blocks of each block's robust sd of successive
         differences. A floor that moved less than a few of these over the window has not shown a trend."""
-        return float(np.median(self._noise_blocks)) if self._noise_blocks else 0.0
+        return median(self._noise_blocks) if self._noise_blocks else 0.0
 
     @staticmethod
-    def _steady(hours: np.ndarray, y: np.ndarray, segments: np.ndarray, cfg: LeakConfig) -> bool:
+    def _steady(hours: list[float], y: list[float], segments: list[int], cfg: LeakConfig) -> bool:
         """Does the growth go on through the window? Both halves must rise at >= ``steady_ratio`` x the
         threshold. A leak keeps raising the floor; a single level shift (a plateau too small to be cut as a
         jump) leaves one half flat. A leak in steps keeps both halves rising, so it still passes."""
@@ -179,21 +178,22 @@ class LeakSeries:
         return True
 
     def _window(
-        self, floor: tuple[np.ndarray, np.ndarray, np.ndarray], noise: float, window_s: float, confidence: float
+        self, floor: tuple[list[float], list[float], list[int]], noise: float, window_s: float, confidence: float
     ) -> _Fit | None:
         """The trend of the ``floor`` (times, levels, block numbers) over its last ``window_s`` and whether it
         passes the alert's tests; ``None`` while the window has too few points or pairs to judge."""
         cfg = self.config
-        t, y, idx = floor
-        keep = t >= t[-1] - window_s
-        t, y, idx = t[keep], y[keep], idx[keep]
-        stride = max(1, math.ceil(len(t) / cfg.max_points))
+        since = floor[0][-1] - window_s
+        points = [p for p in zip(*floor, strict=True) if p[0] >= since]
+        stride = max(1, math.ceil(len(points) / cfg.max_points))
         if stride > 1:
-            pick = idx % stride == idx[-1] % stride
-            t, y = t[pick], y[pick]
-        if len(t) < cfg.min_points:
+            last = points[-1][2] % stride
+            points = [p for p in points if p[2] % stride == last]
+        if len(points) < cfg.min_points:
             return None
-        hours = (t - t[0]) / 3600.0
+        t = [p[0] for p in points]
+        y = [p[1] for p in points]
+        hours = [(ti - t[0]) / 3600.0 for ti in t]
         lag = math.ceil(self._horizon_blocks / stride) if cfg.serial_correction else 0
         span = max(1, math.ceil(self._horizon_blocks / 2 / stride))
         segments = segments_from_jumps(y, cfg.min_jump_pct, span=span)
@@ -202,10 +202,10 @@ class LeakSeries:
             return None  # a jump split the points: too few pairs inside segments to judge yet
         passes = (
             trend.lower > cfg.threshold_pct_per_h
-            and trend.lower * float(hours[-1]) >= cfg.noise_k * noise
+            and trend.lower * hours[-1] >= cfg.noise_k * noise
             and self._steady(hours, y, segments, cfg)
         )
-        return _Fit(trend, len(t), float(t[-1] - t[0]), passes)
+        return _Fit(trend, len(t), t[-1] - t[0], passes)
 
     def evaluate(self, now: float) -> LeakEstimate | None:
         """Re-estimate from the floor so far; ``None`` until there is enough of it after warm-up."""
@@ -216,7 +216,7 @@ class LeakSeries:
         if 0 < cfg.short_window_s < self._floor_t[-1] - self._floor_t[0]:
             # only once the floor outgrows the short window: before, both windows hold the same points
             windows.insert(0, (cfg.short_window_s, cfg.short_confidence))
-        floor = (np.asarray(self._floor_t), np.asarray(self._floor_level), np.asarray(self._floor_block))
+        floor = (list(self._floor_t), list(self._floor_level), list(self._floor_block))
         noise = self._noise()
         fits = []
         for window_s, confidence in windows:

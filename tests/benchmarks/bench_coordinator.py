@@ -33,7 +33,7 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from agent.fleetsim import FleetSimulator
+from agent.fleetsim.simulator import FleetSimulator
 from coordinator.api.config import ApiConfig
 from coordinator.cli.client import ApiClient
 from coordinator.components import COMPONENTS

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from agent.fleetsim import FleetSimulator
+from agent.fleetsim.simulator import FleetSimulator
 from events.clock import SimClock
 from events.deadletter import dead_letter_info
 from events.examples import node_sample

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from agent.fleetsim import FleetSimulator
+from agent.fleetsim.simulator import FleetSimulator
 from agent.fleetsim.sink import MemorySink, partition_of
 from agent.health.xid import FAIL_XIDS, WARN_XIDS
 from events.clock import SimClock
