@@ -1,7 +1,7 @@
 """The gradient-leakage defense against real attacks, and what it costs in convergence -> results/defense.json.
 
 Attacks (``leakage.py``): token-set recovery from the embedding's gradient, DLG/TAG with projection to the
-nearest token, and an adaptive DLG matched on the transmitted coordinates only; each on a fresh ``tiny``
+nearest token followed by LAMP's discrete search on hard tokens, and an adaptive DLG matched on the transmitted coordinates only; each on a fresh ``tiny``
 client (warmed on text for ``--warm-steps``) holding a batch of 1-8 held-out sequences of 16-32 bytes, drawn
 per trial, ``--trials`` (50) per setting. Settings: no defense, plain top-k of every tensor, and
 ``kernels.defense`` (``--defense gradient_compression``), each at keep 10 %, 1 %, 0.1 %. Rates carry Wilson
@@ -107,8 +107,11 @@ def _worker_init() -> None:
     ops.configure(prefer={"*": ["reference"]}, device="cpu", dtype=torch.float32)
 
 
-def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: int) -> tuple[str, dict]:
-    """Every trial of one setting: its message, then each attack on it."""
+def attack_setting(
+    name: str, state: dict, batches: list[torch.Tensor], iters: int, sweeps: int, candidates: int
+) -> tuple[str, dict]:
+    """Every trial of one setting: its message, then each attack on it (relaxation, then ``sweeps`` of the
+    discrete search over each position's ``candidates`` best tokens; 0 sweeps: the projection alone)."""
     how = SETTINGS[name]
     model = GPT(preset("tiny", n_layers=2))
     model.load_state_dict(state)
@@ -130,10 +133,14 @@ def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: i
         acc["token_set"].append(leakage.score_set(leakage.token_set(message), truth))
         complete = leakage.token_set(message) if how is None else None  # dense: the rows name every token
         for attack in ("dlg", "adaptive") if how is not None else ("dlg",):
-            guess = leakage.invert(
-                model, message, tuple(tokens.shape), adaptive=attack == "adaptive", iters=iters, seed=i,
-                vocabulary=complete, cosine=how is not None and how[0] == "update",
+            adaptive, cosine = attack == "adaptive", how is not None and how[0] == "update"
+            logits = leakage.relax(
+                model, message, tuple(tokens.shape), adaptive=adaptive, iters=iters, seed=i, vocabulary=complete,
+                cosine=cosine,
             )  # fmt: skip
+            guess = leakage.refine(
+                model, message, logits, adaptive=adaptive, cosine=cosine, candidates=candidates, sweeps=sweeps
+            )
             acc[attack].append(leakage.score_reconstruction(guess, tokens))
     if how is None:
         acc["adaptive"] = acc["dlg"]  # nothing is left out: matching the sent coordinates is matching all
@@ -141,12 +148,13 @@ def attack_setting(name: str, state: dict, batches: list[torch.Tensor], iters: i
     return name, out
 
 
-def run_attacks(model: GPT, batches: list[torch.Tensor], iters: int, workers: int, names: list[str]) -> dict[str, dict]:
-    """Each setting in a worker process of its own (one thread each), ``workers`` at a time."""
+def run_attacks(model: GPT, batches: list[torch.Tensor], opts: argparse.Namespace, names: list[str]) -> dict[str, dict]:
+    """Each setting in a worker process of its own (one thread each), ``opts.workers`` at a time."""
     state = model.state_dict()
     results: dict[str, dict] = {}
-    with ProcessPoolExecutor(workers, initializer=_worker_init) as pool:
-        futures = [pool.submit(attack_setting, name, state, batches, iters) for name in names]
+    how = (opts.iters, opts.sweeps, opts.candidates)
+    with ProcessPoolExecutor(opts.workers, initializer=_worker_init) as pool:
+        futures = [pool.submit(attack_setting, name, state, batches, *how) for name in names]
         for future in as_completed(futures):
             name, out = future.result()
             results[name] = out
@@ -243,6 +251,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 trials, few iterations and steps: checks it runs")
     parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--iters", type=int, default=200, help="optimisation steps of each reconstruction")
+    parser.add_argument("--sweeps", type=int, default=2, help="discrete search sweeps after the relaxation")
+    parser.add_argument("--candidates", type=int, default=8, help="tokens tried at each position in a sweep")
     parser.add_argument("--warm-steps", type=int, default=300)
     parser.add_argument("--steps", type=int, default=1000, help="training steps of the convergence runs")
     parser.add_argument("--threads", type=int, default=2)
@@ -257,17 +267,19 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown setting or run {unknown}")
     if opts.quick:
-        opts.trials, opts.iters, opts.warm_steps, opts.steps = 2, 5, 5, 10
+        opts.trials, opts.iters, opts.warm_steps, opts.steps, opts.sweeps = 2, 5, 5, 10, 1
     torch.set_num_threads(opts.threads)
     corpus = quant_corpus.build(CACHE / "quant" / "corpus")
     model = warm_model(corpus, opts.warm_steps)
     batches = client_batches(corpus, opts.trials, seed=1)
-    attacks = run_attacks(model, batches, opts.iters, opts.workers, names)
+    attacks = run_attacks(model, batches, opts, names)
     work = CACHE / "defense" / ("convergence-quick" if opts.quick else "convergence")
     conv = convergence(corpus, opts.steps, work, runs)
     result = {
         "trials": opts.trials,
         "iters": opts.iters,
+        "sweeps": opts.sweeps,
+        "candidates": opts.candidates,
         "warm_steps": opts.warm_steps,
         "blocked_means": {
             "reconstruction": f"under {leakage.RECONSTRUCTED:.0%} of positions recovered and no whole sequence",

@@ -10,7 +10,9 @@ and the exchange (the defense's row draw is public: it depends on no data). Atta
 - ``dlg``: DLG with TAG's distance (L2 + 0.01 L1 over every tensor), optimising a relaxed one-hot sequence
   (softmax of free logits: inputs as mixtures of embedding rows, targets as soft labels) until its gradient
   matches the message, the coordinates not sent read as zeros; then each position projects to its nearest
-  token (the arg max). Rows are matched to the true rows by the best assignment. Given a dense message the
+  token (the arg max), then LAMP's discrete stage: coordinate descent on hard tokens, each position taking
+  whichever of its best-ranked tokens makes the real gradient match best. Rows are matched to the true rows by
+  the best assignment. Given a dense message the
   attacker knows the batch's token set exactly (the embedding's non-zero rows) and optimises over those
   tokens only, which makes the undefended baseline as strong as TAG's use of the embedding gradient.
 - ``adaptive``: the same optimisation matched on the transmitted coordinates only.
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
+from torch.func import functional_call, grad, vmap
 
 from kernels.defense.compress import Compressor
 from kernels.model import GPT
@@ -186,7 +190,34 @@ def _soft_forward(model: GPT, z: torch.Tensor) -> torch.Tensor:
     return -(probs[:, 1:] * logits.log_softmax(-1)).sum(-1).mean()
 
 
-def invert(
+def _distance(
+    grads: list[torch.Tensor], target: list[torch.Tensor], masks: list[torch.Tensor | None], scale: float, cosine: bool
+) -> torch.Tensor:
+    """How far each candidate's gradient (a leading dimension of K candidates) is from the message: TAG's
+    L2 + 0.01 L1 over every tensor, or with ``cosine`` one minus each tensor's cosine similarity, summed."""
+    dist = torch.zeros(grads[0].shape[0])
+    for g, t, m in zip(grads, target, masks, strict=True):
+        if cosine:
+            if bool(t.any()):
+                seen = (g if m is None else g * m).flatten(1)
+                flat = t.flatten()
+                dist = dist + 1 - (seen @ flat) / (seen.norm(dim=1) * flat.norm() + 1e-12)
+            continue
+        diff = (g - t if m is None else (g - t) * m).flatten(1)
+        dist = dist + (diff * diff).sum(1) / scale + 0.01 * diff.abs().sum(1) / math.sqrt(scale)
+    return dist
+
+
+def _target(
+    model: GPT, message: Message, adaptive: bool
+) -> tuple[list[torch.Tensor], list[torch.Tensor | None], float]:
+    names = [n for n, _ in model.named_parameters()]
+    target = [message.grads[n] for n in names]
+    masks = [message.sent[n].float() if adaptive else None for n in names]
+    return target, masks, sum(float((t * t).sum()) for t in target) or 1.0
+
+
+def relax(
     model: GPT,
     message: Message,
     shape: tuple[int, int],
@@ -197,15 +228,12 @@ def invert(
     vocabulary: set[int] | None = None,
     cosine: bool = False,
 ) -> torch.Tensor:
-    """DLG/TAG: the token sequence (B, S + 1) whose gradient best matches ``message``. ``vocabulary``: the
-    tokens the sequence is known to use (from the embedding's rows, when the message holds all of them);
-    the optimisation then picks among those only, as TAG and LAMP use the embedding gradient. ``cosine``:
-    match each tensor's direction only (a message of signs, ``defended_update``)."""
-    names = [n for n, _ in model.named_parameters()]
+    """DLG/TAG's continuous stage: the logits (B, S + 1, V) of the relaxed sequence whose gradient best matches
+    ``message``. ``vocabulary``: the tokens the sequence is known to use (from the embedding's rows, when the
+    message holds all of them); the optimisation then picks among those only, as TAG and LAMP use the embedding
+    gradient. ``cosine``: match each tensor's direction only (a message of signs, ``defended_update``)."""
     params = [p for _, p in model.named_parameters()]
-    target = [message.grads[n] for n in names]
-    masks = [message.sent[n].float() if adaptive else None for n in names]
-    scale = sum(float((t * t).sum()) for t in target) or 1.0
+    target, masks, scale = _target(model, message, adaptive)
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(shape[0], shape[1], model.cfg.vocab_size, generator=gen).requires_grad_(True)
     outside = torch.zeros(model.cfg.vocab_size)
@@ -218,20 +246,63 @@ def invert(
         opt.zero_grad()
         loss = _soft_forward(model, z + outside)
         grads = torch.autograd.grad(loss, params, create_graph=True)
-        dist = torch.zeros(())
-        for g, t, m in zip(grads, target, masks, strict=True):
-            if cosine:
-                seen = g if m is None else g * m
-                if bool(t.any()):
-                    dist = dist + 1 - (seen * t).sum() / (seen.norm() * t.norm() + 1e-12)
-                continue
-            diff = g - t if m is None else (g - t) * m
-            dist = dist + (diff * diff).sum() / scale + 0.01 * diff.abs().sum() / math.sqrt(scale)
-        dist.backward()
+        _distance([g.unsqueeze(0) for g in grads], target, masks, scale, cosine)[0].backward()
         opt.step()
         sched.step()
     model.zero_grad(set_to_none=True)
-    return (z.detach() + outside).argmax(-1)
+    return z.detach() + outside
+
+
+def invert(model: GPT, message: Message, shape: tuple[int, int], **how: Any) -> torch.Tensor:
+    """DLG/TAG with projection: each position of the relaxed solution (:func:`relax`) to its nearest token."""
+    return relax(model, message, shape, **how).argmax(-1)
+
+
+def refine(
+    model: GPT,
+    message: Message,
+    logits: torch.Tensor,
+    *,
+    adaptive: bool,
+    cosine: bool = False,
+    candidates: int = 8,
+    sweeps: int = 2,
+) -> torch.Tensor:
+    """The discrete stage LAMP adds after the relaxation: coordinate descent on hard tokens. Each position in
+    turn takes whichever of its ``candidates`` best-ranked tokens (by the relaxed ``logits``) gives the sequence
+    whose real gradient best matches ``message``; a sweep visits every position, and it stops after ``sweeps``
+    or a sweep that changed nothing. The projection's rounding error, which the continuous stage cannot see,
+    is what this removes."""
+    params = {n: p.detach() for n, p in model.named_parameters()}
+    target, masks, scale = _target(model, message, adaptive)
+
+    def loss(weights: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+        logits_ = functional_call(model, weights, (tokens[:, :-1],))
+        return F.cross_entropy(logits_.flatten(0, 1), tokens[:, 1:].flatten())
+
+    grad_of = vmap(grad(loss), in_dims=(None, 0))
+
+    def distance(batch: torch.Tensor) -> torch.Tensor:
+        g = grad_of(params, batch)
+        return _distance([g[n] for n in params], target, masks, scale, cosine)
+
+    tokens = logits.argmax(-1)
+    ranked = logits.topk(min(candidates, logits.shape[-1]), dim=-1).indices
+    best = float(distance(tokens.unsqueeze(0))[0])
+    for _ in range(sweeps):
+        changed = False
+        for b in range(tokens.shape[0]):
+            for s in range(tokens.shape[1]):
+                options = ranked[b, s]
+                batch = tokens.unsqueeze(0).repeat(len(options), 1, 1)
+                batch[:, b, s] = options
+                d = distance(batch)
+                k = int(d.argmin())
+                if float(d[k]) < best and int(options[k]) != int(tokens[b, s]):
+                    tokens[b, s], best, changed = options[k], float(d[k]), True
+        if not changed:
+            break
+    return tokens
 
 
 def score_reconstruction(guess: torch.Tensor, truth: torch.Tensor) -> Reconstruction:
