@@ -22,6 +22,7 @@ import msgspec
 from agent.commands.config import CommandsConfig
 from agent.identity.key import DEFAULT_NAME as NODE_KEY_NAME
 from agent.identity.key import IdentityConfig
+from agent.kernlog.config import KernelLogConfig
 from agent.leak.config import LeakConfig
 from agent.releases.config import ReleasesConfig
 from agent.trainer.config import TrainerConfig
@@ -131,6 +132,7 @@ class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     identity: IdentityConfig = msgspec.field(default_factory=IdentityConfig)
     probe: ProbeConfig = msgspec.field(default_factory=ProbeConfig)
     profile: ProfileConfig = msgspec.field(default_factory=ProfileConfig)
+    kernel_log: KernelLogConfig = msgspec.field(default_factory=KernelLogConfig)  # NVRM: Xid lines
     trainer: TrainerConfig = msgspec.field(default_factory=TrainerConfig)
     releases: ReleasesConfig = msgspec.field(default_factory=ReleasesConfig)
     # OpenTelemetry: the metrics of GET /metrics under their OTel names (hw.*), pushed over OTLP when asked

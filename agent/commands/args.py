@@ -14,6 +14,9 @@ turns the checked Struct into the keyword arguments of the daemon's action calla
 - ``upgrade`` -> ``upgrade(args=UpgradeArgs)``
 - ``rollback`` -> ``rollback(args=RollbackArgs)``
 - ``hash_files`` -> ``hash_files(paths=list[str], max_bytes=int)``
+- ``check_tfrecords`` -> ``check_tfrecords(paths=list[str], max_bytes=int, max_files=int)``
+- ``runtime_versions`` -> ``runtime_versions(timeout_s=float)``
+- ``rdma_latency`` -> ``rdma_latency(args=RdmaLatencyArgs)``
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ from agent.nccl.probe import ProbeSpec
 from events.errors import InvalidEvent
 from events.payloads import Command
 from events.payloads.commands import (
+    CheckTfrecordsArgs,
     DrainArgs,
     HashFilesArgs,
     NcclProbeArgs,
     ProfileArgs,
+    RdmaLatencyArgs,
     RollbackArgs,
+    RuntimeVersionsArgs,
     SetIntervalArgs,
     StartWorkersArgs,
     StopWorkersArgs,
@@ -94,6 +100,21 @@ def hash_files_args(cmd: Command) -> dict[str, Any]:
     return {"paths": list(args.paths), "max_bytes": args.max_bytes}
 
 
+def check_tfrecords_args(cmd: Command) -> dict[str, Any]:
+    args: CheckTfrecordsArgs = _checked(cmd)
+    return {"paths": list(args.paths), "max_bytes": args.max_bytes, "max_files": args.max_files}
+
+
+def runtime_versions_args(cmd: Command) -> dict[str, Any]:
+    args: RuntimeVersionsArgs = _checked(cmd)
+    return {"timeout_s": args.timeout_s}
+
+
+def rdma_latency_args(cmd: Command) -> dict[str, Any]:
+    args: RdmaLatencyArgs = _checked(cmd)
+    return {"args": args}
+
+
 def upgrade_args(cmd: Command) -> dict[str, Any]:
     args: UpgradeArgs = _checked(cmd)
     return {"args": args}
@@ -119,5 +140,8 @@ PARSERS: dict[str, Callable[[Command], dict[str, Any]]] = {
     "upgrade": upgrade_args,
     "rollback": rollback_args,
     "hash_files": hash_files_args,
+    "check_tfrecords": check_tfrecords_args,
+    "runtime_versions": runtime_versions_args,
+    "rdma_latency": rdma_latency_args,
     "profile": profile_args,
 }

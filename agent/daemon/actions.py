@@ -14,6 +14,9 @@ this module says *what* each action does to the live agent:
 - ``upgrade`` / ``rollback``: blue-green releases of the agent or the trainer (``agent.daemon.releases``); the
   agent restarts into the new version after the ack.
 - ``hash_files``: SHA-256 of files on the node (``agent.commands.hash_files``), read in a thread.
+- ``check_tfrecords``: every record of TFRecord files on the node (``agent.tfrecord``), read in a thread.
+- ``runtime_versions``: the trainer interpreter's CUDA/cuDNN beside the driver's (``agent.trainer.versions``).
+- ``rdma_latency``: one ``ib_write_lat`` run, server or client (``agent.rdma``).
 - ``profile``: py-spy on one trainer worker for a bounded time (``agent.profile``); the agent keeps the stacks
   for ``GET /v1/profiles/{id}``.
 
@@ -45,8 +48,11 @@ from agent.daemon.idle_probe import probe_python
 from agent.daemon.loops import request_sample
 from agent.daemon.releases import NodeReleases
 from agent.daemon.runtime import Runtime, event_source
-from agent.daemon.trainer import trainer_actions, trainer_admissions
+from agent.daemon.trainer import trainer_actions, trainer_admissions, trainer_python, worker_env
 from agent.profile.action import profile_action
+from agent.rdma.action import rdma_latency_action
+from agent.tfrecord.action import check_tfrecords_action
+from agent.trainer.versions import runtime_versions_action
 from events.bus import EventConsumer, EventProducer
 from events.clock import sleep_or_wake
 from events.payloads.commands import (
@@ -104,6 +110,11 @@ def daemon_actions(rt: Runtime, releases: NodeReleases | None = None) -> dict[st
 
     actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}
     actions["hash_files"] = hash_files_action()
+    actions["check_tfrecords"] = check_tfrecords_action()
+    actions["runtime_versions"] = runtime_versions_action(
+        rt.backend, lambda: trainer_python(rt), lambda: worker_env(rt), lambda: rt.cfg.trainer.workers_dir
+    )
+    actions["rdma_latency"] = rdma_latency_action()
     actions.update((releases or NodeReleases(rt)).actions())
     if rt.trainer is not None:
         actions.update(trainer_actions(rt.trainer))

@@ -17,6 +17,7 @@ from agent.daemon.trainer import build_supervisor
 from agent.gpu import GpuBackend, make_backend
 from agent.health import HealthState
 from agent.identity import node_key
+from agent.kernlog.dedup import XidDedup
 from agent.metrics.exporter import AgentMetrics
 from agent.notify import Notifier
 from agent.profile.profiler import Profiler
@@ -78,6 +79,7 @@ def build_runtime(
         publisher=publisher,
         notifier=notifier or Notifier.from_env(),
         config_path=config_path,
+        xids=XidDedup(cfg.kernel_log.dedup_window_s),
     )
     if (cfg.health.enabled and cfg.health.metrics) or cfg.telemetry.exporter != "none":
         rt.metrics = AgentMetrics(

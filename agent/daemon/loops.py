@@ -20,6 +20,7 @@ import psutil
 import structlog
 
 from agent.daemon.runtime import Runtime
+from agent.daemon.xid_pairing import nvml_echo
 from agent.health import fault_from_event
 from events.clock import sleep_or_wake
 from events.payloads import HostReading, NodeFault, NodeSample
@@ -154,10 +155,13 @@ def publish_fault(rt: Runtime, fault: NodeFault) -> None:
 
 
 async def fault_loop(rt: Runtime) -> None:
-    """Driver events, published at once (not at the next tick), and remembered by the health state."""
+    """Driver events, published at once (not at the next tick), and remembered by the health state; an XID the
+    kernel log reported already is not published twice."""
     queue = rt.backend.start_events()
     while True:
         event = await queue.get()
+        if nvml_echo(rt, event):
+            continue
         finding = rt.health.on_event(event)
         publish_fault(rt, fault_from_event(event, rt.cfg.node_id, finding))
 

@@ -22,6 +22,7 @@ from agent.control.protocol import InjectRequest, Reply, Request
 from agent.daemon import loops, status
 from agent.daemon.actions import KafkaCommandSource, SourceFactory, stop_commands
 from agent.daemon.idle_probe import IdleProbe
+from agent.daemon.kernel_xids import kernel_xid_task
 from agent.daemon.reload import reload_config
 from agent.daemon.runtime import Runtime
 from agent.daemon.trial import commit_release, load_trial
@@ -86,6 +87,7 @@ async def serve(
             asyncio.create_task(rt.publisher.sync_loop(), name="spool-fsync"),
             asyncio.create_task(loops.sample_loop(rt, observers), name="samples"),
             asyncio.create_task(loops.fault_loop(rt), name="faults"),
+            asyncio.create_task(kernel_xid_task(rt), name="kernel-xids"),
             asyncio.create_task(loops.watchdog_loop(rt), name="watchdog"),
             asyncio.create_task(nccl_task(rt), name="nccl"),
         ]

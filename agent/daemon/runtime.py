@@ -16,6 +16,7 @@ from agent.commands import CommandExecutor
 from agent.config import AgentConfig
 from agent.gpu import GpuBackend
 from agent.health import HealthState
+from agent.kernlog.dedup import XidDedup
 from agent.notify import Notifier
 from agent.publish import Publisher
 from agent.releases.restart import RestartPlan
@@ -55,6 +56,7 @@ class Runtime:
     commands: CommandExecutor | None = None  # None when commands are disabled
     trainer: Supervisor | None = None  # the node's training workers; None when commands or the trainer are off
     sampler: Sampler = field(default_factory=Sampler)
+    xids: XidDedup = field(default_factory=XidDedup)  # pairs NVML's XIDs with the kernel log's (one fault each)
     metrics: AgentMetrics | None = None  # GET /metrics and the OpenTelemetry instruments; None when off
     profiler: Profiler | None = None  # py-spy on a worker (the profile command); None without workers or when off
     draining: bool = False  # no new trainer workers may start here (set by the ``drain`` command)

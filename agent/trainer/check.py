@@ -7,14 +7,13 @@ importing torch, in well under a second; its verdict names the job field, which 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
 from agent.commands.args import ArgsError
+from agent.trainer.ask import ask
 from events.payloads import TrainerJob
 from events.payloads.trainer_job import JobCheckResult
 
@@ -38,33 +37,18 @@ async def check_job(
     the workers run (``-m`` puts it first on the path: a source checkout there would shadow the release)."""
     request = msgspec.json.encode({"job": job, "world_size": world_size})
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *python,
-            "-m",
-            "kernels.cli.check_job",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-        )
+        answer = await ask([*python, "-m", "kernels.cli.check_job"], timeout_s, stdin=request, env=env, cwd=cwd)
     except OSError as exc:
         raise TrainerBroken(
             f"cannot run the trainer's interpreter {list(python)}: {exc}; set trainer.python", "args.job"
         ) from None
+    if answer is None:
+        raise TrainerBroken(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job")
     try:
-        out, err = await asyncio.wait_for(proc.communicate(request), timeout_s)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
-        raise TrainerBroken(f"the trainer's job check did not answer within {timeout_s:g} s", "args.job") from None
-    try:
-        verdict = msgspec.json.decode(out.strip().splitlines()[-1] if out.strip() else b"", type=JobCheckResult)
+        verdict = msgspec.json.decode(answer.last_line(), type=JobCheckResult)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
         raise TrainerBroken(
-            f"the trainer's job check failed (exit {proc.returncode}): {detail[0][:500]}", "args.job"
+            f"the trainer's job check failed (exit {answer.returncode}): {answer.last_error()}", "args.job"
         ) from None
     if not verdict.ok:
         raise ArgsError(verdict.reason or "refused by the trainer", f"args.{verdict.field or 'job'}")

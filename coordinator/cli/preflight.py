@@ -33,10 +33,16 @@ HELP = (
     "Run the pre-upgrade checklist on NODE... (default: every Ready node) and print one row per node and "
     "check, exiting 0 only when no check FAILed.\n\n"
     "Checks: driver (the GPU driver the node's samples report, >= --min-driver: 515.65.01 is what CUDA 11.7 "
-    "needs); memory (every GPU keeps >= --min-free-memory % free, the OOM killer's margin); data (each job "
+    "needs); memory (every GPU keeps >= --min-free-memory % free, the OOM killer's margin); cuda (the CUDA and "
+    "cuDNN the trainer's torch loads on the node against the driver's CUDA, --min-cuda and --min-cudnn; SKIP on "
+    "a CPU build or simulated GPUs); data (each job "
     "running on the node: its data file's SHA-256, computed by the node's agent on a signed hash_files "
-    "command, against the dataSha256 the job recorded; a job without one is SKIP); nccl (a signed nccl_probe "
-    "on the node: its peak all-reduce bus bandwidth >= --min-busbw GB/s, the unit nccl-tests prints).\n\n"
+    "command, against the dataSha256 the job recorded; a job without one is SKIP); tfrecord (each job whose "
+    "dataPath names TFRecord files: every record's length and masked CRC-32C, checked by the node's agent, with "
+    "the first bad offset per file); nccl (a signed nccl_probe "
+    "on the node: its peak all-reduce bus bandwidth >= --min-busbw GB/s, the unit nccl-tests prints); rdma (a "
+    "short ib_write_lat run between two nodes of each job spanning nodes, typical latency <= --max-rdma-latency "
+    "us; SKIP where ib_write_lat is not installed).\n\n"
     "The leader runs it (a standby redirects); it waits for the agents up to --timeout. A node that is not "
     "Ready, or does not answer in time, FAILs: an unchecked node is not a ready one.\n\n"
     "Exit codes: 0 every check passed or was skipped (with --strict: passed); 1 a check failed, or no "
@@ -59,6 +65,9 @@ def request_body(
     min_free_memory: float,
     min_driver: str,
     timeout: float | None,
+    min_cuda: str | None = None,
+    min_cudnn: str | None = None,
+    max_rdma_latency: float | None = None,
 ) -> dict[str, object]:
     """The API request for these options (what is not given is left to the coordinator's defaults)."""
     if skip and only:
@@ -76,6 +85,9 @@ def request_body(
         body["nodes"] = list(dict.fromkeys(nodes))
     if timeout is not None:
         body["timeout_s"] = timeout
+    for key, value in (("min_cuda", min_cuda), ("min_cudnn", min_cudnn), ("max_rdma_latency_us", max_rdma_latency)):
+        if value is not None:
+            body[key] = value
     return body
 
 
@@ -101,8 +113,12 @@ def render_report(report: PreflightReport, console: Console, via: str | None) ->
     said = {
         "driver": f"driver >= {t.min_driver}",
         "memory": f">= {t.min_free_memory_pct:g}% GPU memory free",
+        "cuda": f"CUDA {'>= ' + t.min_cuda if t.min_cuda else 'as the driver allows'}"
+        + (f", cuDNN >= {t.min_cudnn}" if t.min_cudnn else ""),
         "data": "data as each job recorded",
+        "tfrecord": "TFRecord records intact",
         "nccl": f"busbw >= {t.min_busbw_gbps:g} GB/s",
+        "rdma": f"RDMA latency <= {t.max_rdma_latency_us:g} us",
     }
     console.print(
         escape(
@@ -132,7 +148,8 @@ def preflight(
         str, typer.Option("--min-driver", help="Oldest GPU driver accepted (515.65.01: CUDA 11.7).")
     ] = DEFAULT_MIN_DRIVER,
     skip: Annotated[
-        list[Check] | None, typer.Option("--skip", help="A check not to run (repeatable): driver, memory, data, nccl.")
+        list[Check] | None,
+        typer.Option("--skip", help=f"A check not to run (repeatable): {', '.join(CHECKS)}."),
     ] = None,
     only: Annotated[
         list[Check] | None, typer.Option("--only", help="Run only this check (repeatable).", show_default=False)
@@ -147,12 +164,31 @@ def preflight(
             show_default=False,
         ),
     ] = None,
+    min_cuda: Annotated[
+        str | None, typer.Option("--min-cuda", help="Oldest CUDA the trainer's torch may be built for (e.g. 12.1).")
+    ] = None,
+    min_cudnn: Annotated[str | None, typer.Option("--min-cudnn", help="Oldest cuDNN accepted (e.g. 8.9).")] = None,
+    max_rdma_latency: Annotated[
+        float | None,
+        typer.Option("--max-rdma-latency", min=0, help="Highest typical ib_write_lat latency, us (default 10)."),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a check was skipped, too.")] = False,
     output: OutputOption = Output.table,
     api: ApiOption = None,
 ) -> None:
     """Run the pre-upgrade checklist on NODE... (see HELP, which main.py registers as this command's help)."""
-    body = request_body(nodes or [], skip or [], only or [], min_busbw, min_free_memory, min_driver, timeout)
+    body = request_body(
+        nodes or [],
+        skip or [],
+        only or [],
+        min_busbw,
+        min_free_memory,
+        min_driver,
+        timeout,
+        min_cuda,
+        min_cudnn,
+        max_rdma_latency,
+    )
     client = connect(api)
     client.timeout = (timeout or MAX_TIMEOUT_S) + ANSWER_MARGIN_S  # the answer comes when the agents' do
     reply = answer(client, lambda c: c.post("/v1/preflight", body))

@@ -1,8 +1,9 @@
 """The preflight component: the pre-upgrade checklist, run through the agents on the leader's word.
 
 ``POST /v1/preflight`` checks the nodes asked for (default: every Ready node) for a recent enough GPU driver,
-enough free GPU memory, each job's data file against the SHA-256 the job recorded, and the all-reduce
-bandwidth a probe measures, and answers a report of one row per node and check (see ``records.py`` for the
+enough free GPU memory, the CUDA and cuDNN the trainer loads against the driver, each job's data file against
+the SHA-256 the job recorded, each job's TFRecord files record by record, the all-reduce bandwidth a probe
+measures and the RDMA latency between two nodes of a job, and answers a report of one row per node and check (see ``records.py`` for the
 verdicts and ``runner.py`` for where each value comes from). The leader alone runs it, since it sends signed
 commands; one run at a time, so two operators do not probe the same nodes at once. Nothing is stored: the
 report is the answer (and the commands it sent stay in ``GET /v1/commands`` for an hour).

@@ -2,7 +2,7 @@
 
 Verdicts: PASS (the check ran and met its threshold), FAIL (it ran and did not, or the node could not be asked
 or did not answer in time: an unverified node is not a ready one), SKIP (nothing to check, with the reason,
-e.g. a job that recorded no ``dataSha256``). ``ok`` is true when no check FAILed.
+e.g. a job that recorded no ``dataSha256``, a node without ``ib_write_lat``). ``ok`` is true when no check FAILed.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import msgspec
 
 from coordinator.preflight.config import MAX_TIMEOUT_S
 
-CheckName = Literal["driver", "memory", "data", "nccl"]
-CHECKS: tuple[CheckName, ...] = ("driver", "memory", "data", "nccl")
+CheckName = Literal["driver", "memory", "cuda", "data", "tfrecord", "nccl", "rdma"]
+CHECKS: tuple[CheckName, ...] = ("driver", "memory", "cuda", "data", "tfrecord", "nccl", "rdma")
+Version = Annotated[str, msgspec.Meta(pattern=r"^\d{1,6}(\.\d{1,6}){0,3}$")]
 Verdict = Literal["PASS", "FAIL", "SKIP"]
 NodeId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 DEFAULT_MIN_DRIVER = "515.65.01"  # CUDA 11.7 needs it
@@ -24,8 +25,11 @@ class PreflightRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     """Which nodes (default: every Ready node), which checks (default: all) and the thresholds."""
 
     nodes: Annotated[list[NodeId], msgspec.Meta(min_length=1, max_length=1024)] | None = None
-    checks: Annotated[list[CheckName], msgspec.Meta(min_length=1, max_length=4)] | None = None
-    min_driver: Annotated[str, msgspec.Meta(pattern=r"^\d{1,6}(\.\d{1,6}){0,3}$")] = DEFAULT_MIN_DRIVER
+    checks: Annotated[list[CheckName], msgspec.Meta(min_length=1, max_length=len(CHECKS))] | None = None
+    min_driver: Version = DEFAULT_MIN_DRIVER
+    min_cuda: Version | None = None  # the release's CUDA (torch.version.cuda on each node), e.g. "12.1"
+    min_cudnn: Version | None = None  # and cuDNN, e.g. "8.9"
+    max_rdma_latency_us: Annotated[float, msgspec.Meta(gt=0, le=1_000_000)] = 10.0  # ib_write_lat's typical
     min_free_memory_pct: Annotated[float, msgspec.Meta(ge=0, le=100)] = 10.0
     min_busbw_gbps: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 10.0  # GB/s, as nccl-tests prints busbw
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMEOUT_S)] | None = None  # default: [preflight] timeout_s
@@ -40,7 +44,7 @@ class CheckResult(msgspec.Struct, kw_only=True):
     value: str | None = None  # what was found
     threshold: str | None = None  # what it had to be
     reason: str = ""
-    subject: str | None = None  # data: job/<name> <path>; memory: the GPU at fault
+    subject: str | None = None  # data, tfrecord: job/<name> <path>; memory: the GPU at fault
     command_id: str | None = None  # the command that asked the node, for `GET /v1/commands`
 
 
@@ -49,6 +53,9 @@ class Thresholds(msgspec.Struct, kw_only=True):
     min_free_memory_pct: float
     min_busbw_gbps: float
     timeout_s: float
+    min_cuda: str | None = None
+    min_cudnn: str | None = None
+    max_rdma_latency_us: float = 10.0
 
 
 class PreflightReport(msgspec.Struct, kw_only=True):

@@ -15,8 +15,8 @@ from coordinator.preflight.records import PreflightRequest
 
 PATH = "/v1/preflight"
 _HINT = (
-    'send e.g. {"nodes": ["gpu-01"], "checks": ["driver", "memory", "data", "nccl"], "min_driver": "515.65.01", '
-    '"min_free_memory_pct": 10, "min_busbw_gbps": 10, "timeout_s": 120}; every field is optional'
+    'send e.g. {"nodes": ["gpu-01"], "checks": ["driver", "memory", "cuda", "data"], "min_driver": "515.65.01", '
+    '"min_free_memory_pct": 10, "min_busbw_gbps": 10, "min_cuda": "12.1", "timeout_s": 120}; every field is optional'
 )
 
 

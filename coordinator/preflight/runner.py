@@ -2,7 +2,8 @@
 
 The readings (driver, GPU memory) come from each node's newest sample, so they cost nothing and are as fresh
 as the node is Ready. The data and bandwidth checks ask the node: a signed ``hash_files`` command with the
-paths of the jobs that run there, and a signed ``nccl_probe``; the run waits for every answer up to its
+paths of the jobs that run there, a signed ``check_tfrecords`` for the jobs whose data are TFRecord files, and a
+signed ``nccl_probe``; the run waits for every answer up to its
 timeout on the coordinator's clock, looking at the commands' outcomes as the jobs component does (the
 commands component follows the acks). A node that does not answer in time FAILs its check with the reason;
 its command lives on (``GET /v1/commands`` shows what became of it).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 import structlog
@@ -19,8 +21,9 @@ import structlog
 from coordinator.commands.interface import CommandIntent, CommandSender
 from coordinator.fleet.interface import NodeState
 from coordinator.jobs.interface import JobRecord
-from coordinator.preflight import checks
+from coordinator.preflight import checks, cuda, tfrecords
 from coordinator.preflight.config import PreflightConfig
+from coordinator.preflight.rdma import RdmaRun
 from coordinator.preflight.records import (
     CHECKS,
     CheckName,
@@ -29,10 +32,28 @@ from coordinator.preflight.records import (
     PreflightRequest,
     Thresholds,
 )
+from coordinator.preflight.tfrecords import TfRecordData
 from events.clock import Clock
-from events.payloads.commands import ActionArgs, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
+from events.payloads.commands import (
+    ActionArgs,
+    CheckTfrecordsArgs,
+    CheckTfrecordsResult,
+    HashFilesArgs,
+    HashFilesResult,
+    NcclProbeArgs,
+    NcclProbeResult,
+    RuntimeVersions,
+    RuntimeVersionsArgs,
+)
 
 log = structlog.get_logger("myolo.coordinator.preflight")
+# what each check's command answers (the ack's result), read before it is judged
+RESULTS: dict[str, Any] = {
+    "cuda": RuntimeVersions,
+    "data": HashFilesResult,
+    "tfrecord": CheckTfrecordsResult,
+    "nccl": NcclProbeResult,
+}
 NO_SHA = "the job recorded no dataSha256"
 
 
@@ -53,6 +74,7 @@ class Asked:
     check: CheckName
     intent: CommandIntent
     files: list[DataFile] = field(default_factory=list)
+    tfrecords: list[TfRecordData] = field(default_factory=list)
 
 
 def data_files(node_id: str, jobs: Iterable[JobRecord]) -> tuple[list[DataFile], list[CheckResult]]:
@@ -99,6 +121,9 @@ class PreflightRun:
         await self._wait()
         for asked in self.asked:
             self._answered(asked)
+        if "rdma" in self.checks:  # after the first answers: a measurement saturates nothing, but needs two nodes
+            rdma = RdmaRun(self.commands, self.clock, self.cfg.poll_s, self.timeout_s, self.req.max_rdma_latency_us)
+            self.rows += await rdma.run([n for n in nodes if n.liveness == "Ready"], jobs)
         order = {n.node_id: i for i, n in enumerate(nodes)}
         self.rows.sort(key=lambda r: (order[r.node_id], CHECKS.index(r.check), r.subject or ""))
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in ("PASS", "FAIL", "SKIP")}
@@ -114,6 +139,9 @@ class PreflightRun:
                 min_free_memory_pct=self.req.min_free_memory_pct,
                 min_busbw_gbps=self.req.min_busbw_gbps,
                 timeout_s=self.timeout_s,
+                min_cuda=self.req.min_cuda,
+                min_cudnn=self.req.min_cudnn,
+                max_rdma_latency_us=self.req.max_rdma_latency_us,
             ),
             results=self.rows,
             started=started,
@@ -135,6 +163,8 @@ class PreflightRun:
             self.rows.append(checks.driver(node, self.req.min_driver))
         if "memory" in self.checks:
             self.rows.append(checks.memory(node, self.req.min_free_memory_pct))
+        if "cuda" in self.checks:
+            await self._ask(node, "cuda", RuntimeVersionsArgs(timeout_s=min(120.0, max(1.0, self.timeout_s))))
         if "data" in self.checks:
             files, skipped = data_files(node.node_id, jobs)
             self.rows += skipped
@@ -145,6 +175,8 @@ class PreflightRun:
                 self.rows.append(
                     CheckResult(node_id=node.node_id, check="data", verdict="SKIP", reason="no job runs on this node")
                 )
+        if "tfrecord" in self.checks:
+            await self._tfrecords(node, jobs)
         if "nccl" in self.checks:
             args = NcclProbeArgs(
                 world_size=min(64, max(2, len(node.gpus))),
@@ -152,15 +184,31 @@ class PreflightRun:
             )
             await self._ask(node, "nccl", args)
 
+    async def _tfrecords(self, node: NodeState, jobs: Sequence[JobRecord]) -> None:
+        data, skipped = tfrecords.tfrecord_data(node.node_id, jobs)
+        self.rows += skipped
+        if data:
+            paths = list(dict.fromkeys(d.path for d in data))
+            args = CheckTfrecordsArgs(paths=paths, max_bytes=self.cfg.hash_max_bytes)
+            await self._ask(node, "tfrecord", args, tfrecords=data)
+        elif not skipped:
+            why = "no job on this node reads TFRecord files (a dataPath naming *.tfrecord)"
+            self.rows.append(CheckResult(node_id=node.node_id, check="tfrecord", verdict="SKIP", reason=why))
+
     async def _ask(
-        self, node: NodeState, check: CheckName, args: ActionArgs, files: list[DataFile] | None = None
+        self,
+        node: NodeState,
+        check: CheckName,
+        args: ActionArgs,
+        files: list[DataFile] | None = None,
+        tfrecords: list[TfRecordData] | None = None,
     ) -> None:
         try:
             intent = await self.commands.issue(node.node_id, args)
         except ValueError as exc:  # the arguments: our fault, said as it is
-            self._failed(node.node_id, check, f"{args.action} could not be sent: {exc}", files)
+            self._failed(node.node_id, check, f"{args.action} could not be sent: {exc}", files, None, tfrecords)
             return
-        self.asked.append(Asked(node.node_id, check, intent, files or []))
+        self.asked.append(Asked(node.node_id, check, intent, files or [], tfrecords or []))
 
     async def _wait(self) -> None:
         """Until every command sent has an outcome, or the timeout (the coordinator's clock)."""
@@ -186,43 +234,51 @@ class PreflightRun:
                 why = f"no answer within {self.timeout_s:g} s: the node took {action} and is still at it"
             else:
                 why = f"{action} {intent.status} on {node}: {intent.reason or 'no reason given'}"
-            self._failed(node, asked.check, why, asked.files, cid)
+            self._failed(node, asked.check, why, asked.files, cid, asked.tfrecords)
             return
-        if asked.check == "data":
-            try:
-                found = msgspec.convert(intent.result, HashFilesResult)
-            except msgspec.ValidationError as exc:
-                self._failed(node, "data", f"the agent's hash_files answer does not read: {exc}", asked.files, cid)
-                return
-            for f in asked.files:
-                row = checks.data(node, f.job, f.path, f.sha256, found.get(f.path))
-                row.command_id = cid
-                self.rows.append(row)
-        else:
-            try:
-                summary = msgspec.convert(intent.result, NcclProbeResult)
-            except msgspec.ValidationError as exc:
-                self._failed(node, "nccl", f"the agent's nccl_probe answer does not read: {exc}", None, cid)
-                return
-            row = checks.nccl(node, summary, self.req.min_busbw_gbps)
+        try:
+            result = msgspec.convert(intent.result, RESULTS[asked.check])
+        except msgspec.ValidationError as exc:
+            why = f"the agent's {action} answer does not read: {exc}"
+            self._failed(node, asked.check, why, asked.files, cid, asked.tfrecords)
+            return
+        for row in self._judge(asked, result):
             row.command_id = cid
             self.rows.append(row)
 
+    def _judge(self, asked: Asked, result: Any) -> list[CheckResult]:
+        """The rows of one node's answer (read as its check's result type)."""
+        node = asked.node_id
+        if asked.check == "cuda":
+            return [cuda.judge(node, result, self.req.min_cuda, self.req.min_cudnn)]
+        if asked.check == "tfrecord":
+            return [tfrecords.judge(node, d.job, d.path, result.get(d.path)) for d in asked.tfrecords]
+        if asked.check == "data":
+            return [checks.data(node, f.job, f.path, f.sha256, result.get(f.path)) for f in asked.files]
+        return [checks.nccl(node, result, self.req.min_busbw_gbps)]
+
     def _failed(
-        self, node_id: str, check: CheckName, why: str, files: list[DataFile] | None, cid: str | None = None
+        self,
+        node_id: str,
+        check: CheckName,
+        why: str,
+        files: list[DataFile] | None,
+        cid: str | None = None,
+        tfrecord_data: list[TfRecordData] | None = None,
     ) -> None:
-        if check == "data" and files:
-            for f in files:
-                self.rows.append(
-                    CheckResult(
-                        node_id=node_id,
-                        check="data",
-                        verdict="FAIL",
-                        subject=f"job/{f.job} {f.path}",
-                        threshold=f"sha256 {f.sha256}",
-                        reason=why,
-                        command_id=cid,
-                    )
+        """One FAIL row per job the command was about (data, tfrecord), else one for the node."""
+        subjects = [(f"job/{f.job} {f.path}", f"sha256 {f.sha256}") for f in files or []] + [
+            (f"job/{d.job} {d.path}", tfrecords.THRESHOLD) for d in tfrecord_data or []
+        ]
+        for subject, threshold in subjects or [(None, None)]:
+            self.rows.append(
+                CheckResult(
+                    node_id=node_id,
+                    check=check,
+                    verdict="FAIL",
+                    subject=subject,
+                    threshold=threshold,
+                    reason=why,
+                    command_id=cid,
                 )
-            return
-        self.rows.append(CheckResult(node_id=node_id, check=check, verdict="FAIL", reason=why, command_id=cid))
+            )

@@ -27,6 +27,9 @@ CommandAction = Literal[
     "rollback",
     "hash_files",
     "profile",
+    "check_tfrecords",
+    "runtime_versions",
+    "rdma_latency",
 ]
 
 
@@ -226,6 +229,48 @@ class HashFilesArgs(ActionArgs, kw_only=True):
     max_bytes: Annotated[int, msgspec.Meta(ge=1, le=1 << 44)] = 1 << 40
 
 
+class CheckTfrecordsArgs(ActionArgs, kw_only=True):
+    """Check every record (length, masked CRC-32C of length and data) of TFRecord files on the node (pre-flight:
+    a job whose data are TFRecord files). Each of ``paths`` is an absolute path or glob pattern (``*``, ``?``,
+    ``[...]``), expanded on the node to at most ``max_files`` files; ``max_bytes`` bounds what one command reads."""
+
+    action = "check_tfrecords"
+
+    paths: Annotated[
+        list[Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]], msgspec.Meta(min_length=1, max_length=64)
+    ]
+    max_bytes: Annotated[int, msgspec.Meta(ge=1, le=1 << 44)] = 1 << 40
+    max_files: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 4096
+
+
+class RuntimeVersionsArgs(ActionArgs, kw_only=True):
+    """The CUDA and cuDNN versions the trainer's interpreter sees on the node (``torch.version.cuda``,
+    ``torch.backends.cudnn.version()``), beside the driver's, and whether ``ib_write_lat`` is installed."""
+
+    action = "runtime_versions"
+
+    timeout_s: Annotated[float, msgspec.Meta(ge=1.0, le=600.0)] = 120.0  # importing torch takes seconds
+
+
+class RdmaLatencyArgs(ActionArgs, kw_only=True):
+    """A short ``ib_write_lat`` run between two nodes: the ``server`` waits on ``port`` for one run, the
+    ``client`` connects to ``peer`` (the server node's address) and reports the latency it measured."""
+
+    action = "rdma_latency"
+
+    role: Literal["server", "client"]
+    peer: Host | None = None
+    port: Annotated[int, msgspec.Meta(ge=1024, le=65535)] = 18515
+    size: Annotated[int, msgspec.Meta(ge=1, le=1 << 20)] = 2
+    iters: Annotated[int, msgspec.Meta(ge=5, le=100_000)] = 1000
+    device: Annotated[str, msgspec.Meta(max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")] | None = None
+    timeout_s: Annotated[float, msgspec.Meta(ge=1.0, le=300.0)] = 30.0
+
+    def check(self) -> None:
+        if (self.role == "client") != (self.peer is not None):
+            raise InvalidEvent("a client needs the server's address as peer; a server takes none", "args.peer")
+
+
 MAX_PROFILE_S = 600.0  # a profile's longest run: py-spy's own cost on the worker is a few % while it samples
 # names a file on the node: letters, digits and ._- only, never a path
 ProfileId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
@@ -262,6 +307,64 @@ class FileDigest(ActionResult, kw_only=True):
 
 
 HashFilesResult = dict[str, FileDigest]
+
+
+TfRecordProblem = Literal["length", "data", "truncated"]
+
+
+class TfRecordFile(ActionResult, kw_only=True):
+    """One TFRecord file checked: its records until the first bad one, whose offset (the start of its header)
+    and ``problem`` say where and what; ``error`` says it in words, or why the file was not read at all."""
+
+    path: str
+    size: int = 0
+    records: int = 0  # good records before the first bad one (all of them when none is bad)
+    bytes: int = 0  # data bytes of those records
+    bad_offset: int | None = None
+    problem: TfRecordProblem | None = None
+    error: str | None = None
+
+
+class TfRecordPattern(ActionResult, kw_only=True):
+    """What one path or pattern of ``check_tfrecords`` matched, in name order, or why it matched nothing."""
+
+    files: list[TfRecordFile] = []
+    error: str | None = None
+    truncated: bool = False  # more files matched than max_files: the rest were not checked
+
+
+CheckTfrecordsResult = dict[str, TfRecordPattern]
+
+
+class RuntimeVersions(ActionResult, kw_only=True):
+    """What the trainer's interpreter says of its CUDA stack (None: a CPU build of torch has none), what the
+    driver supports (``driver_cuda``: the highest CUDA version), and where ``ib_write_lat`` is (None: absent).
+    ``error`` says why the trainer's interpreter could not answer."""
+
+    torch: str | None = None
+    cuda: str | None = None  # torch.version.cuda, e.g. "12.4"
+    cudnn: str | None = None  # torch.backends.cudnn.version() as major.minor.patch, e.g. "9.1.0"
+    gpus_visible: int | None = None  # torch.cuda.device_count() in the trainer's environment
+    driver: str | None = None
+    driver_cuda: str | None = None
+    simulated: bool = False  # the driver's figures are the simulator's
+    ib_write_lat: str | None = None
+    error: str | None = None
+
+
+class RdmaLatencyResult(ActionResult, kw_only=True):
+    """One side of an ``ib_write_lat`` run: ``available`` false (with ``reason``) when the tool is not on the
+    node; else the typical and average latency in microseconds the client measured (the server's side may
+    report them too), or ``error``."""
+
+    role: str
+    available: bool = True
+    reason: str | None = None
+    size: int | None = None
+    t_typical_us: float | None = None
+    t_avg_us: float | None = None
+    t_max_us: float | None = None
+    error: str | None = None
 
 
 class NcclProbeResult(ActionResult, kw_only=True):
@@ -372,11 +475,14 @@ ACTION_ARGS: dict[str, type[ActionArgs]] = {
         RollbackArgs,
         HashFilesArgs,
         ProfileArgs,
+        CheckTfrecordsArgs,
+        RuntimeVersionsArgs,
+        RdmaLatencyArgs,
     )
 }
 
 
-ACTION_RESULTS: dict[str, type[ActionResult] | type[HashFilesResult]] = {
+ACTION_RESULTS: dict[str, type[ActionResult] | type[HashFilesResult] | type[CheckTfrecordsResult]] = {
     "set_interval": SetIntervalResult,
     "report_sample": ReportSampleResult,
     "nccl_probe": NcclProbeResult,
@@ -387,6 +493,9 @@ ACTION_RESULTS: dict[str, type[ActionResult] | type[HashFilesResult]] = {
     "rollback": RollbackResult,
     "hash_files": HashFilesResult,
     "profile": ProfileResult,
+    "check_tfrecords": CheckTfrecordsResult,
+    "runtime_versions": RuntimeVersions,
+    "rdma_latency": RdmaLatencyResult,
 }
 
 

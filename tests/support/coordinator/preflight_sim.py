@@ -1,19 +1,26 @@
 """A fleet for pre-flight tests: the jobs' offline coordinator (``JobSim``) whose agents report a driver and GPU
-memory, and answer ``hash_files`` and ``nccl_probe`` as the real agent does (``agent/commands/hash_files.py``,
-``agent/commands/probe.py``)."""
+memory, and answer ``hash_files``, ``check_tfrecords`` and ``nccl_probe`` as the real agent does
+(``agent/commands/hash_files.py``, ``agent/tfrecord/check.py`` over the simulated disk, ``agent/commands/probe.py``)."""
 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
+import io
 from typing import Any
 
+import msgspec
+
+from agent.tfrecord.check import check_stream
 from coordinator.preflight.component import Preflight
 from coordinator.preflight.records import PreflightReport
 from events.payloads import CommandAck, GpuReading, NodeSample
+from events.payloads.commands import RuntimeVersions
 from tests.support.coordinator.jobs_sim import JobSim
 
 GIB = 2**30
+GOOD_VERSIONS = {"torch": "2.4.0", "cuda": "12.4", "cudnn": "9.1.0", "driver": "550.54.15", "driver_cuda": "12.4"}
 DATA = b"token ids " * 1000
 JOB = """\
 apiVersion: myolo.ai/v1
@@ -24,6 +31,9 @@ spec:
   maxReplicas: 4
   trainer: {{model: tiny, steps: 400, globalBatch: 8, dataPath: {path}{sha}}}
 """
+
+
+ANSWERED = ("hash_files", "check_tfrecords", "runtime_versions", "nccl_probe", "rdma_latency")
 
 
 def sha(data: bytes) -> str:
@@ -45,6 +55,10 @@ class PreflightSim(JobSim):
         self.used_pct: dict[str, list[float]] = {}
         self.files: dict[str, dict[str, bytes]] = {n: {"/srv/data/train.bin": DATA} for n in nodes}
         self.busbw: dict[str, float] = {n: 20.0 for n in nodes}
+        # what each node's trainer interpreter and driver say (runtime_versions), and its ib_write_lat latency
+        # in us (None: the tool is not installed)
+        self.versions: dict[str, RuntimeVersions] = {n: RuntimeVersions(**GOOD_VERSIONS) for n in nodes}
+        self.rdma_us: dict[str, float | None] = {n: None for n in nodes}
         self.silent: set[str] = set()  # nodes whose agents take no command
         self.refuse: dict[str, str] = {}  # node -> reason its agent rejects every command with
 
@@ -63,7 +77,9 @@ class PreflightSim(JobSim):
             for i in range(self.gpus)
         ]
         driver = self.driver.get(node, "550.54.15 (sim)")
-        sample = NodeSample(node_id=node, backend="sim", gpus=gpus, seq=self.seq[node], driver_version=driver)
+        sample = NodeSample(
+            node_id=node, backend="sim", gpus=gpus, seq=self.seq[node], driver_version=driver, address=f"{node}.lan"
+        )
         await self.deliver(sample, f"/x/{node}")
 
     def answer(self, action: str, args: dict[str, Any], node: str) -> dict[str, Any]:
@@ -75,6 +91,19 @@ class PreflightSim(JobSim):
                 else {"error": "cannot read it: No such file or directory"}
                 for p in args["paths"]
             }
+        if action == "check_tfrecords":
+            return {p: self.tfrecords(node, p) for p in args["paths"]}
+        if action == "runtime_versions":
+            return msgspec.to_builtins(self.versions[node])
+        if action == "rdma_latency":
+            us = self.rdma_us.get(node)
+            if us is None:
+                return {
+                    "role": args["role"],
+                    "available": False,
+                    "reason": "ib_write_lat is not installed on this node",
+                }
+            return {"role": args["role"], "size": 2, "t_typical_us": us, "t_avg_us": us * 1.02, "t_max_us": us * 4}
         return {
             "backend": "nccl",
             "world_size": args.get("world_size", 2),
@@ -83,10 +112,19 @@ class PreflightSim(JobSim):
             "peak_size_bytes": 16 << 20,
         }
 
+    def tfrecords(self, node: str, pattern: str) -> dict[str, Any]:
+        """What the agent answers for one path or pattern: the real checker over the simulated disk's bytes."""
+        disk = self.files.get(node, {})
+        names = sorted(p for p in disk if fnmatch.fnmatchcase(p, pattern))
+        if not names:
+            return {"error": "no file matches it on this node"}
+        files = [check_stream(io.BytesIO(disk[n]), n, len(disk[n])) for n in names]
+        return {"files": [msgspec.to_builtins(f) for f in files]}
+
     async def agents(self) -> None:
         """Every unanswered hash_files and nccl_probe command, answered by its node's agent."""
         for c in self.sent():
-            if c.action not in ("hash_files", "nccl_probe") or c.node_id in self.silent:
+            if c.action not in ANSWERED or c.node_id in self.silent:
                 continue
             intent = self.commands.intent(c.command_id)
             if intent is None or intent.terminal:

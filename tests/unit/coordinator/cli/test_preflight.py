@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from coordinator.api.app import create_app
 from coordinator.cli.main import app
+from coordinator.preflight.records import CHECKS
 from tests.support.api_auth import OPERATOR, security, token
 from tests.support.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
 
@@ -62,18 +63,21 @@ async def test_a_ready_fleet_passes_every_check_and_exits_0(served) -> None:
             done.output, node, f"data job/tiny {PATH}", f"sha256 {sha(DATA)[:12]}… ({len(DATA)} bytes)", "PASS"
         )
         assert lines_with(done.output, node, "nccl", "20.00 GB/s busbw", ">= 10 GB/s", "PASS")
-    assert "ready: 8 passed, 0 failed, 0 skipped on 2 node(s)" in done.output
+        assert lines_with(done.output, node, "cuda", "CUDA 12.4", "PASS")
+        assert lines_with(done.output, node, "tfrecord", "SKIP", "no job on this node reads TFRecord files")
+        assert lines_with(done.output, node, "rdma job/tiny n1 <-> n2", "SKIP", "ib_write_lat is not installed")
+    assert "ready: 10 passed, 0 failed, 4 skipped on 2 node(s)" in done.output
     assert "run by operator:" in done.output and "(epoch 3)" in done.output
 
 
 async def test_a_changed_data_file_exits_1_naming_the_node_and_the_file(served) -> None:
     sim, _ = served
     sim.files["n2"][PATH] = b"other bytes"
-    done = await myoloctl(served, "preflight", "--skip", "nccl")
+    done = await myoloctl(served, "preflight", "--skip", "nccl", "--skip", "rdma", "--skip", "tfrecord")
     assert done.exit_code == 1, done.output
     (bad,) = lines_with(done.output, "FAIL")
     assert bad.startswith("n2") and f"{PATH} on n2 hashes to {sha(b'other bytes')}" in bad
-    assert "NOT ready: 5 passed, 1 failed, 0 skipped" in done.output
+    assert "NOT ready: 7 passed, 1 failed, 0 skipped" in done.output
     assert sim.sent("nccl_probe") == []
 
 
@@ -115,7 +119,7 @@ async def test_skips_pass_unless_strict(served) -> None:
     ("args", "words"),
     [
         (("zz",), "node 'zz' is not in the fleet view (nodes[0])"),
-        (("--skip", "driver", "--skip", "memory", "--skip", "data", "--skip", "nccl"), "every check is skipped"),
+        (tuple(a for c in CHECKS for a in ("--skip", c)), "every check is skipped"),
         (("--skip", "nccl", "--only", "data"), "--skip and --only: give one of them"),
         (("--min-driver", "newest"), "invalid request body"),
         (("--only", "gpu"), "Invalid value for '--only'"),

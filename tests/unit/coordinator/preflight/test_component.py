@@ -18,7 +18,7 @@ from coordinator.components import COMPONENTS
 from coordinator.core.errors import NotLeader
 from coordinator.preflight.checks import version_tuple
 from coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
-from coordinator.preflight.records import CheckResult, PreflightReport, PreflightRequest
+from coordinator.preflight.records import CHECKS, CheckResult, PreflightReport, PreflightRequest
 from events.payloads import BandwidthPoint, BandwidthReport
 from events.payloads.commands import FileDigest, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
 from tests.support.api_auth import OPERATOR, VIEWER, bearer, security
@@ -47,13 +47,13 @@ def verdicts(report: PreflightReport) -> list[tuple[str, str, str]]:
 async def test_every_check_passes_on_a_healthy_fleet_with_the_recorded_data(sim: PreflightSim) -> None:
     await sim.running_job(job_manifest(digest=sha(DATA)))
     assert sorted(sim.job().status.generation.node_ids) == ["n1", "n2"]
+    sim.rdma_us.update(n1=1.1, n2=1.1)
     report = await sim.run(PreflightRequest(min_busbw_gbps=10))
-    assert verdicts(report) == [(n, c, "PASS") for n in ("n1", "n2") for c in ("driver", "memory", "data", "nccl")], (
-        report.results
-    )
-    assert (report.ok, report.passed, report.failed, report.skipped) == (True, 8, 0, 0)
+    expected = [(n, c, "SKIP" if c == "tfrecord" else "PASS") for n in ("n1", "n2") for c in CHECKS]
+    assert verdicts(report) == expected, report.results
+    assert (report.ok, report.passed, report.failed, report.skipped) == (True, 12, 0, 2)
     assert report.nodes == ["n1", "n2"] and report.epoch == 3 and report.by == "operator:alice"
-    driver, memory, data, nccl = rows(report)[:4]
+    driver, memory, _, data, _, nccl, _ = rows(report)[:7]
     assert (driver.value, driver.threshold) == ("550.54.15 (sim)", ">= 515.65.01")
     assert "simulated GPUs" in driver.reason
     assert memory.value == "50.0% free (GPU 0: 40.0 of 80.0 GiB)" and memory.threshold == ">= 10% free"
@@ -164,7 +164,7 @@ async def test_a_lost_node_fails_every_check_without_being_asked(tmp_path) -> No
     everyone = await sim.run(PreflightRequest(checks=["driver"]))
     assert everyone.nodes == ["n1"]  # by default: the Ready nodes
     report = await sim.run(PreflightRequest(nodes=["n2"]))
-    assert [r.verdict for r in report.results] == ["FAIL"] * 4
+    assert [r.verdict for r in report.results] == ["FAIL"] * len(CHECKS)
     assert "the node is Lost (last sample" in report.results[0].reason
     assert sim.sent("nccl_probe") == []
     await sim.close()
