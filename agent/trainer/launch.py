@@ -22,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from events.payloads.commands import StartWorkersArgs
+from events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # variables of a parent's own launch that must not leak into a worker the agent starts
@@ -125,6 +126,8 @@ def plan_workers(
             CUDA_VISIBLE_DEVICES=str(gpu) if real_gpus else "",
         )
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // local_world)))
+        if args.job.deterministic:  # read once, when cuBLAS starts: set before the worker's first CUDA call
+            env["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE_CONFIG
         worker_args = ("--config", str(job_file))
         plans.append(
             WorkerPlan(

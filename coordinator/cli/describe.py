@@ -23,6 +23,7 @@ from coordinator.cli.exits import ask
 from coordinator.cli.render import Cell, age, reasons, styled
 from coordinator.jobs.answers import JobAnswer
 from coordinator.jobs.records import Generation
+from events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
 
 app = typer.Typer(help="Show one node or job in full.", no_args_is_help=True)
 
@@ -192,6 +193,17 @@ def _clock(t: float | None) -> str:
     return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
+def runtime_line(deterministic: bool) -> str:
+    """``spec.runtime`` in words: what the workers run with, and how to change it."""
+    if deterministic:
+        return (
+            f"deterministic (deterministic kernels, CUBLAS_WORKSPACE_CONFIG={CUBLAS_WORKSPACE_CONFIG}, seeded data order "
+            "and dropout; "
+            "spec.runtime.deterministic: false for the fastest kernels)"
+        )
+    return "fast (cudnn.benchmark picks the fastest kernels; results may differ in the last bits between runs)"
+
+
 def print_job(console: Console, job: JobAnswer) -> None:
     spec, trainer = job.spec, job.spec.trainer
     _field(console, "Name", job.name)
@@ -207,6 +219,7 @@ def print_job(console: Console, job: JobAnswer) -> None:
         f"{trainer.model}, {trainer.steps} steps, global batch {trainer.global_batch}, "
         f"seq len {trainer.seq_len}, seed {trainer.seed}",
     )
+    _field(console, "Runtime", runtime_line(trainer.deterministic))
     where = trainer.checkpoint_dir or "none (host-memory snapshots only)"
     _field(
         console,

@@ -44,6 +44,7 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern=r"^[a-z0
 Number = int | float
 Quantity = int | float | Annotated[str, msgspec.Meta(max_length=32)]
 LAYOUT_FIELDS = ("pp", "tp", "dp")
+RUNTIME_FIELDS = ("deterministic",)  # the trainer's fields a manifest sets under spec.runtime
 
 
 class ManifestError(Invalid):
@@ -71,7 +72,7 @@ TrainerSpec = msgspec.defstruct(
             f.default if f.default_factory is msgspec.NODEFAULT else msgspec.field(default_factory=f.default_factory),
         )
         for f in msgspec.structs.fields(TrainerJob)
-        if f.name not in LAYOUT_FIELDS
+        if f.name not in LAYOUT_FIELDS + RUNTIME_FIELDS
     ],
     kw_only=True,
     forbid_unknown_fields=True,
@@ -99,6 +100,14 @@ class PolicySpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cooldown: Quantity = "300s"
 
 
+class RuntimeSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How the workers run, beside what they train: ``deterministic`` (default on) gives bit-identical runs
+    (deterministic kernels, cuBLAS's fixed workspace, seeded data order and dropout); off lets the fastest
+    kernels run (cudnn.benchmark), which may move results in the last bits from run to run."""
+
+    deterministic: bool = True
+
+
 class Metadata(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: Name
     labels: Annotated[dict[Name, Annotated[str, msgspec.Meta(max_length=63)]], msgspec.Meta(max_length=32)] = {}
@@ -109,6 +118,7 @@ class SpecBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     max_replicas: Annotated[int, msgspec.Meta(ge=1, le=4096)]
     replica: ReplicaSpec = msgspec.field(default_factory=ReplicaSpec)
     trainer: TrainerSpec = msgspec.field(default_factory=TrainerSpec)  # type: ignore[valid-type]
+    runtime: RuntimeSpec = msgspec.field(default_factory=RuntimeSpec)
     checkpoint_dir: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)] | None = None
     policies: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] = []
     scaling_policy: Annotated[list[PolicySpec], msgspec.Meta(max_length=16)] | None = None  # another name for policies
@@ -213,7 +223,9 @@ def _validation_error(exc: msgspec.ValidationError) -> ManifestError:
     if problem.kind == "unknown":
         name = field.rsplit(".", 1)[-1]
         layout = problem.parent == ".spec.trainer" and name in LAYOUT_FIELDS
+        runtime = problem.parent == ".spec.trainer" and name in RUNTIME_FIELDS
         msg = "unknown field" + (" (the layout is spec.replica.tp / spec.replica.pp)" if layout else "")
+        msg += f" (it is spec.runtime.{name})" if runtime else ""
     elif problem.kind == "missing":
         msg = "missing: this field is required"
     elif msg.startswith("Invalid enum value") and (choices := _CHOICES.get(field.rsplit(".", 1)[-1].split("[")[0])):
@@ -238,7 +250,7 @@ def _checked(doc: Document, raw: bytes) -> ElasticJobSpec:
         raise ManifestError("spec.scalingPolicy", "give the policies once: as spec.policies or spec.scalingPolicy")
     where = "spec.scalingPolicy" if spec.scaling_policy is not None else "spec.policies"
     policies = tuple(_policy(p, f"{where}[{i}]") for i, p in enumerate(spec.scaling_policy or spec.policies))
-    trainer = TrainerJob(**msgspec.structs.asdict(spec.trainer))
+    trainer = TrainerJob(**msgspec.structs.asdict(spec.trainer), deterministic=spec.runtime.deterministic)
     if trainer.watermark is not None and _LOOKS_LIKE_A_KEY.fullmatch(trainer.watermark):
         raise ManifestError(
             "spec.trainer.watermark",

@@ -22,6 +22,9 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za
 PathStr = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
 ModelArg = int | float | bool | Annotated[str, msgspec.Meta(max_length=256)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+# cuBLAS's workspace setting for reproducible results (its docs: ":4096:8" or ":16:8"); the agent sets it in a
+# deterministic job's workers' environment, the trainer sets it too when run alone
+CUBLAS_WORKSPACE_CONFIG = ":4096:8"
 
 
 class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -85,6 +88,10 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     watermark: PathStr | None = None  # a watermark key file on every node (mode 0600), never the key itself
     # NCCL's collective algorithm (NCCL_ALGO): auto lets NCCL choose per call; ring or tree pins it
     nccl_algo: Literal["auto", "ring", "tree"] = "auto"
+    # deterministic kernels (torch.use_deterministic_algorithms, the cuBLAS workspace), seeded data order and
+    # dropout: bit-identical runs; False lets the fastest kernels run (cudnn.benchmark). An ElasticJob sets it
+    # as spec.runtime.deterministic
+    deterministic: bool = True
 
 
 class JobCheckResult(msgspec.Struct, omit_defaults=True):

@@ -159,6 +159,14 @@ def make_command(runner: Runner) -> Callable[..., None]:
             str | None,
             typer.Option(help="NCCL's algorithm on GPUs: auto (NCCL chooses per call), ring or tree (NCCL_ALGO)."),
         ] = None,
+        deterministic: Annotated[
+            bool | None,
+            typer.Option(
+                "--deterministic/--fast",
+                help="Deterministic kernels, seeded data order and dropout: bit-identical runs (the default); "
+                "--fast lets the fastest kernels run (cudnn.benchmark).",
+            ),
+        ] = None,
         job_id: Annotated[str | None, typer.Option(help="Job id used in reports and snapshot names.")] = None,
         config: Annotated[Path | None, typer.Option(help="Job file (TOML or JSON); flags override it.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="One JSON object per step on stdout.")] = False,

@@ -117,6 +117,7 @@ class JobConfig:
     defense_vocab_param: float | None = None  # share of the vocabulary's rows drawn per step (None: defense_param)
     watermark: str | None = None  # a watermark key file (0600): the mark is embedded while training
     nccl_algo: str = "auto"  # NCCL_ALGO for the job's communicators: auto (NCCL's choice), ring or tree
+    deterministic: bool = True  # bit-identical runs (kernels.train.determinism); False: the fastest kernels
     job_id: str = "standalone"
 
     # ---- derived -------------------------------------------------------------------------------

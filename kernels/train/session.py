@@ -24,6 +24,7 @@ from kernels.model import GPT, ModelConfig
 from kernels.model.flops import peak_flops
 from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device, pin_nccl_algo
 from kernels.parallel.parallelize import ParallelModel, parallelize
+from kernels.train import determinism
 from kernels.train.config import JobConfig, JobConfigError
 from kernels.train.data_check import check_inputs_sha256
 from kernels.train.guards import open_defense, open_watermark
@@ -92,6 +93,7 @@ def lr_lambda(job: JobConfig) -> Callable[[int], float]:
 
 
 def setup(job: JobConfig) -> tuple[MeshInfo, torch.dtype]:
+    determinism.apply(job.deterministic, job.seed)  # before any CUDA call: cuBLAS reads its workspace setting once
     device = pick_device(job.device, int(os.environ.get("LOCAL_RANK", "0")))
     pin_nccl_algo(job.nccl_algo)
     rank, world = init_distributed(device)
