@@ -18,6 +18,7 @@ from rich.text import Text
 
 from coordinator.cli import render
 from coordinator.cli.client import ApiOption
+from coordinator.cli.drift_compare import compare
 from coordinator.cli.drift_files import DataFileError, read_columns
 from coordinator.cli.exits import ask
 from coordinator.cli.get import Output, OutputOption
@@ -292,3 +293,6 @@ def rule_reset(model: ModelArg, api: ApiOption = None) -> None:
     """Back to the [drift.rule] default of the coordinators."""
     client, _ = ask(api, lambda c: c.delete(_path(model, "rule"), {}))
     new_console().print(f"{model} follows the default drift rule via {client.last_url}", highlight=False)
+
+
+app.command("compare")(compare)

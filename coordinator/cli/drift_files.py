@@ -44,15 +44,7 @@ def read_columns(path: Path, only: list[str] | None = None) -> Columns:
         raise DataFileError(f"--from {path}: cannot read it: {exc.strerror or exc}") from None
     if size > MAX_FILE_BYTES:
         raise DataFileError(f"--from {path}: {size} bytes, over the {MAX_FILE_BYTES}-byte limit; sample it first")
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        raw = _parquet(path)
-    elif suffix == ".csv":
-        raw = _csv(path)
-    elif suffix in (".jsonl", ".ndjson"):
-        raw = _jsonl(path)
-    else:
-        raise DataFileError(f"--from {path}: unknown format {suffix or '(none)'!r}; give a .parquet, .csv or .jsonl")
+    raw = {"parquet": _parquet, "csv": _csv, "jsonl": _jsonl}[file_format(path, f"--from {path}")](path)
     if only:
         missing = [c for c in only if c not in raw]
         if missing:
@@ -73,6 +65,15 @@ def read_columns(path: Path, only: list[str] | None = None) -> Columns:
         else:
             out.categorical[name] = [str(c)[:MAX_CELL_CHARS] for c in kept]
     return out
+
+
+def file_format(path: Path, where: str) -> str:
+    """``parquet``, ``csv`` or ``jsonl``, by the file's suffix; ``where`` starts the error (the option, the file)."""
+    suffix = path.suffix.lower()
+    found = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix)
+    if found is None:
+        raise DataFileError(f"{where}: unknown format {suffix or '(none)'!r}; give a .parquet, .csv or .jsonl file")
+    return found
 
 
 def _empty(cell: object) -> bool:
