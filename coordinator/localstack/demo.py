@@ -14,7 +14,8 @@ It runs the real commands an operator would, and prints each before its output:
    back to 3 replicas;
 5. ``myoloctl describe job tiny-pretrain``: the generations, the decisions with their reasons, the loss.
 
-The stack keeps running afterwards (``--down`` stops it) so it can be explored with ``myoloctl``.
+The stack keeps running afterwards (``--down`` stops it) so it can be explored with ``myoloctl``. It lives in a
+state directory of the demo's own (``demo_state.py``), whatever stack the user ran before.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from coordinator.cli import auth
 from coordinator.localstack import health
 from coordinator.localstack.broker import state
-from coordinator.localstack.broker.state import default_state_dir
+from coordinator.localstack.demo_state import demo_state_dir, mark, plan
 
 NODES, GPUS, COORDINATORS = 3, 1, 2
 VICTIM, VICTIM_GPU, XID = "node-2", 0, 79
@@ -104,14 +105,24 @@ def _training(replicas: int, above: int = 0, steps: int = 3) -> Callable[[dict],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coordinator.localstack.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--state-dir", type=Path, help="Stack state dir (default: MYOLO_STATE_DIR or ~/.local/state/myolo/local)."
+        "--state-dir",
+        type=Path,
+        help="Stack state dir (default: the demo's own, $XDG_STATE_HOME/myolo/demo; MYOLO_STATE_DIR is the user's).",
     )
     parser.add_argument("--down", action="store_true", help="Stop the stack at the end.")
     parser.add_argument("--timeout", type=float, default=120.0, help="Seconds to wait for each stage.")
     args = parser.parse_args(argv)
-    state_dir = (args.state_dir or default_state_dir()).resolve()
+    state_dir = (args.state_dir or demo_state_dir(os.environ)).resolve()
     env = {k: v for k, v in os.environ.items() if k not in ("MYOLO_API", "MYOLO_KAFKA_BOOTSTRAP")}
     env["MYOLO_STATE_DIR"] = str(state_dir)
+    before = plan(state_dir)
+    if before.action == "refuse":
+        print(before.say, file=sys.stderr)
+        return 2
+    _say(before.say)
+    if before.action == "replace":
+        _run(*_myoloctl("local", "down", "--clean"), env)
+    mark(state_dir)
     try:
         code = _play(state_dir, env, args.timeout)
     finally:
