@@ -44,7 +44,13 @@ def create_app(
     app.add_routes(routes.routes(core, document, [p.health for p in parts]))
     for part in parts:
         app.add_routes(part.routes)
-    install(app, [r for p in parts for r in p.admin_routes], {k: v for p in parts for k, v in p.body_types.items()})
+    install(
+        app,
+        [r for p in parts for r in p.admin_routes],
+        {k: v for p in parts for k, v in p.body_types.items()},
+        [r for p in parts for r in p.open_routes],
+        {(r.method, r.path): p.session for p in parts if p.session is not None for r in p.routes if r.method == "GET"},
+    )
     return app
 
 

@@ -3,7 +3,8 @@
 Roles are ordered: scrape (``GET /metrics`` only: a Prometheus server's token) < viewer (reads) < operator
 (cordon, uncordon, jobs: every other write) < admin (also the routes a component lists in
 ``RouteSet.admin_routes``). A GET or HEAD needs a viewer, any other method an operator, unless the route is
-admin-only or ``/metrics``. ``/healthz`` and ``/openapi.json`` answer without a token: a load
+admin-only or ``/metrics``. ``/healthz``, ``/openapi.json`` and a component's ``open_routes`` (the
+dashboard's login form and its pages and assets, which hold no data) answer without a token: a load
 balancer or systemd probe has none, and neither says more than that the coordinator runs (and which role it
 has) or what the API looks like, which is public in the repository anyway.
 """
@@ -61,7 +62,14 @@ class Authenticator:
     def __call__(self, request: web.Request) -> Caller:
         if self.store is None:
             return Caller(ANONYMOUS, "admin")
-        token = bearer(request)
+        return self.token_caller(bearer(request))
+
+    def token_caller(self, token: str) -> Caller:
+        """The caller a token stands for (a login form's token: the same checks as a bearer's)."""
+        if self.store is None:
+            return Caller(ANONYMOUS, "admin")
+        if not token or len(token) > MAX_TOKEN or not token.isascii():
+            raise unauthorized("the token is not valid (unknown or revoked)", invalid=True)
         try:
             entry = self.store.match(token)
         except TokensUnavailable as exc:
@@ -106,11 +114,15 @@ def registered(app: web.Application) -> set[tuple[str, str]]:
 class RoutePolicy:
     """The role each route needs, from the methods and the components' admin-only routes."""
 
-    def __init__(self, admin_routes: Iterable[tuple[str, str]], app: web.Application) -> None:
+    def __init__(
+        self, admin_routes: Iterable[tuple[str, str]], app: web.Application, open_routes: Iterable[tuple[str, str]] = ()
+    ) -> None:
         self.admin = {(m.upper(), p) for m, p in admin_routes}
-        unknown = sorted(self.admin - registered(app))
-        if unknown:
-            raise ValueError(f"admin_routes name routes that are not registered: {unknown}")
+        self.open = {(m.upper(), p) for m, p in open_routes}
+        for what, routes in (("admin_routes", self.admin), ("open_routes", self.open)):
+            unknown = sorted(routes - registered(app))
+            if unknown:
+                raise ValueError(f"{what} name routes that are not registered: {unknown}")
 
     @staticmethod
     def route(request: web.Request) -> tuple[str, str] | None:
@@ -122,7 +134,13 @@ class RoutePolicy:
 
     def is_open(self, request: web.Request) -> bool:
         route = self.route(request)
-        return route is not None and route[0] in SAFE_METHODS and route[1] in OPEN_PATHS
+        if route is None:
+            return False
+        method, pattern = route
+        return (method in SAFE_METHODS and pattern in OPEN_PATHS) or (
+            "GET" if method == "HEAD" else method,
+            pattern,
+        ) in self.open
 
     def needs(self, method: str, pattern: str) -> Role:
         if ("GET" if method == "HEAD" else method, pattern) in self.admin:  # a HEAD is its GET without the body

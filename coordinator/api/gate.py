@@ -7,14 +7,15 @@ the role the route needs (403 naming it). A write (any method but GET, HEAD, OPT
 send ``text/plain`` or a form across origins without asking, but not JSON), and is audited: the attempt
 before the route runs (503 and no write if Kafka does not take it), the result after. A 403 or 415 is
 audited too, as refused. Requests that match no route need a valid token and get their 404/405; they change
-nothing and are not audited.
+nothing and are not audited. A GET of a route whose component declares a ``session`` (the dashboard) may
+present that session's cookie instead of a token; a write never can.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import msgspec
 import structlog
@@ -30,6 +31,7 @@ from coordinator.api.auth import (
     registered,
     require,
     set_caller,
+    unauthorized,
 )
 from coordinator.api.errors import Handler, error_response, status_of
 from coordinator.core.errors import Refusal, Unavailable, Unsupported
@@ -46,23 +48,38 @@ class Security:
     audit: AuditLog
 
 
+Session = Callable[[web.Request], "tuple[str, str] | None"]  # a browser session: (token name, role) or None
+
+
 @dataclass(frozen=True)
 class Rules:
     policy: RoutePolicy
     body_types: Mapping[tuple[str, str], frozenset[str]]
+    sessions: Mapping[tuple[str, str], Session] = field(default_factory=dict)  # GET/HEAD routes only
 
 
 RULES = web.AppKey("myolo_rules", Rules)
 SECURITY = web.AppKey("myolo_security", Security)
 
 
-def install(app: web.Application, admin_routes: Iterable[tuple[str, str]], body_types: Mapping) -> None:
-    """Check the components' declarations against the routes (a typo is an error at start, not an open door)."""
-    policy = RoutePolicy(admin_routes, app)
+def install(
+    app: web.Application,
+    admin_routes: Iterable[tuple[str, str]],
+    body_types: Mapping,
+    open_routes: Iterable[tuple[str, str]] = (),
+    sessions: Mapping[tuple[str, str], Session] | None = None,
+) -> None:
+    """Check the components' declarations against the routes (a typo is an error at start, not an open door).
+    ``sessions`` names the routes a browser's session cookie may read instead of a token: never a write."""
+    policy = RoutePolicy(admin_routes, app, open_routes)
     unknown = sorted(set(body_types) - registered(app))
     if unknown:
         raise ValueError(f"body_types name routes that are not registered: {unknown}")
-    app[RULES] = Rules(policy, dict(body_types))
+    sessions = dict(sessions or {})
+    writes = sorted(r for r in sessions if r[0] not in SAFE_METHODS)
+    if writes:
+        raise ValueError(f"a session may only read: {writes}")
+    app[RULES] = Rules(policy, dict(body_types), sessions)
 
 
 def _refusal(exc: Refusal) -> web.Response:
@@ -97,6 +114,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     rules, security = request.app[RULES], request.app[SECURITY]
     if rules.policy.is_open(request):
         return await handler(request)
+    session = rules.sessions.get(rules.policy.route(request) or ("", ""))
+    if session is not None and "Authorization" not in request.headers:
+        return await _read_in_session(request, handler, session, rules)
     try:
         who = security.authenticate(request)
     except Unauthorized as exc:
@@ -115,6 +135,23 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             return _refusal(exc)
         return await handler(request)
     return await _write(request, handler, security.audit, who, route, rules)
+
+
+async def _read_in_session(
+    request: web.Request, handler: Handler, session: Session, rules: Rules
+) -> web.StreamResponse:
+    """A browser's read with its session cookie (the routes that accept one are GET/HEAD only)."""
+    found = session(request)
+    if found is None:
+        return _refusal(unauthorized("no session: log in at /ui/login"))
+    who = Caller(*found)  # type: ignore[arg-type]
+    set_caller(request, who)
+    route = rules.policy.route(request)
+    try:
+        require(who, rules.policy.needs(*route) if route else "admin", request.method, request.path)
+    except Refusal as exc:
+        return _refusal(exc)
+    return await handler(request)
 
 
 async def _write(

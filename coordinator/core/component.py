@@ -21,6 +21,7 @@ import msgspec
 from aiohttp import web
 
 from coordinator.core.context import Context
+from coordinator.core.dashboard import Dashboard
 from events.bus import RecordInfo
 from events.envelope import Event
 from events.payloads import Payload
@@ -63,8 +64,9 @@ class RouteSet:
 
     ``admin_routes`` lists the routes only an admin token may call, as (METHOD, path pattern exactly as
     registered in aiohttp), e.g. ``("PUT", "/v1/nodes/{node}/key")``; every other route needs a viewer for
-    GET/HEAD and an operator for any other method. A write's body must be ``application/json``; ``body_types``
-    names the routes that take other content types too, ``{(METHOD, path pattern): accepted types}``.
+    GET/HEAD and an operator for any other method, unless listed in ``open_routes``. A write's body must be
+    ``application/json``; ``body_types`` names the routes that take other content types too,
+    ``{(METHOD, path pattern): accepted types}``.
     """
 
     routes: list[web.RouteDef]
@@ -72,6 +74,11 @@ class RouteSet:
     health: Callable[[], dict[str, Any]] = field(default=dict)
     admin_routes: tuple[tuple[str, str], ...] = ()
     body_types: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    # routes answered without a token: pages and assets that hold no data, a login form
+    open_routes: tuple[tuple[str, str], ...] = ()
+    # a browser's session (a cookie) instead of a bearer token, for this set's GET and HEAD routes only:
+    # (the token's name, the role granted) or None; a request with an Authorization header never uses it
+    session: Callable[[web.Request], tuple[str, str] | None] | None = None
 
 
 class Component:
@@ -132,6 +139,11 @@ class Component:
         """Series for ``GET /metrics``, by their name in ``events/metrics/mapping.toml`` (component
         ``coordinator``): each ``(values of the metric's by-labels, value)``. Read from memory only."""
         return {}
+
+    def dashboard(self) -> Dashboard | None:
+        """What ``/ui`` shows of this component (``core/dashboard.py``): its pages, read from memory as msgspec
+        Structs, and its moments for the events timeline. Called once, when the coordinator is assembled."""
+        return None
 
     def status(self) -> dict[str, Any]:
         """Larger views for the status snapshot (lists of nodes, commands), JSON-ready."""

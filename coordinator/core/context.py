@@ -8,10 +8,11 @@ holds only the declared ones, so asking for another is an error at start, not a 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from coordinator.core.config import CoreConfig
+from coordinator.core.dashboard import Boards
 from coordinator.core.ingest import IngestHealth
 from coordinator.core.leadership import Leadership
 from coordinator.state import StateStore
@@ -38,6 +39,7 @@ class Context:
     leadership: Leadership
     ingest: IngestHealth  # does this coordinator hear the bus (for liveness verdicts)
     needs: Mapping[type, object]  # {interface: the component providing it}, for the interfaces in ``requires``
+    boards: Boards = field(default_factory=Boards)  # every component's dashboard declaration and changes (/ui)
 
     def need(self, interface: type[T]) -> T:
         """The component providing ``interface``, which this component declares in ``requires``."""

@@ -27,6 +27,7 @@ from coordinator.core import assembly
 from coordinator.core.component import Component, StateTopic
 from coordinator.core.config import CoreConfig, previous_signers, section
 from coordinator.core.context import Context
+from coordinator.core.dashboard import Boards, collect
 from coordinator.core.ingest import ConsumerHealth
 from coordinator.core.ingest_guard import IngestGuard
 from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
@@ -100,6 +101,7 @@ class Coordinator:
         self.store = StateStore(self._producer, state_codec(classes), keys)
         self.peers: list[Component] = []
         self.ingest_health = ConsumerHealth()
+        self.boards = Boards()  # what /ui shows of each component, and which one changed
         built: dict[type[Component], Component] = {}
         for cls in classes:
             ctx = Context(
@@ -114,11 +116,13 @@ class Coordinator:
                 leadership=self.leadership,
                 ingest=self.ingest_health,
                 needs=MappingProxyType({need: built[offered[need]] for need in cls.requires}),
+                boards=self.boards,
             )
             built[cls] = cls(ctx)
             self.peers.append(built[cls])
         self.components: dict[str, Component] = {type(c).name: c for c in self.peers}
-        self.router = EventRouter(list(self.peers))
+        self.boards.parts = collect(self.peers)
+        self.router = EventRouter(list(self.peers), handled=self.boards.changed)
         self.guard = IngestGuard(list(self.peers), GUARDED_NODE_EVENTS)  # checked before any component acts
         self.tail = StateTail(settings, list(self._owners), self.store.codec, self.apply_state, self.store.keys)
         self.ingest = EventConsumer(
@@ -250,6 +254,7 @@ class Coordinator:
                 self._end_term()
         elif owner is not None:
             self.components[owner].on_state(topic, key, record, kind)
+            self.boards.changed(owner)
 
     # ---- leadership ---------------------------------------------------------------------------------------
     @property

@@ -8,7 +8,7 @@ retry reaches only those (the ones that succeeded never see an event twice).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from coordinator.core.component import Component
 from coordinator.core.errors import ComponentError
@@ -21,7 +21,9 @@ MAX_OWED = 1024  # events with a failed component kept for their retries; the ol
 
 
 class EventRouter:
-    def __init__(self, components: Sequence[Component]) -> None:
+    def __init__(self, components: Sequence[Component], handled: Callable[[str], None] | None = None) -> None:
+        """``handled(name)`` is told each component that took an event (the dashboard's changes feed)."""
+        self.handled = handled
         self.by_type: dict[str, list[Component]] = {}
         for comp in components:
             for payload in comp.consumes:
@@ -43,6 +45,9 @@ class EventRouter:
                 await comp.on_event(event, info)
             except Exception as exc:
                 failed[comp.name] = exc
+                continue
+            if self.handled is not None:
+                self.handled(comp.name)
         if failed:
             self.failures += 1
             self._owed[event.id] = set(failed)

@@ -24,9 +24,11 @@ import structlog
 
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
+from coordinator.core.dashboard import Dashboard, Panel
 from coordinator.core.errors import Invalid
 from coordinator.drift import routes, series
 from coordinator.drift.config import DriftConfig
+from coordinator.drift.dashboard import DriftHistory
 from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
 from coordinator.drift.monitor import Monitor
 from coordinator.drift.records import (
@@ -82,6 +84,7 @@ class Drift(Component):
         self.rules: dict[str, RuleRecord] = {}
         self.statuses: dict[Key, StatusRecord] = {}
         self.monitors: dict[Key, Monitor] = {}
+        self.history = DriftHistory()  # recent evaluations per model version, for the dashboard
         self.retrainer = Retrainer(self.cfg, ctx.store, self.registry, self.jobs)
         self._stored: dict[Key, set[str]] = {}  # learned features already written
         self.by_model: Counter[tuple[str, str]] = Counter()  # (evaluations | detections, model), GET /metrics
@@ -184,6 +187,7 @@ class Drift(Component):
             self._apply_rule(key.removeprefix("rule/"), None)
         elif isinstance(record, StatusRecord):
             self.statuses[(record.model, record.version)] = record
+            self.history.add(record)
         elif isinstance(record, RetrainRun):
             self.retrainer.apply_state(record)
 
@@ -349,6 +353,11 @@ class Drift(Component):
 
     def metrics(self) -> dict[str, Any]:
         return series.series(self.by_model, {m for m, _ in self.monitors})
+
+    def dashboard(self) -> Dashboard:
+        return Dashboard(
+            panels=(Panel("drift", "Drift", lambda _: self.history.board()),), timeline=self.history.moments
+        )
 
     def status(self) -> dict[str, Any]:
         return {"drift": [msgspec.to_builtins(s) for s in self.summary()]}

@@ -16,7 +16,8 @@ import structlog
 from coordinator.commands.interface import CommandSender
 from coordinator.core.component import Component, RouteSet
 from coordinator.core.context import Context
-from coordinator.fleet import liveness, routes, series
+from coordinator.core.dashboard import Dashboard, Panel
+from coordinator.fleet import dashboard, liveness, routes, series
 from coordinator.fleet.config import FleetConfig
 from coordinator.fleet.interface import Applied, Changed, FleetNodes
 from coordinator.fleet.model import CordonRecord, NodeState
@@ -189,3 +190,16 @@ class Fleet(Component):
 
     def metrics(self) -> dict[str, Any]:
         return series.series(self.view.nodes_by_id.values())
+
+    def dashboard(self) -> Dashboard:
+        def node(key: str | None) -> dashboard.NodeBoard | None:
+            found = self.view.node(key or "")
+            return None if found is None else dashboard.NodeBoard(now=self.now(), node=found)
+
+        return Dashboard(
+            panels=(
+                Panel("fleet", "Fleet", lambda _: dashboard.board(self.view.nodes(), self.now())),
+                Panel("node", "", node, keyed=True),
+            ),
+            timeline=lambda: dashboard.moments(self.view.nodes()),
+        )

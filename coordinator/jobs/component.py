@@ -21,8 +21,9 @@ from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
+from coordinator.core.dashboard import Dashboard, Panel
 from coordinator.fleet.interface import FleetNodes, NodeState
-from coordinator.jobs import routes, series
+from coordinator.jobs import dashboard, routes, series
 from coordinator.jobs.answers import job_answer
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
@@ -430,6 +431,17 @@ class Jobs(Component):
 
     def metrics(self) -> dict[str, Any]:
         return series.series(self.records.values(), self.decisions)
+
+    def dashboard(self) -> Dashboard:
+        now = self.ctx.clock.now
+        return Dashboard(
+            panels=(
+                Panel("jobs", "Jobs", lambda _: dashboard.board(self.records.values(), now())),
+                Panel("job", "", lambda key: dashboard.one(self.records.get(key or ""), now()), keyed=True),
+                Panel("allocations", "", lambda _: dashboard.allocations(self.records.values())),
+            ),
+            timeline=lambda: dashboard.moments(self.records.values()),
+        )
 
     def status(self) -> dict[str, Any]:
         return {"jobs": [msgspec.to_builtins(job_answer(r)) for r in self.jobs()]}

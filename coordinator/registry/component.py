@@ -18,7 +18,8 @@ import structlog
 
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
-from coordinator.registry import checks, evals, routes, series
+from coordinator.core.dashboard import Dashboard, Panel
+from coordinator.registry import checks, dashboard, evals, routes, series
 from coordinator.registry.config import RegistryConfig
 from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
 from coordinator.registry.interface import ModelRegistry, NewVersion
@@ -342,6 +343,12 @@ class Registry(Component):
 
     def metrics(self) -> dict[str, Any]:
         return series.series(self.view)
+
+    def dashboard(self) -> Dashboard:
+        return Dashboard(
+            panels=(Panel("registry", "Registry", lambda _: dashboard.board(self.view)),),
+            timeline=lambda: dashboard.moments(self.view),
+        )
 
     def stats(self) -> dict[str, int]:
         return {

@@ -29,9 +29,10 @@ from coordinator.commands.interface import CommandSender
 from coordinator.cordons.interface import AutoCordons
 from coordinator.core.component import Component, RouteSet, StateTopic
 from coordinator.core.context import Context
+from coordinator.core.dashboard import Dashboard, Panel
 from coordinator.fleet.interface import FleetNodes
 from coordinator.jobs.interface import JobsAPI
-from coordinator.rollouts import bake, gates, routes, series
+from coordinator.rollouts import bake, dashboard, gates, routes, series
 from coordinator.rollouts.config import Plan, RolloutsConfig, check
 from coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
 from coordinator.rollouts.plan import waves
@@ -592,3 +593,11 @@ class Rollouts(Component):
 
     def metrics(self) -> dict[str, Any]:
         return series.series(self.records.values())
+
+    def dashboard(self) -> Dashboard:
+        return Dashboard(
+            panels=(
+                Panel("rollouts", "Rollouts", lambda _: dashboard.board(self.records.values(), self.ctx.clock.now())),
+            ),
+            timeline=lambda: dashboard.moments(self.records.values()),
+        )

@@ -78,6 +78,13 @@ class GpuReading(Payload, kw_only=True):
     health: Health = "ok"
     health_reasons: list[str] = []
 
+    @property
+    def mem_used_pct(self) -> float | None:
+        """Memory used, in % of the total (None: either is not reported)."""
+        if self.mem_used_bytes is None or not self.mem_total_bytes:
+            return None
+        return 100.0 * self.mem_used_bytes / self.mem_total_bytes
+
 
 class HostReading(Payload, kw_only=True):
     cpu_percent: Percent | None = None
