@@ -20,13 +20,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[train,dev,otlp]"
 	@rm -f $(VENV)/.installed-*; touch $@
 
-sysdeps:  ## Install Java 17, Maven, kcat, Go (it builds Toxiproxy) and Prometheus from Debian's packages when missing (needs root)
+sysdeps:  ## Install Java 17, Maven, kcat, Go (it builds Toxiproxy), Prometheus and Chromium (with its driver) from Debian's packages when missing (needs root)
 	@missing=""; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	command -v prometheus >/dev/null && command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	command -v go >/dev/null || test -x /usr/local/go/bin/go || missing="$$missing golang-go"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn  >/dev/null || missing="$$missing maven"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \

@@ -19,7 +19,8 @@ from coordinator.preflight.component import Preflight
 from coordinator.quantize.component import Quantize
 from coordinator.registry.component import Registry
 from coordinator.rollouts.component import Rollouts
+from coordinator.ui.component import Ui
 
 COMPONENTS: tuple[type[Component], ...] = (
-    Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift, Rollouts, Preflight, Quantize,
+    Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift, Rollouts, Preflight, Quantize, Ui,
 )  # fmt: skip

@@ -1,0 +1,1 @@
+"""The dashboard: a read-only web view of what this coordinator holds, served under ``/ui``."""
