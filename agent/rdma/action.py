@@ -6,8 +6,6 @@ failure. The run is bounded by ``timeout_s``: a server no client reaches is kill
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import shutil
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import structlog
 
 from agent.rdma.parse import parse_report
+from agent.trainer.ask import ask
 from events.payloads.commands import RdmaLatencyArgs, RdmaLatencyResult
 
 log = structlog.get_logger("myolo.agent.rdma")
@@ -35,24 +34,17 @@ async def run(args: RdmaLatencyArgs, which: Callable[[str], str | None] = shutil
             role=args.role, available=False, reason=f"{TOOL} is not installed on this node (perftest package)"
         )
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv(tool, args), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
-        )
+        answer = await ask(argv(tool, args), args.timeout_s)
     except OSError as exc:
         return RdmaLatencyResult(role=args.role, error=f"{TOOL} cannot start: {exc}")
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), args.timeout_s)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+    if answer is None:
         waited = "no client connected" if args.role == "server" else f"{args.peer} did not answer"
         return RdmaLatencyResult(role=args.role, error=f"{TOOL} ran past {args.timeout_s:g} s: {waited}")
-    text = out.decode(errors="replace")[-20_000:]
+    text = (answer.stdout + answer.stderr).decode(errors="replace")[-20_000:]
     found = parse_report(text)
-    if proc.returncode != 0 or found is None:
+    if answer.returncode != 0 or found is None:
         tail = " | ".join(line.strip() for line in text.strip().splitlines()[-3:])[:500]
-        return RdmaLatencyResult(role=args.role, error=f"{TOOL} exited {proc.returncode}: {tail or 'no output'}")
+        return RdmaLatencyResult(role=args.role, error=f"{TOOL} exited {answer.returncode}: {tail or 'no output'}")
     log.info("rdma latency measured", role=args.role, peer=args.peer, t_typical_us=found.t_typical_us)
     return RdmaLatencyResult(
         role=args.role,

@@ -18,6 +18,7 @@ MAX_FILE_BYTES = 1 << 30
 MAX_ROWS = 5_000_000
 MAX_COLUMNS = 256
 MAX_CELL_CHARS = 256
+MAX_LINE_BYTES = 1 << 20  # one JSON Lines row
 
 
 class DataFileError(ValueError):
@@ -124,21 +125,27 @@ def _jsonl(path: Path) -> dict[str, list[object]]:
             _check_rows(path, i)
             if not line.strip():
                 continue
-            if len(line) > 1 << 20:
+            if len(line) > MAX_LINE_BYTES:
                 raise DataFileError(f"--from {path}: line {i} is over 1 MiB")
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise DataFileError(f"--from {path}: line {i} is not JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise DataFileError(f"--from {path}: line {i} is not an object of feature: value")
-            for k, v in row.items():
-                if isinstance(v, dict | list):
-                    raise DataFileError(f"--from {path}: line {i}, {k!r}: nested values are not features")
+            for k, v in json_row(line, f"--from {path}: line {i}").items():
                 if k not in cols and len(cols) >= MAX_COLUMNS:
                     raise DataFileError(f"--from {path}: over {MAX_COLUMNS} distinct keys")
                 cols.setdefault(k, []).append(v)
     return cols
+
+
+def json_row(raw: bytes, where: str) -> dict[str, object]:
+    """One JSON Lines row as ``{feature: value}``; ``where`` (file and line) starts the error of a bad one."""
+    try:
+        row = json.loads(raw)
+    except ValueError as exc:
+        raise DataFileError(f"{where} is not JSON: {exc}") from None
+    if not isinstance(row, dict):
+        raise DataFileError(f"{where} is not an object of feature: value")
+    for k, v in row.items():
+        if isinstance(v, dict | list):
+            raise DataFileError(f"{where}, field {k!r}: nested values are not features")
+    return row
 
 
 def _parquet(path: Path) -> dict[str, list[object]]:

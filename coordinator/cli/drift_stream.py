@@ -9,14 +9,19 @@ column, and what to do.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from coordinator.cli.drift_files import MAX_CELL_CHARS, MAX_COLUMNS, DataFileError, file_format
+from coordinator.cli.drift_files import (
+    MAX_CELL_CHARS,
+    MAX_COLUMNS,
+    MAX_LINE_BYTES,
+    DataFileError,
+    file_format,
+    json_row,
+)
 
 CHUNK_ROWS = 8192
-MAX_LINE_BYTES = 1 << 20
 Chunk = dict[str, list[object]]  # column -> its cells in this chunk (None where a row lacks the column)
 
 
@@ -96,15 +101,7 @@ def _jsonl(path: Path) -> Iterator[Chunk]:
                 raise DataFileError(f"{path}: line {i} is over {MAX_LINE_BYTES} bytes; one row per line")
             if not raw.strip():
                 continue
-            try:
-                row = json.loads(raw)
-            except ValueError as exc:
-                raise DataFileError(f"{path}: line {i} is not JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise DataFileError(f"{path}: line {i} is not an object of feature: value")
-            for k, v in row.items():
-                if isinstance(v, dict | list):
-                    raise DataFileError(f"{path}: line {i}, field {k!r}: nested values are not features")
+            for k, v in json_row(raw, f"{path}: line {i}").items():
                 if k not in batch:
                     if len(batch) >= MAX_COLUMNS:
                         raise DataFileError(f"{path}: line {i}: over {MAX_COLUMNS} distinct fields")
