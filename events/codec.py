@@ -47,6 +47,7 @@ _CORE_ATTRS = ("specversion", "id", "source", "type", "time", "subject", "dataco
 _BINARY_ATTRS = ("specversion", "id", "source", "type", "time", "subject")
 _NOT_EXTENSIONS = frozenset((*_CORE_ATTRS, "data", "data_base64", "partitionkey"))
 _TRACE_HEADERS = ("traceparent", "tracestate")
+_ATTRIBUTE_HEADERS = {f"ce_{attr}": (attr, limit) for attr, limit in ATTRIBUTE_BYTES.items()}
 _ENCODER = msgspec.json.Encoder()
 _DECODERS: dict[type, msgspec.json.Decoder] = {}
 _STRUCTURED = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -124,6 +125,13 @@ def decode(
     name = ""
     try:
         for name, raw in headers:
+            known = _ATTRIBUTE_HEADERS.get(name)
+            if known is not None and raw is not None:  # the common case, as we write them: one lookup
+                attr, limit = known
+                if len(raw) > limit:
+                    raise InvalidEvent(over(attr, len(raw), limit), f"header {name}")
+                attrs[attr] = raw.decode()
+                continue
             name = name.lower()
             if raw is None:
                 raw = b""

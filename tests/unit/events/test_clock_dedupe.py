@@ -60,3 +60,24 @@ def test_recent_ids_is_bounded_in_bytes_too() -> None:
     assert "0999" + "x" * 252 in seen and "0000" + "x" * 252 not in seen
     seen.add("0999" + "x" * 252)  # seen again: counted once
     assert seen.bytes <= 100_000
+
+
+def test_event_ids_are_unique_and_a_forked_child_never_repeats_its_parent() -> None:
+    import os
+
+    from events.envelope import new_id
+
+    ids = [new_id() for _ in range(5000)]
+    assert len(set(ids)) == 5000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    new_id()  # the pool holds ids the child must not hand out again
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its next ids and leave at once
+        os.write(w, " ".join(new_id() for _ in range(300)).encode())
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    with os.fdopen(r) as f:
+        child = set(f.read().split())
+    parent = {new_id() for _ in range(300)}
+    assert len(child) == 300 and not child & parent
