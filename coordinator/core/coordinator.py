@@ -28,6 +28,7 @@ from coordinator.core.component import Component, StateTopic
 from coordinator.core.config import CoreConfig, previous_signers, section
 from coordinator.core.context import Context
 from coordinator.core.dashboard import Boards, collect
+from coordinator.core.gc_tuning import tune_gc
 from coordinator.core.ingest import ConsumerHealth
 from coordinator.core.ingest_guard import IngestGuard
 from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
@@ -178,6 +179,7 @@ class Coordinator:
             last_epoch=last and last.epoch,
         )
         await self._start_api()
+        log.debug("garbage collection tuned for ingest", thresholds=tune_gc())
         self._spawn("ingest", self.ingest.run)
         self._spawn("ticks", self.tick_loop)
         for comp in self.peers:

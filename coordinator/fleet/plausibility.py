@@ -18,7 +18,33 @@ MAX_INTERVAL_S = 3_600.0
 
 
 def check_sample(s: NodeSample) -> str | None:
-    """The first impossible thing in a sample, as ``field: reason``, or None."""
+    """The first impossible thing in a sample, as ``field: reason``, or None.
+
+    Every sample of the fleet passes here, so the common case (nothing wrong) is one pass of plain
+    comparisons; only a sample that fails one is walked again to name the field."""
+    gpus = s.gpus
+    if len(gpus) > MAX_GPUS or not 0 < s.interval_s <= MAX_INTERVAL_S:
+        return _first_problem(s)
+    lo, hi = TEMP_RANGE_C
+    for g in gpus:
+        used, total, t, tm, p = g.mem_used_bytes, g.mem_total_bytes, g.temp_gpu_c, g.temp_mem_c, g.power_w
+        sm, mem = g.clock_sm_mhz, g.clock_mem_mhz
+        if (
+            (used is not None and total is not None and used > total)
+            or (t is not None and not lo <= t <= hi)
+            or (tm is not None and not lo <= tm <= hi)
+            or (p is not None and p > MAX_POWER_W)
+            or (sm is not None and sm > MAX_CLOCK_MHZ)
+            or (mem is not None and mem > MAX_CLOCK_MHZ)
+        ):
+            return _first_problem(s)
+    if len({g.index for g in gpus}) != len(gpus):
+        return _first_problem(s)
+    return None
+
+
+def _first_problem(s: NodeSample) -> str | None:
+    """What :func:`check_sample` found, named: the first wrong field in the sample's order."""
     if len(s.gpus) > MAX_GPUS:
         return f"gpus: {len(s.gpus)} GPUs on one node (at most {MAX_GPUS})"
     if not 0 < s.interval_s <= MAX_INTERVAL_S:
