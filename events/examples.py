@@ -33,6 +33,7 @@ from events.payloads import (
     TrainingFault,
     TrainingProgress,
 )
+from events.payloads.compact import compact_gpu
 from events.types import type_name
 
 GIB = 1 << 30
@@ -85,7 +86,7 @@ def node_sample(node_id: str = "gpu-node-001", gpus: int = 8, seq: int = 0) -> N
     return NodeSample(
         node_id=node_id,
         backend="sim",
-        gpus=[gpu_reading(i) for i in range(gpus)],
+        gpus=[compact_gpu(gpu_reading(i)) for i in range(gpus)],  # as an agent publishes it
         seq=seq,
         host=HostReading(cpu_percent=23.0, mem_total_bytes=2048 * GIB, mem_used_bytes=512 * GIB, load1=12.5),
         driver_version="570.86.15",

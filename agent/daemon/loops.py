@@ -1,8 +1,9 @@
 """The agent's periodic and event-driven loops, all on one asyncio loop and one clock.
 
-- ``sample_loop``: read every GPU each interval, judge health, publish the sample, and publish a ``health``
-  fault when a GPU's level changes. Ticks are scheduled on absolute times, so a slow read does not drift
-  the cadence; ticks missed while the process was stopped are skipped, not replayed.
+- ``sample_loop``: read every GPU each interval, judge health, publish the sample (NVLink summarised:
+  :mod:`events.payloads.compact`), and publish a ``health`` fault when a GPU's level changes. Ticks are
+  scheduled on absolute times, so a slow read does not drift the cadence; ticks missed while the process was
+  stopped are skipped, not replayed.
 - ``fault_loop``: driver events (XID, ECC) from the backend's hook, published the moment they arrive.
 - ``watchdog_loop``: ``WATCHDOG=1`` only while the sample loop keeps ticking, so a stuck loop gets the
   unit restarted; also ``STATUS=`` lines for ``systemctl status``.
@@ -24,6 +25,7 @@ from agent.daemon.xid_pairing import nvml_echo
 from agent.health import fault_from_event
 from events.clock import sleep_or_wake
 from events.payloads import HostReading, NodeFault, NodeSample
+from events.payloads.compact import compact_sample
 
 log = structlog.get_logger("myolo.agent.daemon")
 Observer = Callable[[NodeSample], None]
@@ -63,7 +65,7 @@ def host_reading() -> HostReading:
         cpu_percent=min(100.0, psutil.cpu_percent(interval=None)),
         mem_total_bytes=vm.total,
         mem_used_bytes=vm.total - vm.available,
-        load1=os.getloadavg()[0],
+        load1=round(os.getloadavg()[0], 2),  # as /proc/loadavg prints it: the rest is fixed-point noise
     )
 
 
@@ -105,7 +107,7 @@ async def _tick(rt: Runtime, observers: list[Observer], *, extra: bool = False) 
         rt.sampler.backend_error = None
         rt.sampler.last_sample = sample
         rt.sampler.last_read_monotonic = rt.clock.monotonic()
-        rt.publisher.publish(sample)
+        rt.publisher.publish(compact_sample(sample))  # local readers keep every link's reading
         publish_health_changes(rt, sample)
         for observe in observers:
             try:

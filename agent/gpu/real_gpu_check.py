@@ -34,9 +34,11 @@ from agent.health import HealthState
 from events.clock import SystemClock
 from events.logs import configure_logging
 from events.payloads import GpuReading, NodeSample
+from events.payloads.compact import compact_sample
 
+# ``nvlink`` is left out: published, it lists only links down or counting errors (``nvlink_links`` tells support)
 OPTIONAL_FIELDS = [
-    f for f in GpuReading.__struct_fields__ if f not in ("index", "uuid", "name", "health", "health_reasons")
+    f for f in GpuReading.__struct_fields__ if f not in ("index", "uuid", "name", "health", "health_reasons", "nvlink")
 ]
 
 
@@ -174,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             problems.append("no GPUs found")
         for r in sample.gpus:
             problems += check_reading(r)
+        published = compact_sample(sample)  # what the daemon sends: absent there means not supported
+        encoded = msgspec.json.encode(published)
         result.update(
             backend=sample.backend,
             driver_version=sample.driver_version,
@@ -187,16 +191,17 @@ def main(argv: list[str] | None = None) -> int:
                     "uuid": r.uuid,
                     "name": r.name,
                     "absent_fields": [f for f in OPTIONAL_FIELDS if getattr(r, f) is None],
-                    "nvlinks": len(r.nvlink or []),
+                    "nvlinks": (r.nvlink_up or (0, 0))[1],
                 }
-                for r in sample.gpus
+                for r in published.gpus
             ],
             sample=msgspec.to_builtins(sample),
+            sample_json_bytes={"as_read": len(msgspec.json.encode(sample)), "published": len(encoded)},
             nvml_call_errors=dict(backend.caller.errors) if backend.caller else {},
         )
         result["read_all"] = time_calls(backend.read_all, args.repeats)
         result["sample_with_health_and_json"] = time_calls(
-            lambda: msgspec.json.encode(build_sample(backend, "real-gpu-check", health)), args.repeats
+            lambda: msgspec.json.encode(compact_sample(build_sample(backend, "real-gpu-check", health))), args.repeats
         )
         result["metrics_page"] = metrics_page(sample)
         if result["metrics_page"]["gpu_util_series"] != sum(1 for r in sample.gpus if r.util_gpu is not None):

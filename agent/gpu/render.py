@@ -70,9 +70,8 @@ def _pcie(r: GpuReading) -> str:
 
 
 def _nvlink(r: GpuReading) -> str:
-    if r.nvlink is None:
-        return ABSENT
-    return f"{sum(1 for nl in r.nvlink if nl.active)}/{len(r.nvlink)}"
+    up = r.nvlink_up
+    return ABSENT if up is None else f"{up[0]}/{up[1]}"
 
 
 def _procs(r: GpuReading) -> str:

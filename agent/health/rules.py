@@ -46,13 +46,13 @@ def _grew(cur: int | None, prev: int | None) -> int:
 
 
 def nvlink_findings(cur: GpuReading, prev: GpuReading | None) -> list[Finding]:
-    """Any growth of a link's replay or recovery errors fails the GPU."""
-    if prev is None or not cur.nvlink or not prev.nvlink:
+    """Any growth of a link's replay or recovery errors fails the GPU. Either reading may be in the published
+    form: a link it does not list is up with zero errors (see :class:`GpuReading`)."""
+    if prev is None or not cur.nvlink:
         return []
-    before = {nl.link: nl for nl in prev.nvlink}
     out = []
     for nl in cur.nvlink:
-        old = before.get(nl.link)
+        old = prev.nvlink_link(nl.link)
         if old is None:
             continue
         for attr, label in (("replay_errors", "replay"), ("recovery_errors", "recovery")):

@@ -17,6 +17,7 @@ from agent.publish.publisher import PublisherStatus
 from agent.spool.stats import SpoolStats
 from events.payloads import GpuReading, NodeSample
 from events.payloads.common import Health
+from events.payloads.node import NvLinkCounter
 from events.payloads.training import WorkerState
 
 Series = tuple[tuple[str, ...], float]
@@ -97,12 +98,14 @@ def _nvlink_bytes(g: GpuReading, _v: View) -> Iterator[Series]:
         yield (), float((g.nvlink_tx_bytes or 0) + (g.nvlink_rx_bytes or 0))
 
 
-def _nvlink_errors(counter: str) -> Callable[[GpuReading, View], Iterator[Series]]:
+_NVLINK_ERRORS: tuple[NvLinkCounter, ...] = ("crc_flit_errors", "crc_data_errors", "replay_errors", "recovery_errors")
+
+
+def _nvlink_errors(counter: NvLinkCounter) -> Callable[[GpuReading, View], Iterator[Series]]:
     def read(g: GpuReading, _v: View) -> Iterator[Series]:
-        counts = [getattr(link, counter) for link in g.nvlink or ()]
-        known = [c for c in counts if c is not None]
-        if known:
-            yield (), float(sum(known))
+        total = g.nvlink_error_total(counter)
+        if total is not None:
+            yield (), float(total)
 
     return read
 
@@ -173,10 +176,7 @@ def _one(read: Callable[[View], float]) -> Callable[[View], Iterator[Series]]:
 SOURCES: dict[str, Source] = {
     **{f"gpu.{name}": Source(unit, gpu=_field(name)) for name, unit in _FIELD_UNITS.items()},
     "gpu.nvlink_bytes": Source("By", gpu=_nvlink_bytes),
-    **{
-        f"gpu.nvlink_{c}": Source("{error}", gpu=_nvlink_errors(c))
-        for c in ("crc_flit_errors", "crc_data_errors", "replay_errors", "recovery_errors")
-    },
+    **{f"gpu.nvlink_{c}": Source("{error}", gpu=_nvlink_errors(c)) for c in _NVLINK_ERRORS},
     "gpu.xid_last": Source("{xid}", gpu=_xid_last),
     "gpu.xid_count": Source("{xid}", gpu=_xid_count),
     "gpu.health": Source("1", gpu=lambda g, _v: _states(g.health, HEALTH_STATES)),

@@ -16,7 +16,17 @@ class GpuProcess(Payload, kw_only=True):
     name: str | None = None
 
 
+NvLinkCounter = Literal["replay_errors", "recovery_errors", "crc_flit_errors", "crc_data_errors"]
+NVLINK_COUNTERS: tuple[NvLinkCounter, ...] = ("replay_errors", "recovery_errors", "crc_flit_errors", "crc_data_errors")
+
+
 class NvLink(Payload, kw_only=True):
+    """One NVLink of a GPU: up or down, and its cumulative error counters (absent: not supported).
+
+    A published sample lists only the links with something to say (down, or a counter above zero); the
+    GPU's ``nvlink_links``/``nvlink_active``/``nvlink_*_errors`` summarise every link. ``active`` has no
+    default, so it is always encoded and readers of either form decode every listed link."""
+
     link: NonNegInt
     active: bool
     replay_errors: NonNegInt | None = None
@@ -26,7 +36,14 @@ class NvLink(Payload, kw_only=True):
 
 
 class GpuReading(Payload, kw_only=True):
-    """One GPU at one instant. Every field but identity is optional: absent means "not supported"."""
+    """One GPU at one instant. Every field but identity is optional: absent means "not supported".
+
+    NVLink comes in two forms. As read, ``nvlink`` lists every link. As published
+    (:func:`events.payloads.compact.compact_gpu`), the summary fields count the links (``nvlink_links``), those
+    up (``nvlink_active``) and sum each error counter over every link (absent: no link reports it), and
+    ``nvlink`` keeps only the links that are down or count an error: a link not listed is up with every
+    reported counter at zero. Read either form through :attr:`nvlink_up`, :meth:`nvlink_error_total` and
+    :meth:`nvlink_link`."""
 
     index: NonNegInt
     uuid: Id
@@ -72,6 +89,12 @@ class GpuReading(Payload, kw_only=True):
     pcie_link_gen: NonNegInt | None = None
     pcie_link_width: NonNegInt | None = None
     nvlink: list[NvLink] | None = None
+    nvlink_links: NonNegInt | None = None
+    nvlink_active: NonNegInt | None = None
+    nvlink_replay_errors: NonNegInt | None = None
+    nvlink_recovery_errors: NonNegInt | None = None
+    nvlink_crc_flit_errors: NonNegInt | None = None
+    nvlink_crc_data_errors: NonNegInt | None = None
     nvlink_tx_bytes: NonNegInt | None = None
     nvlink_rx_bytes: NonNegInt | None = None
     processes: list[GpuProcess] | None = None
@@ -84,6 +107,36 @@ class GpuReading(Payload, kw_only=True):
         if self.mem_used_bytes is None or not self.mem_total_bytes:
             return None
         return 100.0 * self.mem_used_bytes / self.mem_total_bytes
+
+    @property
+    def nvlink_up(self) -> tuple[int, int] | None:
+        """(links up, links) in either form; None: NVLink not reported."""
+        if self.nvlink_links is not None:
+            if self.nvlink_active is not None:
+                return self.nvlink_active, self.nvlink_links
+            return self.nvlink_links - sum(1 for nl in self.nvlink or () if not nl.active), self.nvlink_links
+        if self.nvlink is None:
+            return None
+        return sum(1 for nl in self.nvlink if nl.active), len(self.nvlink)
+
+    def nvlink_error_total(self, counter: NvLinkCounter) -> int | None:
+        """``counter`` summed over every link in either form; None: no link reports it."""
+        total: int | None = getattr(self, f"nvlink_{counter}")
+        if total is not None or self.nvlink_links is not None:
+            return total
+        known = [n for n in (getattr(nl, counter) for nl in self.nvlink or ()) if n is not None]
+        return sum(known) if known else None
+
+    def nvlink_link(self, link: int) -> NvLink | None:
+        """Link ``link`` (one the GPU has) in either form: the listed one, else, in the summarised form, up with
+        every reported counter at zero. None: the full list does not have it, or NVLink is not reported."""
+        for nl in self.nvlink or ():
+            if nl.link == link:
+                return nl
+        if self.nvlink_links is None:
+            return None
+        zeros = {c: 0 for c in NVLINK_COUNTERS if getattr(self, f"nvlink_{c}") is not None}
+        return NvLink(link=link, active=True, **zeros)
 
 
 class HostReading(Payload, kw_only=True):

@@ -42,6 +42,7 @@ from agent.metrics.exporter import AgentMetrics
 from agent.notify import Notifier
 from events.clock import SimClock
 from events.codec import encode
+from events.payloads.compact import compact_sample
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import write_result
 
@@ -108,7 +109,7 @@ async def in_process() -> dict:
             times.append(time.perf_counter() - t0)
         rt.stop_event.set()
         await task
-        sample_bytes = len(msgspec.json.encode(rt.sampler.last_sample))
+        sample_bytes = len(msgspec.json.encode(compact_sample(rt.sampler.last_sample)))  # as published
         agent_s = (cpu - sim_read) / samples
         return {
             "samples": samples,

@@ -9,7 +9,8 @@ from rich.console import Console
 
 from agent.gpu.reasons import decode_clock_event_reasons, encode_clock_event_reasons
 from agent.gpu.render import ABSENT, print_sample, sample_json, sample_table
-from events.payloads import GpuReading, NodeSample
+from events.payloads import GpuReading, NodeSample, NvLink
+from events.payloads.compact import compact_gpu
 
 
 def sample() -> NodeSample:
@@ -50,6 +51,16 @@ def test_table_rows_show_values_and_dashes_for_absent() -> None:
     assert row0[7] == "sw_power_cap" and row0[8] == "0/0" and row0[-1] == "ok"
     assert row1[2:13] == [ABSENT] * 11 and row1[-1] == "fail: gpu lost: off the bus"
     assert "backend=sim" in out and "fail: gpu 1: gpu lost" in out
+
+
+def test_nvlink_column_reads_either_form() -> None:
+    """``up/all``: from every link as read, or from the summary of a published (compact) reading."""
+    links = [NvLink(link=i, active=i != 3, replay_errors=0) for i in range(18)]
+    read = msgspec.structs.replace(sample().gpus[0], nvlink=links)
+    for r in (read, compact_gpu(read)):
+        out = render(NodeSample(node_id="node-a", backend="sim", gpus=[r]))
+        row = [c.strip() for c in next(x for x in out.splitlines() if x.startswith("│")).split("│")[1:-1]]
+        assert row[11] == "17/18"
 
 
 def test_json_is_the_payload_without_absent_fields() -> None:

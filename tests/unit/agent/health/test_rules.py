@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from agent.gpu.backend import GpuEvent
 from agent.health import FAIL_XIDS, WARN_XIDS, classify_event, classify_xid, gpu_findings, summarise
 from agent.health.rules import pcie_findings, pcie_replay_limit_per_min
 from events.payloads import GpuReading, NvLink
+from events.payloads.compact import compact_gpu
 
 FAIL = [48, 74, 79, 95, 119, 120, 140, 64]
 WARN = [94, 31, 32, 43, 63, 38, 39, 42, 60, 61, 62, 54, 56, 57, 58, 78, 67, 73, 121, 137]
@@ -119,6 +122,10 @@ def test_pcie_replay_rate(
     assert (text is None and not reasons) or any(text in r for r in reasons), reasons
 
 
+def as_read(r: GpuReading) -> GpuReading:
+    return r
+
+
 def links(replay: int, recovery: int, crc: int = 0) -> list[NvLink]:
     return [
         NvLink(link=0, active=True, replay_errors=0, recovery_errors=0, crc_flit_errors=0),
@@ -135,10 +142,31 @@ def links(replay: int, recovery: int, crc: int = 0) -> list[NvLink]:
         (links(0, 0), links(0, 0, crc=9), "ok", None),  # CRC counts are not a failure rule
     ],
 )
-def test_nvlink_growth(before: list[NvLink], after: list[NvLink], level: str, text: str | None) -> None:
-    got, reasons = summarise(gpu_findings(gpu(nvlink=after), gpu(nvlink=before)))
+@pytest.mark.parametrize(
+    ("shape_before", "shape_after"),
+    [(as_read, as_read), (compact_gpu, compact_gpu), (as_read, compact_gpu), (compact_gpu, as_read)],
+    ids=["read-read", "published-published", "read-published", "published-read"],
+)
+def test_nvlink_growth(
+    before: list[NvLink],
+    after: list[NvLink],
+    level: str,
+    text: str | None,
+    shape_before: Callable[[GpuReading], GpuReading],
+    shape_after: Callable[[GpuReading], GpuReading],
+) -> None:
+    """Either reading may be the published form, where a link counting no error is not listed."""
+    got, reasons = summarise(gpu_findings(shape_after(gpu(nvlink=after)), shape_before(gpu(nvlink=before))))
     assert got == level
     assert (text is None and not reasons) or any(text in r for r in reasons)
+
+
+def test_published_reading_with_no_errors_then_a_link_counting_replays_fails() -> None:
+    """The published form lists nothing while every link is clean: a link that starts counting still fails."""
+    clean = compact_gpu(gpu(nvlink=links(0, 0)))
+    assert clean.nvlink is None
+    got, reasons = summarise(gpu_findings(compact_gpu(gpu(nvlink=links(2, 0))), clean))
+    assert got == "fail" and reasons == ["nvlink 1 replay errors grew by 2"]
 
 
 def test_first_sample_with_old_nvlink_errors_is_not_a_failure() -> None:
