@@ -142,9 +142,7 @@ class FleetSimulator:
         self._sources = [("ce_source", f"/myolo/agent/{n}".encode()) for n in self.node_ids]
         self._id_prefix = [f"{run}-{i}-".encode() for i in range(nodes)]
         self._state = [_Node() for _ in range(nodes)]
-        self._templates = [
-            sample_template(n, i, gpus, self.model.spec, interval_s=self.period) for i, n in enumerate(self.node_ids)
-        ]
+        self._templates = [sample_template(n, gpus, self.model.spec, interval_s=self.period) for n in self.node_ids]
         self._sample_parts: list[int | None] = [None] * nodes
         self._fault_parts: list[int | None] = [None] * nodes
         self._stopping = asyncio.Event()
@@ -263,7 +261,7 @@ class FleetSimulator:
 
     async def _send_fault(self, n: int, gpu: int, xid: int, *, injected: bool, wait: bool = False) -> SentFault:
         node_id = self.node_ids[n]
-        fault = xid_fault(node_id, gpu, xid, gpu_uuid(n, gpu))
+        fault = xid_fault(node_id, gpu, xid, gpu_uuid(node_id, gpu))
         event = sign(new_event(fault, f"/myolo/agent/{node_id}", clock=self.clock), self.node_keys[node_id])
         key, value, headers = encode(event)
         sent = SentFault(node_id, event.id, xid, gpu, fault.health, self.clock.now(), time.perf_counter(), injected)
@@ -293,7 +291,6 @@ class FleetSimulator:
             self.model.pin_util(n, gpu, 0.0)  # off the bus: the GPU does nothing any more
         self._templates[n] = sample_template(
             self.node_ids[n],
-            n,
             self.gpus,
             self.model.spec,
             interval_s=self.period,
@@ -307,7 +304,7 @@ class FleetSimulator:
         n = self.node_index(node)
         self._state[n] = _Node()
         self.model.pin_util(n, None, None)
-        self._templates[n] = sample_template(self.node_ids[n], n, self.gpus, self.model.spec, interval_s=self.period)
+        self._templates[n] = sample_template(self.node_ids[n], self.gpus, self.model.spec, interval_s=self.period)
 
 
 __all__ = ["FleetSimulator", "FleetStats", "SentFault"]

@@ -9,10 +9,12 @@ the bytes are exactly what a real agent sends) and only the readings that move a
 
 from __future__ import annotations
 
+import zlib
+
 import msgspec
 
 from agent.fleetsim.model import FleetSpec
-from events.payloads import GpuReading, HostReading, NodeSample
+from events.payloads import GpuProcess, GpuReading, HostReading, NodeSample
 
 GiB = 1 << 30
 _ENC = msgspec.json.Encoder()
@@ -23,26 +25,51 @@ _GPU_TAIL = (
 )
 
 
-def gpu_uuid(node_index: int, gpu: int) -> str:
-    return f"GPU-5115{node_index:08x}-{gpu:04x}-4000-8000-{node_index * 64 + gpu:012x}"
+def gpu_uuid(node_id: str, gpu: int) -> str:
+    """A GPU UUID unique to the node id, so simulators in several processes never share one."""
+    tag = zlib.crc32(node_id.encode())
+    return f"GPU-5115{tag:08x}-{gpu:04x}-4000-8000-{gpu:04x}{zlib.adler32(node_id.encode()):08x}"
 
 
 def static_gpu(
-    node_index: int, gpu: int, spec: FleetSpec, health: str = "ok", reasons: tuple[str, ...] = ()
+    node_id: str, gpu: int, spec: FleetSpec, health: str = "ok", reasons: tuple[str, ...] = ()
 ) -> GpuReading:
-    """The fields of a GPU reading that stay the same from one sample to the next."""
+    """The fields of a GPU reading that stay the same from one sample to the next: what an agent on an
+    H200 publishes, counters at zero and NVLink summarised, so a simulated sample weighs what a real one does."""
     return GpuReading(
         index=gpu,
-        uuid=gpu_uuid(node_index, gpu),
+        uuid=gpu_uuid(node_id, gpu),
         name="NVIDIA H200 (sim)",
+        pci_bus_id=f"00000000:{0x18 + 0x10 * gpu:02X}:00.0",
+        minor_number=gpu,
+        util_enc=0.0,
+        util_dec=0.0,
         mem_total_bytes=spec.mem_total,
         mem_reserved_bytes=spec.mem_reserved,
         power_limit_w=spec.tdp_w,
         clock_mem_mhz=3201,
+        clock_event_reasons=[],
+        violation_power_ns=0,
+        violation_thermal_ns=0,
+        ecc_corrected_volatile=0,
         ecc_uncorrected_volatile=0,
+        ecc_corrected_aggregate=0,
+        ecc_uncorrected_aggregate=0,
         retired_pages_dbe=0,
+        remapped_rows_correctable=0,
+        remapped_rows_uncorrectable=0,
+        remapped_rows_pending=False,
+        remapped_rows_failure=False,
+        pcie_replay_counter=0,
         pcie_link_gen=5,
         pcie_link_width=16,
+        nvlink_links=18,
+        nvlink_active=18,
+        nvlink_replay_errors=0,
+        nvlink_recovery_errors=0,
+        nvlink_crc_flit_errors=0,
+        nvlink_crc_data_errors=0,
+        processes=[GpuProcess(pid=40000 + gpu, name="python")],
         health=health,  # type: ignore[arg-type]
         health_reasons=list(reasons),
     )
@@ -54,7 +81,6 @@ def _escape(b: bytes) -> bytes:
 
 def sample_template(
     node_id: str,
-    node_index: int,
     gpus: int,
     spec: FleetSpec,
     *,
@@ -72,7 +98,7 @@ def sample_template(
     parts = []
     for g in range(gpus):
         h, why = gpu_health.get(g, ("ok", ()))
-        static = _ENC.encode(static_gpu(node_index, g, spec, h, why))
+        static = _ENC.encode(static_gpu(node_id, g, spec, h, why))
         parts.append(_escape(static[:-1]) + _GPU_TAIL)  # drop the closing brace, add the moving fields
     node = NodeSample(
         node_id=node_id,

@@ -5,7 +5,8 @@ the same producer settings (idempotent, acks=all, lz4, linger 5 ms) and the same
 sample). The bare loop is what a hand-written client must at least do: JSON-encode each payload with msgspec and
 send it with the same ce_* headers, then JSON-decode each value (untyped) on the consumer side. Ours also
 builds envelopes (id, time), propagates trace context, validates against the typed schema, deduplicates,
-dead-letters, and commits only after handling. Target: our throughput >= 70% of the bare loop's.
+dead-letters, and commits only after handling. Target: our throughput >= 80 % of the bare loop's, as the median of
+5 paired rounds of 50,000 records (the range is reported beside it).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from events.examples import node_sample
 from events.settings import KafkaSettings
 from events.topics import Topic, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
-from tests.benchmarks.common import percentile, write_result
+from tests.benchmarks.common import percentile, spread, write_result
 
-N = 10_000
-ROUNDS = 3
+N = 50_000  # records per round: several seconds each, so one round's noise is small
+ROUNDS = 5
 TARGET_RATIO = 0.8  # ours >= 0.8 of a bare aiokafka loop
 
 
@@ -131,17 +132,17 @@ async def run(bootstrap: str) -> dict:
         ourss.append(await our_loop(settings, topics[4 + 2 * i].name))
     bare = _median_round(bares)
     ours = _median_round(ourss)
-    ratio = ours["records_per_s"] / bare["records_per_s"]
+    ratios = [o["records_per_s"] / b["records_per_s"] for b, o in zip(bares, ourss, strict=True)]
+    ratio = spread(ratios)["median"]
     return {
         "rounds": ROUNDS,
-        "ratio_per_round": [
-            round(o["records_per_s"] / b["records_per_s"], 3) for b, o in zip(bares, ourss, strict=True)
-        ],
+        "ratio_per_round": [round(r, 3) for r in ratios],
+        "ratio": spread(ratios),
         "records_each": N,
         "bare_loop_does": "msgspec JSON encode per record + same ce_* headers; untyped JSON decode per record",
         "bare_aiokafka": bare,
         "myolo_events": ours,
-        "throughput_ratio": round(ratio, 3),
+        "throughput_ratio": ratio,  # the median of the paired rounds' ratios
         "target_ratio": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
     }

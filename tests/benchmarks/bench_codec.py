@@ -1,7 +1,8 @@
 """Codec cost per event on one core: encode, and decode + validate, for each event type.
 
 Target: >= 200k decode+validate per second. Reported per type; the node sample is reported for
-1 GPU and 8 GPUs since it is by far the largest and most frequent event.
+1 GPU and 8 GPUs since it is by far the largest and most frequent event. ``node_sample_bytes``: the agent's
+simulated 8-GPU sample, published and as read, in JSON and in lz4 batches (:mod:`tests.benchmarks.sample_bytes`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 from events.codec import decode, encode
 from events.envelope import new_event
 from events.examples import example_payloads, node_sample
+from tests.benchmarks import sample_bytes
 from tests.benchmarks.common import write_result
 
 TARGET_DECODES_PER_S = 200_000
@@ -47,6 +49,7 @@ def measure(n: int = 20_000) -> dict:
         "target_decode_validate_per_s": TARGET_DECODES_PER_S,
         "min_decode_validate_per_s_excluding_8gpu_sample": min(small),
         "median_decode_validate_per_s": sorted(r["decode_validate_per_s"] for r in rows.values())[len(rows) // 2],
+        "node_sample_bytes": sample_bytes.measure(),
     }
 
 

@@ -48,3 +48,13 @@ def wilson(successes: int, trials: int, z: float = 1.959964) -> tuple[float, flo
     centre = (p + z * z / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def spread(values: list[float], digits: int = 3) -> dict[str, float | int]:
+    """Median and range of repeated measurements of one figure: how stable it is within a run."""
+    s = sorted(values)
+    if not s:
+        return {"n": 0}
+    mid = len(s) // 2
+    median = s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+    return {"n": len(s), "median": round(median, digits), "min": round(s[0], digits), "max": round(s[-1], digits)}
