@@ -47,11 +47,16 @@ def launch(cmd: Sequence[str], *, cwd: Path, output: Path, tied_to_parent: bool)
 _EXITED: dict[int, int] = {}  # wait statuses of our children reaped by alive(), for exit_status()
 
 
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
+def _reap(pid: int) -> bool:
+    """Collect `pid`'s wait status if it is our child and has ended; True while it is our child, not reaped."""
+    try:
         done, status = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            _EXITED[pid] = status
+    except ChildProcessError:
+        return False
+    if done == pid:
+        _EXITED[pid] = status
+        return False
+    return True
 
 
 def exit_status(pid: int) -> str | None:
@@ -74,7 +79,7 @@ def alive(pid: int, marker: str | None = None) -> bool:
     """True if `pid` runs (not a zombie) and, when /proc exists, its command line contains `marker`."""
     if pid <= 0:
         return False
-    _reap(pid)
+    ours_running = _reap(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -90,6 +95,8 @@ def alive(pid: int, marker: str | None = None) -> bool:
         cmdline = proc.joinpath("cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except (OSError, IndexError):
         return False
+    if ours_running and not cmdline:
+        return True  # our child is exiting (memory released, not yet a zombie): alive until it can be reaped
     return marker is None or marker in cmdline
 
 
