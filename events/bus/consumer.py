@@ -1,7 +1,8 @@
 """The event consumer: a consumer group, at-least-once, deduplicated, never killed by a bad record.
 
 Offsets are committed only after every record of a batch was handled or dead-lettered, so a crash replays
-rather than loses; replays (and producer retries from before idempotence) are dropped by event id within a
+rather than loses; a batch's commit runs while the next batch is handled (one commit in flight, in order,
+awaited before the consumer closes), so the broker's round trip does not stall ingest; replays (and producer retries from before idempotence) are dropped by event id within a
 bounded window. A record that fails to decode, validate, verify, whatever the exception, or whose handler
 keeps failing, goes to the dead-letter topic with the reason, and consumption goes on. Only cancellation and
 the interpreter's exit (``CancelledError``, ``KeyboardInterrupt``, ``SystemExit``) pass through.
@@ -70,6 +71,12 @@ def _describe(exc: BaseException) -> str:
         return cut(f"{type(exc).__name__}: {exc}")
     except Exception:  # a __str__ that fails is one more hostile input
         return type(exc).__name__
+
+
+async def _settled(commit: asyncio.Task | None) -> None:
+    """Wait for a commit in flight, so commits stay one at a time and in order (and none is left behind)."""
+    if commit is not None:
+        await asyncio.shield(commit)
 
 
 @dataclass(frozen=True)
@@ -200,12 +207,14 @@ class EventConsumer:
             await self.start()
         consumer = self._consumer
         assert consumer is not None
+        committing: asyncio.Task | None = None  # the previous batch's commit, running while this batch is handled
         try:
             while not self._stopping.is_set():
                 try:
                     batches = await consumer.getmany(timeout_ms=200, max_records=self._max_records)
                 except PARSE_ERRORS as exc:
                     log.warning("the Kafka client cannot read a record; stepping over it", error=_describe(exc))
+                    committing = await _settled(committing)
                     try:
                         await step_past_unreadable(
                             consumer, self.process, self._dead_letter, partial(self._commit, consumer)
@@ -229,9 +238,13 @@ class EventConsumer:
                     return
                 finally:
                     if offsets:
-                        await self._commit(consumer, offsets)
+                        committing = await _settled(committing)
+                        committing = asyncio.create_task(self._commit(consumer, offsets))
+                        for _ in range(3):  # aiokafka's commit reaches the socket through a shielded task
+                            await asyncio.sleep(0)  # a few loop turns: it (and a waiting fetch) send their requests
         finally:
             self._consumer = None
+            await _settled(committing)
             await consumer.stop()
 
     async def _commit(self, consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int]) -> None:

@@ -286,3 +286,53 @@ async def test_dead_letter_log_lines_are_budgeted_and_say_what_they_held_back() 
     assert [budget.allow() for _ in range(5)] == [0, 0, 0, None, None]
     await clock.sleep(10.0)
     assert budget.allow() == 2 and budget.allow() == 0
+
+
+class ScriptedKafka:
+    """Stands in for AIOKafkaConsumer in ``run()``: hands out the given batches, then asks the consumer to stop.
+    A commit stays open until ``release`` is set, as a slow broker's would."""
+
+    def __init__(self, consumer: EventConsumer, batches: list[list[ConsumerRecord]]) -> None:
+        self._consumer, self._batches = consumer, list(batches)
+        self.release = asyncio.Event()
+        self.commits: list[tuple[int, int]] = []  # (offset committed, records handled when it was sent)
+        self.open_commits = 0
+        self.stopped_with_open_commits: int | None = None
+
+    def assignment(self) -> set:
+        return {("myolo.node.samples", 0)}
+
+    async def getmany(self, timeout_ms: int, max_records: int) -> dict:
+        if not self._batches:
+            await self._consumer.stop()
+            return {}
+        return {("myolo.node.samples", 0): self._batches.pop(0)}
+
+    async def commit(self, offsets: dict) -> None:
+        self.commits.append((next(iter(offsets.values())), self._consumer.stats.handled))
+        self.open_commits += 1
+        await self.release.wait()
+        self.open_commits -= 1
+
+    async def stop(self) -> None:
+        self.stopped_with_open_commits = self.open_commits
+
+
+async def test_a_batch_is_committed_while_the_next_is_handled_and_before_the_consumer_closes() -> None:
+    events = [new_event(node_sample(gpus=1), "agent/x") for _ in range(4)]
+    records = [_record(event, offset) for offset, event in enumerate(events)]
+    kafka: ScriptedKafka
+
+    async def handler(event, info):
+        if info.offset == 2:  # the second batch: the first batch's commit is already out, still unanswered
+            assert kafka.commits == [(2, 2)] and kafka.open_commits == 1
+        if info.offset == 3:
+            kafka.release.set()  # the broker answers
+
+    consumer = _consumer(handler, DeadLetters())
+    kafka = ScriptedKafka(consumer, [records[:2], records[2:]])
+    consumer._consumer = kafka
+    await asyncio.wait_for(consumer.run(), 10)  # a bound on a hang, were the commit awaited before handling on
+    assert consumer.stats.handled == 4
+    assert kafka.commits == [(2, 2), (4, 4)], "in order, each after its batch was handled"
+    assert kafka.stopped_with_open_commits == 0, "the last commit is answered before the consumer closes"
