@@ -54,6 +54,11 @@ def create_app(
     return app
 
 
+SHUTDOWN_GRACE_S = 2.0
+"""How long requests in flight may finish when the API stops. A dashboard's live feed never finishes by itself
+(it would hold a stopping coordinator for aiohttp's default of 60 s): it is cut after this."""
+
+
 async def serve(
     core: routes.CoreView,
     parts: Sequence[RouteSet],
@@ -64,7 +69,9 @@ async def serve(
     requests: RequestCounts | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Start the API; returns the runner (``await runner.cleanup()`` stops it) and the bound port."""
-    runner = web.AppRunner(create_app(core, parts, security, requests), access_log=None)
+    runner = web.AppRunner(
+        create_app(core, parts, security, requests), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()

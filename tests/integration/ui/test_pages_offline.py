@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from selenium.webdriver.common.by import By
 
-from coordinator.api.app import create_app
+from coordinator.api.app import SHUTDOWN_GRACE_S, create_app
 from coordinator.core.coordinator import Coordinator
 from coordinator.drift.records import STATE_DRIFT, StatusRecord
 from coordinator.registry.records import (
@@ -102,7 +102,7 @@ def _feed(coord: Coordinator, now: float) -> None:
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Coordinator, str]]:
     coord = offline_coordinator(tmp_path, clock=SystemClock(), MYOLO_UI_HISTORY_STEP_S="0.01")
     app = create_app(coord, [p for p in (c.api() for c in coord.peers) if p is not None], security())
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_GRACE_S)  # the feed's stream is cut, as the API's
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

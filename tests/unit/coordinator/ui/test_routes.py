@@ -12,9 +12,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api.app import create_app
+from coordinator.api.app import create_app, serve
 from coordinator.core.coordinator import Coordinator
 from coordinator.ui.assets import CSP
 from coordinator.ui.component import Ui
@@ -175,3 +176,20 @@ async def test_the_live_feed_names_the_components_that_changed(tmp_path: Path) -
         resp.close()
     finally:
         await client.close()
+
+
+async def test_the_api_stops_with_a_browser_on_the_live_feed(tmp_path: Path) -> None:
+    """A followed feed never ends by itself: stopping the API cuts it after the grace instead of waiting."""
+    coord = offline_coordinator(tmp_path, clock=SystemClock())
+    parts = [p for p in (c.api() for c in coord.peers) if p is not None]
+    runner, port = await serve(coord, parts, security())
+    url = f"http://127.0.0.1:{port}"
+    async with ClientSession() as session:
+        login = await session.post(f"{url}/ui/login", data={"token": shared()[1][VIEWER]}, allow_redirects=False)
+        sid = login.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
+        resp = await session.get(f"{url}/ui/api/events", headers={"Cookie": f"myolo_session={sid}"})
+        assert await resp.content.readuntil(b"\n\n") == b"retry: 3000\n\n"
+        assert len(coord.get(Ui).feed.streams) == 1
+        await asyncio.wait_for(runner.cleanup(), 30)  # a bound on a hang: aiohttp's own default is 60 s
+        assert not coord.get(Ui).feed.streams, "the stream was ended, and left the feed"
+        resp.close()
