@@ -118,13 +118,15 @@ def start_members(
     progress: Progress,
     bootstrap: str | None = None,
     kafka_extra: dict[str, Any] | None = None,
+    releases_extra: dict[str, Any] | None = None,
 ) -> list[tuple[state.ProcessRecord, bool]]:
     """Start what is missing of coordinator-1..C and node-1..N (running ones are kept), wait until they answer.
 
     Returns every wanted record with True for the ones started now. On a failure the processes started by
     this call are stopped again and StackError carries the log of the one that failed. ``bootstrap``: where the
     members reach Kafka, when not the broker's own address (a proxy in front of it, for the chaos tests);
-    ``kafka_extra``: more ``[kafka]`` settings for every member started now (the soak's small dedupe windows).
+    ``kafka_extra``: more ``[kafka]`` settings for every member started now (the soak's small dedupe windows);
+    ``releases_extra``: more ``[releases]`` settings for every agent started now (a test's shorter trial).
     """
     stack = state.load(state_dir)
     if not stack.bootstrap:
@@ -146,7 +148,9 @@ def start_members(
                 result.append((record, False))
                 continue
             settings = {**kafka[name], **(kafka_extra or {})}
-            record = _start_one(state_dir, name, role, bootstrap or stack.bootstrap or "", gpus, key, settings)
+            record = _start_one(
+                state_dir, name, role, bootstrap or stack.bootstrap or "", gpus, key, settings, releases_extra or {}
+            )
             stack.put(record)
             state.save(state_dir, stack)
             started.append(record)
@@ -195,13 +199,20 @@ def _running(record: state.ProcessRecord | None) -> bool:
 
 
 def _start_one(
-    state_dir: Path, name: str, role: str, bootstrap: str, gpus: int, key: Path, kafka: dict[str, Any]
+    state_dir: Path,
+    name: str,
+    role: str,
+    bootstrap: str,
+    gpus: int,
+    key: Path,
+    kafka: dict[str, Any],
+    releases: dict[str, Any],
 ) -> state.ProcessRecord:
     """Launch one member on port 0: the kernel gives it a free port as it binds, which it logs; the port is
     read back from there and recorded (``_wait_answering``), and an agent's is written into its config so a
     restart by its launcher binds it again. A port picked free here and bound seconds later by the process
     could be taken by another process in between. ``kafka``: its security settings (the
-    security step's), added to its config's ``[kafka]``."""
+    security step's), added to its config's ``[kafka]``; ``releases``, an agent's, to its ``[releases]``."""
     workdir = state_dir / f"{role}s" / name
     if role == COORDINATOR:
         doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=0, key_file=key)
@@ -210,6 +221,7 @@ def _start_one(
     identity.make_node_key(workdir)  # made here so it can be enrolled; the agent finds it in its data dir
     doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=0, key_file=key)
     doc["kafka"] |= kafka
+    doc["releases"] |= releases
     info = {"socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
     # under its launcher, as the unit runs it: a release that never commits itself is taken back
     return _launch(state_dir, name, role, ["agent.launcher"], doc, {}, info, configs.agent_env(key))

@@ -42,6 +42,7 @@ def start_members(
     nodes: int = 3,
     bootstrap: str | None = None,
     kafka_extra: dict[str, Any] | None = None,
+    releases_extra: dict[str, Any] | None = None,
     progress=lambda _: None,
 ) -> dict[str, state.ProcessRecord]:
     """Coordinators and agents (one simulated GPU each) on the running broker; returns once the fleet shows
@@ -55,6 +56,7 @@ def start_members(
         progress=progress,
         bootstrap=bootstrap,
         kafka_extra=kafka_extra,
+        releases_extra=releases_extra,
     )
     records = {p.name: p for p in state.load(root).processes}
     urls = [r.info["api_url"] for r in records.values() if r.role == "coordinator"]
