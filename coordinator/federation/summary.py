@@ -35,9 +35,7 @@ def summarize(
     """Count ``nodes`` by class. ``held_gpus``: GPUs the cell's jobs hold, by node id (not schedulable)."""
     held = held_gpus or {}
     tallies: dict[str, _Tally] = {}
-    total = 0
     for node in nodes:
-        total += 1
         t = tallies.setdefault(node_class(node), _Tally())
         t.nodes += 1
         if node.liveness == "Ready":
@@ -54,4 +52,4 @@ def summarize(
         t.agents[version] = t.agents.get(version, 0) + 1
         t.on_trial += node.agent_on_trial is not None
     classes = tuple(NodeClass(gpu=name, **vars(t)) for name, t in sorted(tallies.items()))
-    return CellSummary(cell=cell, epoch=epoch, at=at, nodes=total, classes=classes)
+    return CellSummary(cell=cell, epoch=epoch, at=at, nodes=sum(c.nodes for c in classes), classes=classes)

@@ -2,8 +2,8 @@
 
 Offsets are committed only after every record of a batch was handled or dead-lettered, so a crash replays
 rather than loses; a batch's commit runs while the next batch is handled (one commit in flight, in order,
-awaited before the consumer closes), so the broker's round trip does not stall ingest; replays (and producer retries from before idempotence) are dropped by event id within a
-bounded window. A record that fails to decode, validate, verify, whatever the exception, or whose handler
+awaited before the consumer closes), so the broker's round trip does not stall ingest. Replays (and producer
+retries from before idempotence) are dropped by event id within a bounded window. A record that fails to decode, validate, verify, whatever the exception, or whose handler
 keeps failing, goes to the dead-letter topic with the reason, and consumption goes on. Only cancellation and
 the interpreter's exit (``CancelledError``, ``KeyboardInterrupt``, ``SystemExit``) pass through.
 
