@@ -36,6 +36,7 @@ for step in range(1, 4):
         "sent": {"indices": sent.indices.tolist(), "values": sent.values.tolist(), "rows": sent.rows.tolist()},
         "bytes": sent.nbytes,
     })
+dist.barrier()  # every rank done with gloo before any tears it down (an early exit aborts the other)
 dist.destroy_process_group()
 print(json.dumps(out))
 """

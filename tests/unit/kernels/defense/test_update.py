@@ -53,6 +53,7 @@ for step in range(1, 5):
         "grads_cleared": all(p.grad is None for p in ps),
         "residual": [v.tolist() for v in ex.compressor.residual().values()],
     })
+dist.barrier()  # every rank done with gloo before any tears it down (an early exit aborts the other)
 dist.destroy_process_group()
 print(json.dumps(out))
 """

@@ -31,6 +31,7 @@ if loss.requires_grad:
 assert (rank == 1) != loss.requires_grad
 grads = {n: p.grad.abs().sum().item() for n, p in whole.named_parameters() if p.grad is not None} if rank == 0 else {}
 print(json.dumps({"loss": loss.item(), "grads": grads}))
+dist.barrier()  # every rank done with gloo before any tears it down (an early exit aborts the other)
 dist.destroy_process_group()
 """
 
