@@ -35,11 +35,19 @@ sysdeps:  ## Install Java 17, Maven, kcat, Go (it builds Toxiproxy), Prometheus 
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi; \
 	fi
 
-test: venv sysdeps  ## Run the whole suite (unit + integration against a real Kafka broker)
-	$(BIN)/pytest -q -p no:cacheprovider
+# The unit tests run in TEST_JOBS processes (pytest-xdist); the integration tests one at a time, as each
+# starts a stack of processes that uses every core and waits on wall-clock deadlines.
+TEST_JOBS ?= 2
 
-test-unit: venv  ## Only the unit tests (no broker)
-	$(BIN)/pytest -q tests/unit
+test: venv sysdeps  ## Run the whole suite: the unit tests in TEST_JOBS (2) processes, then integration (a real Kafka broker)
+	@unit=0; integration=0; \
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_JOBS) tests/unit || unit=$$?; \
+	$(BIN)/pytest -q -p no:cacheprovider tests/integration || integration=$$?; \
+	echo "unit tests: exit $$unit; integration tests: exit $$integration"; \
+	test $$unit = 0 && test $$integration = 0
+
+test-unit: venv  ## Only the unit tests (no broker), in TEST_JOBS processes
+	$(BIN)/pytest -q -n $(TEST_JOBS) tests/unit
 
 test-integration: venv sysdeps  ## Only the integration tests
 	$(BIN)/pytest -q tests/integration

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -40,7 +41,10 @@ def chrome(width: int = 1400, height: int = 1000) -> webdriver.Chrome:
 
 
 def until(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:
-    """Poll ``check`` (the DOM, the API) until it returns something true; an AssertionError counts as not yet."""
+    """Poll ``check`` (the DOM, the API) until it returns something true.
+
+    An AssertionError counts as not yet, and so does an element the page replaced between finding it and
+    reading it (the live pages redraw their tables on every event)."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while True:
@@ -48,7 +52,7 @@ def until(what: str, check: Callable[[], Any], timeout: float = 30.0, every: flo
             got = check()
             if got:
                 return got
-        except AssertionError as exc:
+        except (AssertionError, StaleElementReferenceException) as exc:
             last = exc
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f": {last}" if last else ""))
@@ -92,7 +96,9 @@ def shot(driver: webdriver.Chrome, name: str) -> Path:
 
 
 def text_of(driver: webdriver.Chrome, css: str) -> str:
-    return driver.find_element(By.CSS_SELECTOR, css).text
+    """The rendered text of the first element matching ``css``, found and read in one step in the page, so a
+    redraw in between cannot leave a stale reference ("" when nothing matches)."""
+    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : '';", css)
 
 
 def gpu_colour(driver: webdriver.Chrome, node_id: str, gpu: int) -> tuple[int, int, int] | None:

@@ -94,6 +94,7 @@ async def test_enrolment_is_recorded_before_it_is_trusted(leader, writes_and_coo
         (HmacKey.of(b"x" * 32).secret.hex(), "not a PEM public key"),
         (ALICE.pem().decode(), "not a PEM public key"),  # a private key is never what we enrol
     ],
+    ids=["text", "hmac-secret", "private-key"],
 )
 async def test_a_bad_key_is_refused_naming_the_field(leader, pem: str, words: str) -> None:
     with pytest.raises(ConfigError) as exc:
