@@ -105,6 +105,8 @@ class Rollouts(Component):
         self.leaks: deque[gates.Leak] = deque(maxlen=EVIDENCE)
         self.throughput: dict[str, deque[tuple[float, float]]] = {}
         self._seen_progress: dict[str, float] = {}
+        # (leader epoch, rollout, wave, step) whose cordons this leader has set as the step wants them
+        self._cordons_held: set[tuple[int | None, str, int, Step]] = set()
         self._lock = asyncio.Lock()
         # a wave's step -> what the leader does in it (a passed or failed wave has none)
         self._steps: dict[Step, StepHandler] = {
@@ -286,7 +288,34 @@ class Rollouts(Component):
             wave = rec.status.waves[rec.status.wave]
             handler = self._steps.get(wave.step)
             if handler is not None:  # a passed or failed wave has nothing left to do
+                await self._hold_cordons(rec, wave)
                 await handler(rec, wave, now)
+
+    async def _hold_cordons(self, rec: RolloutRecord, wave: Wave) -> None:
+        """Once per leader term and step, set the wave's cordons as its step wants them: cordoned while it
+        drains and upgrades, uncordoned from the bake on. The step is recorded before its cordons change, so a
+        leader that died in between left them unchanged; its successor sets them here."""
+        if not self._mark_held(rec, wave):
+            return
+        for n in wave.nodes:
+            node = self.fleet.node(n)
+            if node is None:
+                continue
+            if wave.step in ("draining", "upgrading") and not node.cordoned:
+                self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
+            elif wave.step == "baking":
+                await self.cordons.uncordon_automatically(
+                    n, f"rollout {rec.name}: wave {wave.index + 1} upgraded", ROLLOUT_BY
+                )
+
+    def _mark_held(self, rec: RolloutRecord, wave: Wave) -> bool:
+        """Note that this leader has set the cordons of ``wave``'s step (the step's own transition does);
+        False when it had already."""
+        key = (self.ctx.leadership.epoch, rec.name, wave.index, wave.step)
+        if key in self._cordons_held:
+            return False
+        self._cordons_held = {k for k in self._cordons_held if k[1] == rec.name} | {key}
+        return True
 
     async def _plan_wave(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``pending``: note each node's version and the jobs' throughput before the wave, cordon its nodes."""
@@ -297,6 +326,7 @@ class Rollouts(Component):
         wave = replace(wave, previous=previous, baseline=baseline, step="draining", started=now, step_since=now)
         reason = f"wave {wave.index + 1}: cordon and drain {', '.join(wave.nodes)}"
         rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
+        self._mark_held(rec, wave)
         for n in wave.nodes:
             self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
 
@@ -326,7 +356,8 @@ class Rollouts(Component):
         wave = replace(wave, commands=commands, step="upgrading", step_since=now)
         why = f"still running jobs after {rec.spec.plan.drain_timeout_s:.0f} s: {sorted(left)}; " if left else ""
         reason = f"wave {wave.index + 1}: {why}upgrade sent to {len(wave.nodes)} node(s)"
-        await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
+        rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
+        self._mark_held(rec, wave)
 
     def _back(self, rec: RolloutRecord, node_id: str, command_id: str) -> str | None:
         """None when the node is back healthy on the new version; else what it still lacks."""
@@ -409,6 +440,7 @@ class Rollouts(Component):
         )
         reason = f"wave {wave.index + 1}: upgraded and healthy; uncordoned, baking"
         rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
+        self._mark_held(rec, wave)
         for n in wave.nodes:
             await self.cordons.uncordon_automatically(
                 n, f"rollout {rec.name}: wave {wave.index + 1} upgraded", ROLLOUT_BY

@@ -11,6 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from coordinator.cordons.records import CordonRecord
+from coordinator.core.leadership import LeaderTerm
 from coordinator.rollouts.component import Rollouts
 from coordinator.rollouts.config import Plan
 from coordinator.rollouts.interface import RolloutError
@@ -482,3 +484,60 @@ async def test_a_node_that_never_comes_back_is_left_cordoned_and_named(sim: Flee
     rec = sim.rollouts.rollout(rec.name)
     assert rec.status.phase == "RolledBack"
     assert f"{node} left cordoned: not Ready" in rec.status.reason and sim.fleet.node(node).cordoned
+
+
+async def _new_leader(sim: FleetSim) -> int:
+    """Another term begins on the same state (a standby took over): the rollout is led from its record.
+    Returns the new term's epoch."""
+    epoch = (sim.coord.leadership.epoch or 0) + 1
+    await sim.coord.assume_term(LeaderTerm(epoch=epoch, instance_id="standby", started=sim.clock.now()))
+    return epoch
+
+
+async def test_a_new_leader_cordons_a_draining_wave_its_predecessor_died_before_cordoning(
+    sim: FleetSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await sim.jobs.apply(manifest(name="train", lo=1, hi=4), "alice")
+    await sim.run(10, "train")
+    busy = set(sim.job("train").status.generation.node_ids)
+    with monkeypatch.context() as m:  # the leader records the wave as draining, then dies before cordoning
+        m.setattr(sim.cordons, "cordon_automatically", lambda *_a, **_k: True)
+        rec = await start(sim, Plan(waves=[40, 100], bake_s=10, baseline_s=5, drain_timeout_s=30, upgrade_timeout_s=30))
+        await sim.run(3, "train")
+    wave = sim.rollouts.rollout(rec.name).status.waves[0]
+    assert wave.step == "draining" and busy & set(wave.nodes)  # a node of the wave runs the job: it must leave
+    assert not any(sim.fleet.node(n).cordoned for n in wave.nodes)
+    epoch = await _new_leader(sim)
+    await sim.run(5, "train")
+    cordoned_by_the_new_leader = {
+        r.node_id for _, r in sim.writes if isinstance(r, CordonRecord) and r.cordoned and r.epoch == epoch
+    }
+    assert cordoned_by_the_new_leader == set(wave.nodes)
+    for _ in range(20):
+        await sim.run(30, "train")
+        if sim.rollouts.rollout(rec.name).terminal:
+            break
+    rec = sim.rollouts.rollout(rec.name)
+    assert rec.status.phase == "Succeeded", rec.status.reason
+    assert not any("still running jobs" in h.reason for h in rec.status.history)  # drained, not timed out
+    assert not any(n.cordoned for n in sim.fleet.nodes())
+
+
+async def test_a_new_leader_uncordons_a_baking_wave_its_predecessor_died_before_uncordoning(
+    sim: FleetSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def lost(*_a: Any, **_k: Any) -> bool:
+        return False
+
+    with monkeypatch.context() as m:  # the leader records the wave as baking, then dies before uncordoning
+        m.setattr(sim.cordons, "uncordon_automatically", lost)
+        rec = await start(sim)
+        for _ in range(30):
+            await sim.run(1)
+            if sim.rollouts.rollout(rec.name).status.waves[0].step == "baking":
+                break
+    wave = sim.rollouts.rollout(rec.name).status.waves[0]
+    assert wave.step == "baking" and all(sim.fleet.node(n).cordoned for n in wave.nodes)
+    await _new_leader(sim)
+    await sim.run(2)
+    assert not any(sim.fleet.node(n).cordoned for n in wave.nodes)
