@@ -293,29 +293,19 @@ class Rollouts(Component):
 
     async def _hold_cordons(self, rec: RolloutRecord, wave: Wave) -> None:
         """Once per leader term and step, set the wave's cordons as its step wants them: cordoned while it
-        drains and upgrades, uncordoned from the bake on. The step is recorded before its cordons change, so a
-        leader that died in between left them unchanged; its successor sets them here."""
-        if not self._mark_held(rec, wave):
+        drains and upgrades, uncordoned from the bake on. Each step's transition calls it after recording the
+        step; a leader that died in between left the cordons unchanged, and its successor sets them here."""
+        key = (self.ctx.leadership.epoch, rec.name, wave.index, wave.step)
+        if key in self._cordons_held:
             return
+        self._cordons_held = {k for k in self._cordons_held if k[1] == rec.name} | {key}
         for n in wave.nodes:
-            node = self.fleet.node(n)
-            if node is None:
-                continue
-            if wave.step in ("draining", "upgrading") and not node.cordoned:
+            if wave.step in ("draining", "upgrading"):  # the cordons' writer skips a node already cordoned
                 self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
-            elif wave.step == "baking":
+            elif wave.step == "baking" and self.fleet.node(n) is not None:
                 await self.cordons.uncordon_automatically(
                     n, f"rollout {rec.name}: wave {wave.index + 1} upgraded", ROLLOUT_BY
                 )
-
-    def _mark_held(self, rec: RolloutRecord, wave: Wave) -> bool:
-        """Note that this leader has set the cordons of ``wave``'s step (the step's own transition does);
-        False when it had already."""
-        key = (self.ctx.leadership.epoch, rec.name, wave.index, wave.step)
-        if key in self._cordons_held:
-            return False
-        self._cordons_held = {k for k in self._cordons_held if k[1] == rec.name} | {key}
-        return True
 
     async def _plan_wave(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``pending``: note each node's version and the jobs' throughput before the wave, cordon its nodes."""
@@ -326,9 +316,7 @@ class Rollouts(Component):
         wave = replace(wave, previous=previous, baseline=baseline, step="draining", started=now, step_since=now)
         reason = f"wave {wave.index + 1}: cordon and drain {', '.join(wave.nodes)}"
         rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
-        self._mark_held(rec, wave)
-        for n in wave.nodes:
-            self.cordons.cordon_automatically(n, f"rollout {rec.name}: wave {wave.index + 1}", ROLLOUT_BY)
+        await self._hold_cordons(rec, wave)
 
     async def _drain(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``draining``: once the wave's nodes run no job (or the drain timed out), send each its upgrade."""
@@ -357,7 +345,7 @@ class Rollouts(Component):
         why = f"still running jobs after {rec.spec.plan.drain_timeout_s:.0f} s: {sorted(left)}; " if left else ""
         reason = f"wave {wave.index + 1}: {why}upgrade sent to {len(wave.nodes)} node(s)"
         rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
-        self._mark_held(rec, wave)
+        await self._hold_cordons(rec, wave)
 
     def _back(self, rec: RolloutRecord, node_id: str, command_id: str) -> str | None:
         """None when the node is back healthy on the new version; else what it still lacks."""
@@ -440,11 +428,7 @@ class Rollouts(Component):
         )
         reason = f"wave {wave.index + 1}: upgraded and healthy; uncordoned, baking"
         rec = await self._save(rec, rec.status.phase, reason, waves=rec.with_wave(wave))
-        self._mark_held(rec, wave)
-        for n in wave.nodes:
-            await self.cordons.uncordon_automatically(
-                n, f"rollout {rec.name}: wave {wave.index + 1} upgraded", ROLLOUT_BY
-            )
+        await self._hold_cordons(rec, wave)
 
     async def _baking(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``baking``: a FAIL node or fault ends the wave at once; at the bake's end, judge every gate."""

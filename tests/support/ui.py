@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -41,10 +40,7 @@ def chrome(width: int = 1400, height: int = 1000) -> webdriver.Chrome:
 
 
 def until(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:
-    """Poll ``check`` (the DOM, the API) until it returns something true.
-
-    An AssertionError counts as not yet, and so does an element the page replaced between finding it and
-    reading it (the live pages redraw their tables on every event)."""
+    """Poll ``check`` (the DOM, the API) until it returns something true; an AssertionError counts as not yet."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while True:
@@ -52,7 +48,7 @@ def until(what: str, check: Callable[[], Any], timeout: float = 30.0, every: flo
             got = check()
             if got:
                 return got
-        except (AssertionError, StaleElementReferenceException) as exc:
+        except AssertionError as exc:
             last = exc
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f": {last}" if last else ""))

@@ -3,8 +3,8 @@
 The local stack (one coordinator, three agents under their launchers, a job training on all three) reaches
 Kafka only through Toxiproxy. For ``MYOLO_CHAOS_S`` seconds (45 in ``make test``, two stalls and two resets;
 300 in ``make chaos``), while a good agent release rolls out, most connections get what 80 % packet loss does
-to TCP: the lost segments are retransmitted after a timeout that doubles each time, so the bytes arrive late and in bursts,
-the throughput collapses, some connections stall for seconds and some are cut. The toxics (``TOXICS``, on
+to TCP: the lost segments are retransmitted after a timeout that doubles each time, so the bytes arrive late
+and in bursts, the throughput collapses, some connections stall for seconds and some are cut. The toxics (``TOXICS``, on
 80 % of the connections unless said): latency 400 ms with 300 ms jitter each way; bandwidth 48 KB/s each way;
 every 20 s a stall of 5 s on half of them (``timeout`` 0: no byte passes) and a reset of a third of them
 (``reset_peer``).
