@@ -8,7 +8,8 @@ per trial, ``--trials`` (50) per setting. Settings: no defense, plain top-k of e
 95 % intervals; "blocked" is defined before the run (``leakage.RECONSTRUCTED``, ``leakage.TOKEN_SET_HIT``).
 Convergence: ``myolo-train`` on 2 gloo replicas, dense against the defense at 1 %, same data, seed and steps:
 held-out loss of both exports and the bytes each replica sent per step.
-Run: python -m tests.benchmarks defense [--quick]
+Run: python -m tests.benchmarks.bench_defense [--quick] (options: --help); the batch-1 table of docs/defense.md:
+``--batch 1 --sweeps 10 --candidates 24 --moves 1024 --only none,topk_0.01,defense_0.01,update_0.01_vocab_0.2``.
 """
 
 from __future__ import annotations
@@ -62,13 +63,14 @@ def warm_model(corpus: quant_corpus.Corpus, steps: int) -> GPT:
     return model
 
 
-def client_batches(corpus: quant_corpus.Corpus, trials: int, seed: int) -> list[torch.Tensor]:
-    """Each trial's batch: B in 1..8 rows of S + 1 held-out bytes, S in 16..32, at random offsets."""
+def client_batches(corpus: quant_corpus.Corpus, trials: int, seed: int, rows: int = 0) -> list[torch.Tensor]:
+    """Each trial's batch: B rows of S + 1 held-out bytes, S in 16..32, at random offsets; B is ``rows``, or
+    drawn in 1..8 when ``rows`` is 0."""
     text = torch.from_numpy(TokenFile(corpus.eval, 1, 33).tokens.numpy().astype("int64"))
     gen = torch.Generator().manual_seed(seed)
     out = []
     for _ in range(trials):
-        b = int(torch.randint(1, 9, (), generator=gen))
+        b = rows or int(torch.randint(1, 9, (), generator=gen))
         s = int(torch.randint(16, 33, (), generator=gen))
         starts = torch.randint(0, len(text) - s - 1, (b,), generator=gen)
         out.append(torch.stack([text[i : i + s + 1] for i in starts.tolist()]))
@@ -108,10 +110,11 @@ def _worker_init() -> None:
 
 
 def attack_setting(
-    name: str, state: dict, batches: list[torch.Tensor], iters: int, sweeps: int, candidates: int
+    name: str, state: dict, batches: list[torch.Tensor], iters: int, sweeps: int, candidates: int, moves: int
 ) -> tuple[str, dict]:
     """Every trial of one setting: its message, then each attack on it (relaxation, then ``sweeps`` of the
-    discrete search over each position's ``candidates`` best tokens; 0 sweeps: the projection alone)."""
+    discrete search over each position's ``candidates`` best tokens and ``moves`` span moves; 0 sweeps: the
+    projection alone)."""
     how = SETTINGS[name]
     model = GPT(preset("tiny", n_layers=2))
     model.load_state_dict(state)
@@ -139,8 +142,9 @@ def attack_setting(
                 cosine=cosine,
             )  # fmt: skip
             guess = leakage.refine(
-                model, message, logits, adaptive=adaptive, cosine=cosine, candidates=candidates, sweeps=sweeps
-            )
+                model, message, logits, adaptive=adaptive, cosine=cosine, candidates=candidates, sweeps=sweeps,
+                moves=moves, seed=i,
+            )  # fmt: skip
             acc[attack].append(leakage.score_reconstruction(guess, tokens))
     if how is None:
         acc["adaptive"] = acc["dlg"]  # nothing is left out: matching the sent coordinates is matching all
@@ -152,7 +156,7 @@ def run_attacks(model: GPT, batches: list[torch.Tensor], opts: argparse.Namespac
     """Each setting in a worker process of its own (one thread each), ``opts.workers`` at a time."""
     state = model.state_dict()
     results: dict[str, dict] = {}
-    how = (opts.iters, opts.sweeps, opts.candidates)
+    how = (opts.iters, opts.sweeps, opts.candidates, opts.moves)
     with ProcessPoolExecutor(opts.workers, initializer=_worker_init) as pool:
         futures = [pool.submit(attack_setting, name, state, batches, *how) for name in names]
         for future in as_completed(futures):
@@ -253,6 +257,8 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=200, help="optimisation steps of each reconstruction")
     parser.add_argument("--sweeps", type=int, default=2, help="discrete search sweeps after the relaxation")
     parser.add_argument("--candidates", type=int, default=8, help="tokens tried at each position in a sweep")
+    parser.add_argument("--moves", type=int, default=0, help="random span moves tried in each sweep")
+    parser.add_argument("--batch", type=int, default=0, help="rows in every trial's batch (default: drawn in 1-8)")
     parser.add_argument("--warm-steps", type=int, default=300)
     parser.add_argument("--steps", type=int, default=1000, help="training steps of the convergence runs")
     parser.add_argument("--threads", type=int, default=2)
@@ -268,10 +274,11 @@ def main() -> None:
         parser.error(f"unknown setting or run {unknown}")
     if opts.quick:
         opts.trials, opts.iters, opts.warm_steps, opts.steps, opts.sweeps = 2, 5, 5, 10, 1
+        opts.moves = min(opts.moves, 8)
     torch.set_num_threads(opts.threads)
     corpus = quant_corpus.build(CACHE / "quant" / "corpus")
     model = warm_model(corpus, opts.warm_steps)
-    batches = client_batches(corpus, opts.trials, seed=1)
+    batches = client_batches(corpus, opts.trials, seed=1, rows=opts.batch)
     attacks = run_attacks(model, batches, opts, names)
     work = CACHE / "defense" / ("convergence-quick" if opts.quick else "convergence")
     conv = convergence(corpus, opts.steps, work, runs)
@@ -280,6 +287,8 @@ def main() -> None:
         "iters": opts.iters,
         "sweeps": opts.sweeps,
         "candidates": opts.candidates,
+        "moves": opts.moves,
+        "batch": opts.batch or "1-8",
         "warm_steps": opts.warm_steps,
         "blocked_means": {
             "reconstruction": f"under {leakage.RECONSTRUCTED:.0%} of positions recovered and no whole sequence",
@@ -290,7 +299,8 @@ def main() -> None:
         "convergence": conv,
         "goals": goals(attacks, conv),
     }
-    write_result("defense_quick" if opts.quick else "defense_only" if opts.only else "defense", result)
+    name = "defense_quick" if opts.quick else "defense_only" if opts.only else "defense"
+    write_result(f"{name}_batch{opts.batch}" if opts.batch else name, result)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ and the exchange (the defense's row draw is public: it depends on no data). Atta
 - ``dlg``: DLG with TAG's distance (L2 + 0.01 L1 over every tensor), optimising a relaxed one-hot sequence
   (softmax of free logits: inputs as mixtures of embedding rows, targets as soft labels) until its gradient
   matches the message, the coordinates not sent read as zeros; then each position projects to its nearest
-  token (the arg max), then LAMP's discrete stage: coordinate descent on hard tokens, each position taking
-  whichever of its best-ranked tokens makes the real gradient match best. Rows are matched to the true rows by
+  token (the arg max), then LAMP's discrete stage: local search on hard tokens, each position taking
+  whichever of its best-ranked tokens makes the real gradient match best, and random span moves putting
+  recovered pieces where the real gradient says they go. Rows are matched to the true rows by
   the best assignment. Given a dense message the
   attacker knows the batch's token set exactly (the embedding's non-zero rows) and optimises over those
   tokens only, which makes the undefended baseline as strong as TAG's use of the embedding gradient.
@@ -267,12 +268,16 @@ def refine(
     cosine: bool = False,
     candidates: int = 8,
     sweeps: int = 2,
+    moves: int = 0,
+    seed: int = 0,
 ) -> torch.Tensor:
-    """The discrete stage LAMP adds after the relaxation: coordinate descent on hard tokens. Each position in
-    turn takes whichever of its ``candidates`` best-ranked tokens (by the relaxed ``logits``) gives the sequence
-    whose real gradient best matches ``message``; a sweep visits every position, and it stops after ``sweeps``
-    or a sweep that changed nothing. The projection's rounding error, which the continuous stage cannot see,
-    is what this removes."""
+    """The discrete stage LAMP adds after the relaxation: local search on hard tokens. Each position in turn
+    takes whichever of its ``candidates`` best-ranked tokens (by the relaxed ``logits``) gives the sequence
+    whose real gradient best matches ``message``. Then, with ``moves`` > 0, that many random span moves (a span
+    of one row cut out and put back elsewhere in the row, LAMP's reordering step) are tried, in chunks, each
+    chunk's best kept when it matches better. A sweep does both; the search stops after ``sweeps`` or a sweep
+    that changed nothing. The token changes remove the projection's rounding error, which the continuous stage
+    cannot see; the moves put recovered words back where they belong, which neither stage does alone."""
     params = {n: p.detach() for n, p in model.named_parameters()}
     target, masks, scale = _target(model, message, adaptive)
 
@@ -283,26 +288,56 @@ def refine(
     grad_of = vmap(grad(loss), in_dims=(None, 0))
 
     def distance(batch: torch.Tensor) -> torch.Tensor:
-        g = grad_of(params, batch)
-        return _distance([g[n] for n in params], target, masks, scale, cosine)
+        out = []
+        for chunk in batch.split(MOVE_CHUNK):
+            g = grad_of(params, chunk)
+            out.append(_distance([g[n] for n in params], target, masks, scale, cosine))
+        return torch.cat(out)
 
     tokens = logits.argmax(-1)
     ranked = logits.topk(min(candidates, logits.shape[-1]), dim=-1).indices
     best = float(distance(tokens.unsqueeze(0))[0])
+    gen = torch.Generator().manual_seed(seed)
+
+    def take(batch: torch.Tensor) -> bool:
+        nonlocal tokens, best
+        d = distance(batch)
+        k = int(d.argmin())
+        if float(d[k]) < best and not torch.equal(batch[k], tokens):
+            tokens, best = batch[k].clone(), float(d[k])
+            return True
+        return False
+
     for _ in range(sweeps):
         changed = False
         for b in range(tokens.shape[0]):
             for s in range(tokens.shape[1]):
-                options = ranked[b, s]
-                batch = tokens.unsqueeze(0).repeat(len(options), 1, 1)
-                batch[:, b, s] = options
-                d = distance(batch)
-                k = int(d.argmin())
-                if float(d[k]) < best and int(options[k]) != int(tokens[b, s]):
-                    tokens[b, s], best, changed = options[k], float(d[k]), True
+                batch = tokens.unsqueeze(0).repeat(ranked.shape[-1], 1, 1)
+                batch[:, b, s] = ranked[b, s]
+                changed |= take(batch)
+        for start in range(0, moves, MOVE_CHUNK):
+            changed |= take(span_moves(tokens, min(MOVE_CHUNK, moves - start), gen))
         if not changed:
             break
     return tokens
+
+
+MOVE_CHUNK = 256  # candidates whose gradients are taken in one vmap call
+
+
+def span_moves(tokens: torch.Tensor, count: int, gen: torch.Generator) -> torch.Tensor:
+    """``count`` copies of ``tokens`` (B, L), each with one random span of one row cut out and inserted
+    elsewhere in that row: shifts, rotations and swaps of neighbouring pieces."""
+    rows, length = tokens.shape
+    out = tokens.unsqueeze(0).repeat(count, 1, 1)
+    for c in range(count):
+        b = int(torch.randint(0, rows, (), generator=gen))
+        i = int(torch.randint(0, length, (), generator=gen))
+        j = int(torch.randint(i + 1, length + 1, (), generator=gen))
+        k = int(torch.randint(0, length - (j - i) + 1, (), generator=gen))
+        rest = torch.cat([tokens[b, :i], tokens[b, j:]])
+        out[c, b] = torch.cat([rest[:k], tokens[b, i:j], rest[k:]])
+    return out
 
 
 def score_reconstruction(guess: torch.Tensor, truth: torch.Tensor) -> Reconstruction:
