@@ -8,8 +8,8 @@ per trial, ``--trials`` (50) per setting. Settings: no defense, plain top-k of e
 95 % intervals; "blocked" is defined before the run (``leakage.RECONSTRUCTED``, ``leakage.TOKEN_SET_HIT``).
 Convergence: ``myolo-train`` on 2 gloo replicas, dense against the defense at 1 %, same data, seed and steps:
 held-out loss of both exports and the bytes each replica sent per step.
-Run: python -m tests.benchmarks.bench_defense [--quick] (options: --help); the batch-1 table of docs/defense.md:
-``--batch 1 --sweeps 10 --candidates 24 --moves 1024 --only none,topk_0.01,defense_0.01,update_0.01_vocab_0.2``.
+Run: python -m tests.benchmarks.bench_defense [--quick] (options: --help); docs/defense.md names the options
+of each table it reports.
 """
 
 from __future__ import annotations

@@ -289,7 +289,7 @@ def refine(
 
     def distance(batch: torch.Tensor) -> torch.Tensor:
         out = []
-        for chunk in batch.split(MOVE_CHUNK):
+        for chunk in batch.split(VMAP_CHUNK):
             g = grad_of(params, chunk)
             out.append(_distance([g[n] for n in params], target, masks, scale, cosine))
         return torch.cat(out)
@@ -315,14 +315,14 @@ def refine(
                 batch = tokens.unsqueeze(0).repeat(ranked.shape[-1], 1, 1)
                 batch[:, b, s] = ranked[b, s]
                 changed |= take(batch)
-        for start in range(0, moves, MOVE_CHUNK):
-            changed |= take(span_moves(tokens, min(MOVE_CHUNK, moves - start), gen))
+        for start in range(0, moves, VMAP_CHUNK):
+            changed |= take(span_moves(tokens, min(VMAP_CHUNK, moves - start), gen))
         if not changed:
             break
     return tokens
 
 
-MOVE_CHUNK = 256  # candidates whose gradients are taken in one vmap call
+VMAP_CHUNK = 256  # candidate sequences whose gradients are taken in one vmap call
 
 
 def span_moves(tokens: torch.Tensor, count: int, gen: torch.Generator) -> torch.Tensor:
