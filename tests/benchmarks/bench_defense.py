@@ -128,9 +128,10 @@ def attack_setting(
         elif how[0] == "topk":
             message = leakage.plain_topk(grads, how[1])
         elif how[0] == "update":
-            message = leakage.defended_update(model, grads, how[1], vocab_keep=how[2] if len(how) > 2 else None)
+            vocab_keep = how[2] if len(how) > 2 else None
+            message = leakage.defended_update(model, grads, how[1], step=i + 1, vocab_keep=vocab_keep)
         else:
-            message = leakage.defended(model, grads, how[1])
+            message = leakage.defended(model, grads, how[1], step=i + 1)
         sent_bytes.append(message.nbytes)
         truth = set(tokens[:, :-1].flatten().tolist())
         acc["token_set"].append(leakage.score_set(leakage.token_set(message), truth))
