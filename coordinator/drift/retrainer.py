@@ -103,6 +103,8 @@ class Retrainer:
     async def _follow(self, run: RetrainRun, now: float) -> None:
         """A running retraining: register its export once the job succeeded; record why when it did not."""
         job = self._jobs.job(run.job)
+        if job is None and self._jobs.applying(run.job):
+            return  # submitted a moment ago: the job's record is being written
         if job is None:
             await self._save(replace(run, state="failed", reason="the job was deleted"))
             return

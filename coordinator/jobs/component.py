@@ -27,7 +27,7 @@ from coordinator.jobs import dashboard, routes, series
 from coordinator.jobs.answers import job_answer
 from coordinator.jobs.config import JobsConfig, check
 from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
-from coordinator.jobs.manifest import parse_manifest
+from coordinator.jobs.manifest import ElasticJobSpec, parse_manifest
 from coordinator.jobs.nccl import NcclView, nccl_view
 from coordinator.jobs.placement import replica_counts
 from coordinator.jobs.policies import evaluate, straggler
@@ -75,6 +75,7 @@ class Jobs(Component):
         self.decisions: Counter[str] = Counter()  # decisions this coordinator wrote, by kind (GET /metrics)
         self._on_node: dict[str, set[str]] = {}  # node -> jobs with a member there
         self._lock = asyncio.Lock()
+        self._applying: Counter[str] = Counter()  # job -> applies under way
         self.reconciler = Reconciler(
             self.cfg,
             self.fleet,
@@ -97,9 +98,21 @@ class Jobs(Component):
     def job(self, name: str) -> JobRecord | None:
         return self.records.get(name)
 
+    def applying(self, name: str) -> bool:
+        return self._applying[name] > 0
+
     async def apply(self, manifest: str, by: str) -> tuple[JobRecord, bool]:
         spec = parse_manifest(manifest)
         self.ctx.leadership.require()
+        self._applying[spec.name] += 1
+        try:
+            return await self._apply(spec, manifest, by)
+        finally:
+            self._applying[spec.name] -= 1
+            if not self._applying[spec.name]:
+                del self._applying[spec.name]
+
+    async def _apply(self, spec: ElasticJobSpec, manifest: str, by: str) -> tuple[JobRecord, bool]:
         now = self.ctx.clock.now()
         async with self._lock:
             rec = self.records.get(spec.name)

@@ -28,6 +28,10 @@ class JobsAPI(Protocol):
 
     def job(self, name: str) -> JobRecord | None: ...
 
+    def applying(self, name: str) -> bool:
+        """True while an ``apply`` of ``name`` is under way: its record is being written and not yet in memory,
+        so whoever follows the job must not read its absence as a deletion."""
+
     async def apply(self, manifest: str, by: str) -> tuple[JobRecord, bool]:
         """Create the job, or update its spec (replica bounds, policies) when it exists; (record, created).
         Raises ``ManifestError`` (field, reason) for a bad manifest, ``NotLeader`` on a standby, and

@@ -150,6 +150,8 @@ class Quantize(Component):
 
     async def _follow(self, run: QuantizeRun, now: float) -> None:
         job = self.jobs.job(run.name)
+        if job is None and self.jobs.applying(run.name):
+            return  # submitted a moment ago: the job's record is being written
         if job is None:
             await self._end(replace(run, state="failed", reason="its job was deleted"))
             return

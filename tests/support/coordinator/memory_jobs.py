@@ -50,6 +50,9 @@ class MemoryJobs:
     def job(self, name: str) -> JobRecord | None:
         return self.records.get(name)
 
+    def applying(self, name: str) -> bool:
+        return False  # apply here writes nothing that could be under way
+
     def nccl(self, name: str) -> NcclView | None:
         """What the fleet in ``nodes`` (node id -> NodeState) says of the job's generation."""
         rec = self.records.get(name)

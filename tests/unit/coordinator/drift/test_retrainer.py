@@ -4,6 +4,7 @@ it was (nothing submitted, nothing swapped in)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import msgspec
@@ -72,14 +73,23 @@ class Job:
 class Jobs:
     applied: list[tuple[str, str]] = field(default_factory=list)
     records: dict[str, Job] = field(default_factory=dict)
+    gate: asyncio.Event | None = None  # when given, an apply waits for it, as a write to Kafka does
+    under_way: set[str] = field(default_factory=set)
 
     async def apply(self, manifest: str, by: str) -> None:
         name = manifest.split("name: ", 1)[1].split("\n", 1)[0]
         self.applied.append((name, by))
+        self.under_way.add(name)
+        if self.gate is not None:
+            await self.gate.wait()
+        self.under_way.discard(name)
         self.records[name] = Job()
 
     def job(self, name: str) -> Job | None:
         return self.records.get(name)
+
+    def applying(self, name: str) -> bool:
+        return name in self.under_way
 
 
 @pytest.fixture
@@ -135,3 +145,17 @@ async def test_a_follower_keeps_the_export_without_writing_and_a_deleted_job_fai
     replayed = Retrainer(DriftConfig(), Store(), Registry(), Jobs())  # type: ignore[arg-type]
     replayed.apply_state(store.written[-1][2])  # type: ignore[arg-type]
     assert isinstance(replayed.runs["m"], RetrainRun) and replayed.runs["m"] == retrainer.runs["m"]
+
+
+async def test_a_tick_while_the_job_is_being_written_leaves_the_run_running(parts) -> None:
+    retrainer, _, _, jobs = parts
+    jobs.gate = asyncio.Event()
+    submit = asyncio.create_task(retrainer.detected("m", "1", "drift-1", now=100.0))
+    while not jobs.applied:
+        await asyncio.sleep(0)
+    await retrainer.tick(100.5)  # the run is written, its job's record not yet
+    assert retrainer.runs["m"].state == "running"
+    jobs.gate.set()
+    job = await submit
+    await retrainer.tick(101.0)
+    assert retrainer.runs["m"].state == "running" and jobs.job(job) is not None

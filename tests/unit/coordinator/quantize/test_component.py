@@ -4,9 +4,12 @@ with its quantization and both evaluations; refusals name the field. Simulated t
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from coordinator.core.errors import NotLeader
+from coordinator.jobs.records import STATE_JOBS
 from coordinator.quantize.component import Quantize
 from coordinator.quantize.interface import QuantizeRefused
 from coordinator.quantize.records import STATE_QUANTIZE, QuantizeRequest
@@ -15,6 +18,7 @@ from coordinator.registry.interface import NewVersion, UnknownVersion
 from events.payloads import TrainingCompleted
 from events.payloads.models import EvalResult, ModelExport, Quantization
 from tests.support.coordinator.jobs_sim import JobSim
+from tests.support.coordinator.recorder import RecordingProducer
 
 SOURCE_SHA = "a" * 64
 HELD_OUT = "d" * 64
@@ -137,3 +141,28 @@ async def test_a_standby_refuses_to_quantize(tmp_path) -> None:
     standby = JobSim(tmp_path, nodes=("n1",), MYOLO_QUANTIZE_ARTIFACT_DIR=str(tmp_path))  # never leads
     with pytest.raises(NotLeader):
         await standby.coord.get(Quantize).quantize("lm", 1, GPTQ, "operator:olive")
+
+
+async def test_a_tick_while_the_job_is_being_written_leaves_the_run_running(sim, tmp_path, monkeypatch) -> None:
+    await with_champion(sim, tmp_path)
+    gate = asyncio.Event()
+    write = RecordingProducer.send_raw
+
+    async def slow_jobs_topic(self, topic: str, value, key, headers) -> None:
+        if topic == STATE_JOBS:
+            await gate.wait()  # the broker has not answered yet
+        await write(self, topic, value, key, headers)
+
+    monkeypatch.setattr(RecordingProducer, "send_raw", slow_jobs_topic)
+    submit = asyncio.create_task(sim.quantize.quantize("lm", 1, GPTQ, "operator:olive"))
+    while not sim.quantize.runs():
+        await asyncio.sleep(0)
+    (run,) = sim.quantize.runs()
+    assert sim.jobs.job(run.name) is None and sim.jobs.applying(run.name)
+    await sim.quantize.tick(sim.clock.now())  # the run is written, its job's record not yet
+    assert sim.quantize.run(run.name).state == "running"
+    gate.set()
+    _, created = await submit
+    await sim.second()
+    assert created and sim.quantize.run(run.name).state == "running" and not sim.jobs.applying(run.name)
+    assert sim.job(run.name) is not None
