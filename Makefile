@@ -4,7 +4,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut -c1-12)
 APT_PACKAGES := kcat openjdk-17-jre-headless maven golang-go
 
 .PHONY: help venv sysdeps test test-unit test-integration chaos soak fuzz bench demo lint format clean
@@ -14,7 +14,7 @@ help:  ## Show the targets
 
 venv: $(STAMP)  ## Create .venv and install myolotrain with the [train,dev,otlp] extras
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[train,dev,otlp]"
@@ -67,7 +67,7 @@ bench: venv sysdeps  ## Run the benchmarks; JSON results in tests/benchmarks/res
 	$(BIN)/python -m tests.benchmarks
 
 demo: venv sysdeps  ## Start the local stack and show events flowing through it
-	$(BIN)/python -m coordinator.localstack.demo
+	$(BIN)/python -m myolo.coordinator.localstack.demo
 
 lint:  ## ruff check + format check
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -1,5 +1,5 @@
-"""``python -m agent`` is ``myolo-agent`` (handy before the console script is installed)."""
+"""``python -m myolo.agent`` is ``myolo-agent`` (handy before the console script is installed)."""
 
-from agent.cli import app
+from myolo.agent.cli import app
 
 app()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import typer
 
-from agent.config import AgentConfig, load_agent_config
-from events.errors import ConfigError
+from myolo.agent.config import AgentConfig, load_agent_config
+from myolo.events.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/myolo/agent.toml")
 FALLBACK_SOCKET = Path("/run/myolo/agent.sock")
@@ -59,13 +59,13 @@ def run(
 
     SIGTERM flushes and exits; SIGHUP reloads the config file. After an upgrade or rollback of itself it stops
     the same way, then re-executes itself or exits 75 for systemd to restart it ([releases] restart)."""
-    from agent.commands import LedgerError
-    from agent.daemon.assemble import build_runtime
-    from agent.daemon.main import serve
-    from events import memtrim
-    from events.clock import SystemClock
-    from events.logs import configure_logging
-    from events.memtrace import start_from_env
+    from myolo.agent.commands import LedgerError
+    from myolo.agent.daemon.assemble import build_runtime
+    from myolo.agent.daemon.main import serve
+    from myolo.events import memtrim
+    from myolo.events.clock import SystemClock
+    from myolo.events.logs import configure_logging
+    from myolo.events.memtrace import start_from_env
 
     cfg = _config(config, simulate_gpus)
     configure_logging(cfg.log_level, json=log_json)
@@ -100,14 +100,14 @@ def sample(
 ) -> None:
     """Read every GPU once and print the sample (a table, or JSON with --json). Needs no Kafka: use it to
     check a node. Exit code 0 when the node is healthy, 1 when any GPU warns or fails, 2 on errors."""
-    from agent.gpu import GpuBackendError, make_backend
-    from agent.gpu.render import print_sample
-    from agent.gpu.sample import build_sample
-    from agent.gpu.sim import SimBackend
-    from agent.health import HealthState
-    from agent.trainer.gpu_use import read_gpu_use
-    from events.clock import SystemClock
-    from events.logs import configure_logging
+    from myolo.agent.gpu import GpuBackendError, make_backend
+    from myolo.agent.gpu.render import print_sample
+    from myolo.agent.gpu.sample import build_sample
+    from myolo.agent.gpu.sim import SimBackend
+    from myolo.agent.health import HealthState
+    from myolo.agent.trainer.gpu_use import read_gpu_use
+    from myolo.events.clock import SystemClock
+    from myolo.events.logs import configure_logging
 
     configure_logging("warning")  # the GPUs' warnings go to stderr: stdout carries the sample
     cfg = _config(config, simulate_gpus)
@@ -121,9 +121,9 @@ def sample(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        import agent
+        import myolo
 
-        node = build_sample(backend, cfg.node_id, HealthState(clock), agent_version=agent.__version__)
+        node = build_sample(backend, cfg.node_id, HealthState(clock), agent_version=myolo.__version__)
     finally:
         backend.close()
     print_sample(node, as_json=as_json)
@@ -154,7 +154,7 @@ def inject(
     resulting fault event at once. Only agents started with --simulate-gpus accept faults.
 
     Examples: myolo-agent inject --gpu 3 --xid 79 ; myolo-agent inject --gpu 0 --leak-rate 0.5%/h"""
-    from agent.control import ControlError, InjectRequest, call
+    from myolo.agent.control import ControlError, InjectRequest, call
 
     req = InjectRequest(
         gpu=gpu, xid=xid, ecc_dbe=ecc_dbe, leak_rate=leak_rate, throttle=throttle, util=util, clear=clear
@@ -189,7 +189,7 @@ def status(
 ) -> None:
     """One line about a running agent (GPUs, Kafka, spool), through its control socket; then where its health
     endpoint listens."""
-    from agent.control import ControlError, StatusRequest, call
+    from myolo.agent.control import ControlError, StatusRequest, call
 
     try:
         reply = call(socket_path or _socket_from_config(config), StatusRequest())
@@ -223,7 +223,7 @@ def key_show(
     """Print this node's id, its key id and its public key (PEM), for `myoloctl node enroll`. The key signs the
     node's faults, command acks and training faults and completions; it is <data_dir>/node.key by default
     ([identity] key_file), made at the agent's first start, mode 0600."""
-    from agent.identity import node_key
+    from myolo.agent.identity import node_key
 
     cfg = _config(config, None)
     try:
@@ -238,7 +238,7 @@ def key_show(
 
 def _mount_fleetsim() -> None:
     """``myolo-agent fleetsim``: the fleet simulator (agent/fleetsim) lives beside the agent it imitates."""
-    from agent.fleetsim.cli import fleetsim_command
+    from myolo.agent.fleetsim.cli import fleetsim_command
 
     app.command("fleetsim")(fleetsim_command)
 

@@ -1,6 +1,6 @@
 """The agent's configuration: ``/etc/myolo/agent.toml`` plus ``MYOLO_*`` overrides, checked at start-up.
 
-Loaded with :func:`events.config.load_config`, so every key can also come from the environment
+Loaded with :func:`myolo.events.config.load_config`, so every key can also come from the environment
 (``spool.max_bytes`` -> ``MYOLO_SPOOL_MAX_BYTES``; the systemd unit's ``EnvironmentFile=`` uses this).
 Paths left empty are resolved here, once, from systemd's directories (``STATE_DIRECTORY``,
 ``RUNTIME_DIRECTORY``) or the user's XDG directories, so the rest of the agent only sees absolute paths.
@@ -19,17 +19,17 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from agent.commands.config import CommandsConfig
-from agent.identity.key import DEFAULT_NAME as NODE_KEY_NAME
-from agent.identity.key import IdentityConfig
-from agent.kernlog.config import KernelLogConfig
-from agent.leak.config import LeakConfig
-from agent.releases.config import ReleasesConfig
-from agent.trainer.config import TrainerConfig
-from events.config import load_config
-from events.errors import ConfigError
-from events.payloads.common import Host
-from events.settings import KafkaSettings, TelemetrySettings
+from myolo.agent.commands.config import CommandsConfig
+from myolo.agent.identity.key import DEFAULT_NAME as NODE_KEY_NAME
+from myolo.agent.identity.key import IdentityConfig
+from myolo.agent.kernlog.config import KernelLogConfig
+from myolo.agent.leak.config import LeakConfig
+from myolo.agent.releases.config import ReleasesConfig
+from myolo.agent.trainer.config import TrainerConfig
+from myolo.events.config import load_config
+from myolo.events.errors import ConfigError
+from myolo.events.payloads.common import Host
+from myolo.events.settings import KafkaSettings, TelemetrySettings
 
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 MiB = 1 << 20

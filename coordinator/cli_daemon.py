@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
-from coordinator.components import COMPONENTS
-from coordinator.config import load_coordinator_config
-from coordinator.core.config import CoreConfig
-from events.errors import ConfigError
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import load_coordinator_config
+from myolo.coordinator.core.config import CoreConfig
+from myolo.events.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/myolo/coordinator.toml")
 
@@ -53,16 +53,16 @@ def run(
 ) -> None:
     """Run a coordinator. Several may run: one leads (Kafka group membership), the others stand by and serve
     reads. SIGTERM or SIGINT stops it gracefully (a standby takes over at once)."""
-    from events import memtrim
-    from events.logs import configure_logging
-    from events.memtrace import start_from_env
-    from events.topics import ensure_topics
+    from myolo.events import memtrim
+    from myolo.events.logs import configure_logging
+    from myolo.events.memtrace import start_from_env
+    from myolo.events.topics import ensure_topics
 
     cfg = _config(config, api_port)
     configure_logging(cfg.log_level, json=log_json)
 
     async def main() -> int:
-        from coordinator.core.coordinator import Coordinator, topic_specs
+        from myolo.coordinator.core.coordinator import Coordinator, topic_specs
 
         try:
             start_from_env("coordinator")
@@ -90,7 +90,7 @@ def components(
     serves. Read from the declarations alone: nothing is started, no config is read."""
     import msgspec
 
-    from coordinator.describe import describe, render
+    from myolo.coordinator.describe import describe, render
 
     infos = describe(COMPONENTS)
     typer.echo(msgspec.json.encode(infos).decode() if as_json else render(infos))

@@ -8,18 +8,18 @@ daemon, its config, state codec and topics, backup and restore, the local stack)
 
 from __future__ import annotations
 
-from coordinator.commands.component import Commands
-from coordinator.cordons.component import Cordons
-from coordinator.core.component import Component
-from coordinator.drift.component import Drift
-from coordinator.fleet.component import Fleet
-from coordinator.jobs.component import Jobs
-from coordinator.nodes.component import Nodes
-from coordinator.preflight.component import Preflight
-from coordinator.quantize.component import Quantize
-from coordinator.registry.component import Registry
-from coordinator.rollouts.component import Rollouts
-from coordinator.ui.component import Ui
+from myolo.coordinator.commands.component import Commands
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.core.component import Component
+from myolo.coordinator.drift.component import Drift
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.jobs.component import Jobs
+from myolo.coordinator.nodes.component import Nodes
+from myolo.coordinator.preflight.component import Preflight
+from myolo.coordinator.quantize.component import Quantize
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.rollouts.component import Rollouts
+from myolo.coordinator.ui.component import Ui
 
 COMPONENTS: tuple[type[Component], ...] = (
     Commands, Fleet, Cordons, Jobs, Nodes, Registry, Drift, Rollouts, Preflight, Quantize, Ui,

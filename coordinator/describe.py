@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import msgspec
 
-from coordinator.api.openapi import fragment_routes
-from coordinator.core.assembly import check_needs
-from coordinator.core.component import Component
-from events.types import type_name
+from myolo.coordinator.api.openapi import fragment_routes
+from myolo.coordinator.core.assembly import check_needs
+from myolo.coordinator.core.component import Component
+from myolo.events.types import type_name
 
 
 class Owned(msgspec.Struct, frozen=True, kw_only=True):

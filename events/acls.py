@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from events import topics as t
+from myolo.events import topics as t
 
 Role = Literal["agent", "coordinator", "producer", "operator", "admin"]
 ROLES: tuple[Role, ...] = ("agent", "coordinator", "producer", "operator", "admin")
@@ -37,19 +37,19 @@ Operation = Literal["read", "write", "create", "describe"]
 TOPIC_PREFIX = "myolo."
 STATE_PREFIX = "myolo.state."
 OPS_GROUP_PREFIX = "myolo-ops-"
-LEADER_GROUP = "myolo-coordinator-leader"  # coordinator.config LeaderConfig.group_id's default
+LEADER_GROUP = "myolo-coordinator-leader"  # myolo.coordinator.config LeaderConfig.group_id's default
 AGENT_WRITES = (t.NODE_SAMPLES, t.NODE_FAULTS, t.NODE_REPORTS, t.TRAINING_PROGRESS, t.COMMAND_ACKS, t.DEAD_LETTER)
 COORDINATOR_WRITES = (t.COMMANDS, t.DEAD_LETTER, t.AUDIT, t.MODELS, t.ROLLOUTS)  # and every myolo.state.* topic
 PRODUCER_WRITES = (t.DRIFT_SAMPLES, t.RELEASES)
 
 
 def agent_group(node: str) -> str:
-    """The consumer group an agent reads its commands in (agent.commands.command_group_id)."""
+    """The consumer group an agent reads its commands in (myolo.agent.commands.command_group_id)."""
     return f"myolo-agent-commands-{node}"
 
 
 def coordinator_group(instance: str) -> str:
-    """The ingest group of one coordinator (coordinator.core.coordinator)."""
+    """The ingest group of one coordinator (myolo.coordinator.core.coordinator)."""
     return f"myolo-coordinator-{instance}"
 
 

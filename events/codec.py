@@ -3,7 +3,7 @@
 Binary mode (what we produce): the value is the JSON payload, the attributes travel as ``ce_*`` headers.
 Structured mode (accepted from external producers): the value is a whole JSON CloudEvent. Every way a record
 can be wrong ends in :class:`InvalidEvent` naming the field, so the consumer can dead-letter it and go on;
-every size is bounded by :mod:`events.limits`, and a reason over a limit names it.
+every size is bounded by :mod:`myolo.events.limits`, and a reason over a limit names it.
 
 Depth: the payload is decoded straight into its Struct, whose typed fields nest as deep as the schema and no
 deeper, so the hot path scans nothing. Only ``Any``-typed fields (a command's ``args``, an ack's ``result``)
@@ -22,9 +22,9 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
-from events.envelope import SPECVERSION, Event, parse_rfc3339
-from events.errors import InvalidEvent
-from events.limits import (
+from myolo.events.envelope import SPECVERSION, Event, parse_rfc3339
+from myolo.events.errors import InvalidEvent
+from myolo.events.limits import (
     ATTRIBUTE_BYTES,
     EXTENSION_NAME,
     MAX_DEPTH,
@@ -36,8 +36,8 @@ from events.limits import (
     cut,
     over,
 )
-from events.payloads import Payload
-from events.types import PAYLOAD_TYPES, payload_class
+from myolo.events.payloads import Payload
+from myolo.events.types import PAYLOAD_TYPES, payload_class
 
 Headers = Sequence[tuple[str, bytes]]
 DEFAULT_MAX_BYTES = MAX_RECORD_BYTES

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from events.errors import ConfigError, validation_problem
+from myolo.events.errors import ConfigError, validation_problem
 
 T = TypeVar("T", bound=msgspec.Struct)
 

@@ -5,7 +5,7 @@ field at fault, the source topic/partition/offset and the consumer group. A pers
 ``myoloctl events tail myolo.deadletter``; a tool can replay the original bytes.
 
 Building a dead letter never fails, whatever the record holds: a header that is not ``(str, bytes)`` is
-written as text, and our own headers are cut to :data:`events.limits.MAX_REASON_BYTES` (a reason may quote
+written as text, and our own headers are cut to :data:`myolo.events.limits.MAX_REASON_BYTES` (a reason may quote
 the hostile input). When the broker refuses the letter itself as too large, :func:`without_original` keeps
 everything but the original value and headers, and says so.
 """
@@ -19,8 +19,8 @@ from typing import Protocol
 import msgspec
 from opentelemetry import metrics
 
-from events.errors import InvalidEvent
-from events.limits import cut
+from myolo.events.errors import InvalidEvent
+from myolo.events.limits import cut
 
 _meter = metrics.get_meter("myolo.events")
 DEAD_LETTERED = _meter.create_counter(
@@ -53,7 +53,7 @@ RawHeaders = list[tuple[str, bytes | None]]
 
 
 class DeadLetterSink(Protocol):
-    """Where dead letters go: :class:`events.bus.EventProducer` (tests may pass a recorder)."""
+    """Where dead letters go: :class:`myolo.events.bus.EventProducer` (tests may pass a recorder)."""
 
     async def send_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: RawHeaders) -> object: ...
 

@@ -8,9 +8,9 @@ from datetime import datetime
 
 import msgspec
 
-from events.clock import Clock, SystemClock
-from events.payloads import Payload
-from events.types import partition_key, type_name
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.payloads import Payload
+from myolo.events.types import partition_key, type_name
 
 SPECVERSION = "1.0"
 _SYSTEM_CLOCK = SystemClock()

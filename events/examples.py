@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from events.payloads import (
+from myolo.events.payloads import (
     AuditRecord,
     BandwidthPoint,
     BandwidthReport,
@@ -33,8 +33,8 @@ from events.payloads import (
     TrainingFault,
     TrainingProgress,
 )
-from events.payloads.compact import compact_gpu
-from events.types import type_name
+from myolo.events.payloads.compact import compact_gpu
+from myolo.events.types import type_name
 
 GIB = 1 << 30
 

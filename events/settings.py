@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from events.errors import ConfigError
-from events.limits import DEDUPE_WINDOW_IDS
-from events.stackfile import local_bootstrap
+from myolo.events.errors import ConfigError
+from myolo.events.limits import DEDUPE_WINDOW_IDS
+from myolo.events.stackfile import local_bootstrap
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 
@@ -93,7 +93,7 @@ class KafkaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The ``[telemetry]`` section: where OpenTelemetry metrics and traces go (``events.telemetry``).
+    """The ``[telemetry]`` section: where OpenTelemetry metrics and traces go (``myolo.events.telemetry``).
 
     ``none`` exports nothing (the default: Prometheus scrapes ``/metrics`` instead); ``otlp`` pushes to an
     OTLP/HTTP collector every ``metric_interval_s``; ``console`` prints to stderr, for debugging."""

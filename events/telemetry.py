@@ -14,8 +14,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-from events.errors import ConfigError
-from events.settings import TelemetrySettings
+from myolo.events.errors import ConfigError
+from myolo.events.settings import TelemetrySettings
 
 
 def resource(service: str, instance: str | None = None) -> Resource:

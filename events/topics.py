@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from events import types
+from myolo.events import types
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from events.errors import InvalidEvent
-from events.payloads import (
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads import (
     AuditRecord,
     BandwidthReport,
     Command,

@@ -1,7 +1,7 @@
 """Package attributes imported on first use, so a package can name torch-backed classes without importing torch.
 
-What needs it: the torch-free checks (``kernels.train.config``, ``python -m kernels.cli.check_job``) import
-``kernels.model`` and ``kernels.parallel`` for plain data (presets, layouts), while the same packages also
+What needs it: the torch-free checks (``myolo.kernels.train.config``, ``python -m myolo.kernels.cli.check_job``) import
+``myolo.kernels.model`` and ``myolo.kernels.parallel`` for plain data (presets, layouts), while the same packages also
 export the torch modules (``GPT``, ``MeshInfo``) that training imports by the package name.
 """
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import topic_specs
-from coordinator.localstack.broker import BrokerError, LocalBroker
-from events.settings import KafkaSettings
-from events.topics import ensure_topics
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import topic_specs
+from myolo.coordinator.localstack.broker import BrokerError, LocalBroker
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import ensure_topics
 
 
 @pytest.fixture(scope="session", autouse=True)

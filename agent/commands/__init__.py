@@ -1,11 +1,11 @@
 """Agent side of coordinator commands: verify, fence epochs, execute each command id once, acknowledge."""
 
-from agent.commands.args import ArgsError
-from agent.commands.config import CommandsConfig, commands_state_dir, load_verifier
-from agent.commands.consumer import AckingVerifier, SpooledAcks, build_command_consumer, command_group_id
-from agent.commands.executor import ActionFn, CommandExecutor, ExecutorStats
-from agent.commands.ledger import Ledger, LedgerError
-from agent.commands.probe import nccl_probe_action
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.commands.config import CommandsConfig, commands_state_dir, load_verifier
+from myolo.agent.commands.consumer import AckingVerifier, SpooledAcks, build_command_consumer, command_group_id
+from myolo.agent.commands.executor import ActionFn, CommandExecutor, ExecutorStats
+from myolo.agent.commands.ledger import Ledger, LedgerError
+from myolo.agent.commands.probe import nccl_probe_action
 
 __all__ = [
     "AckingVerifier",

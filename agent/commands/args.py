@@ -2,7 +2,7 @@
 
 Why here: a command that cannot run must be *rejected* (nothing happened, the coordinator may fix and resend
 under a new id), never accepted and then failed. The checks themselves are the contract's
-(``events.payloads.commands.action_args``: the coordinator runs the same ones before it sends); this module
+(``myolo.events.payloads.commands.action_args``: the coordinator runs the same ones before it sends); this module
 turns the checked Struct into the keyword arguments of the daemon's action callable:
 
 - ``set_interval`` -> ``set_interval(interval_s=float)``
@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.nccl.probe import ProbeSpec
-from events.errors import InvalidEvent
-from events.payloads import Command
-from events.payloads.commands import (
+from myolo.agent.nccl.probe import ProbeSpec
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads import Command
+from myolo.events.payloads.commands import (
     CheckTfrecordsArgs,
     DrainArgs,
     HashFilesArgs,

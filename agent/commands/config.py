@@ -12,10 +12,10 @@ from typing import Annotated
 
 import msgspec
 
-from agent.commands.ledger import DEFAULT_MAX_IDS
-from events.errors import ConfigError
-from events.keys import load_verify_key
-from events.signing import Verifier
+from myolo.agent.commands.ledger import DEFAULT_MAX_IDS
+from myolo.events.errors import ConfigError
+from myolo.events.keys import load_verify_key
+from myolo.events.signing import Verifier
 
 
 class CommandsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

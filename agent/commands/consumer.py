@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.commands.executor import CommandExecutor
-from events.bus import EventConsumer, EventProducer
-from events.envelope import Event
-from events.errors import SignatureError
-from events.payloads import Payload
-from events.settings import KafkaSettings
-from events.signing import Verifier
-from events.topics import COMMANDS
+from myolo.agent.commands.executor import CommandExecutor
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.envelope import Event
+from myolo.events.errors import SignatureError
+from myolo.events.payloads import Payload
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier
+from myolo.events.topics import COMMANDS
 
-if TYPE_CHECKING:  # agent.publish imports agent.config, which mounts CommandsConfig from this package
-    from agent.publish import Publisher
+if TYPE_CHECKING:  # myolo.agent.publish imports myolo.agent.config, which mounts CommandsConfig from this package
+    from myolo.agent.publish import Publisher
 
 
 class AckingVerifier(Verifier):

@@ -30,16 +30,16 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from agent.commands.args import PARSERS, ArgsError
-from agent.commands.ledger import DEFAULT_MAX_IDS, Entry, Ledger
-from agent.tasks import TaskSet
-from events.clock import Clock, SystemClock
-from events.deadletter import RecordInfo
-from events.envelope import Event, parse_rfc3339
-from events.errors import InvalidEvent
-from events.payloads import Command, CommandAck, Payload
-from events.payloads.commands import AckStatus, Outcome
-from events.signing import Verifier
+from myolo.agent.commands.args import PARSERS, ArgsError
+from myolo.agent.commands.ledger import DEFAULT_MAX_IDS, Entry, Ledger
+from myolo.agent.tasks import TaskSet
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.deadletter import RecordInfo
+from myolo.events.envelope import Event, parse_rfc3339
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads import Command, CommandAck, Payload
+from myolo.events.payloads.commands import AckStatus, Outcome
+from myolo.events.signing import Verifier
 
 log = structlog.get_logger("myolo.agent.commands")
 ActionFn = Callable[..., Awaitable[Mapping[str, Any] | msgspec.Struct | None]]
@@ -49,7 +49,7 @@ STOPPED = "cancelled: the agent stopped while the command ran; it was not run ag
 
 
 class AckSender(Protocol):
-    """Where acks go: an :class:`events.bus.EventProducer`, or :class:`agent.commands.SpooledAcks`."""
+    """Where acks go: an :class:`myolo.events.bus.EventProducer`, or :class:`myolo.agent.commands.SpooledAcks`."""
 
     async def send(self, payload: Payload) -> object: ...
 
@@ -67,12 +67,12 @@ class ExecutorStats:
 
 
 class CommandExecutor:
-    """Execute this node's commands once each. ``handle`` is the :class:`events.bus.EventConsumer` handler.
+    """Execute this node's commands once each. ``handle`` is the :class:`myolo.events.bus.EventConsumer` handler.
 
     ``actions`` maps action names to the daemon's async callables, called with the keyword arguments that
-    ``agent.commands.args`` parses (``set_interval(interval_s=...)``, ``report_sample()``,
+    ``myolo.agent.commands.args`` parses (``set_interval(interval_s=...)``, ``report_sample()``,
     ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns its result Struct of
-    ``events.payloads.commands`` or a JSON-able dict (the ack's ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
+    ``myolo.events.payloads.commands`` or a JSON-able dict (the ack's ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
     checks called with the same arguments before the command is taken (``start_workers``: the GPUs exist, the
     trainer accepts the job); one that raises ``ArgsError`` gets the command rejected, and holds the consumer
     meanwhile, so it must be bounded in time. ``state_dir`` holds the ledger.
@@ -250,7 +250,7 @@ class CommandExecutor:
 
 
 def _as_result(value: Mapping[str, Any] | msgspec.Struct | None) -> dict[str, Any]:
-    """The action's result (a result Struct of ``events.payloads.commands``, or a mapping) as plain JSON data:
+    """The action's result (a result Struct of ``myolo.events.payloads.commands``, or a mapping) as plain JSON data:
     it travels in the ack and is kept in the ledger."""
     if value is None:
         return {}

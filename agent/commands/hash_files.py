@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 import structlog
 
-from events.digest import Sha256, TooLarge
-from events.payloads.commands import FileDigest, HashFilesResult
+from myolo.events.digest import Sha256, TooLarge
+from myolo.events.payloads.commands import FileDigest, HashFilesResult
 
 log = structlog.get_logger("myolo.agent.commands")
 CHUNK_BYTES = 4 << 20

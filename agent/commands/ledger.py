@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from events.files import atomic_write
-from events.payloads.commands import Outcome
+from myolo.events.files import atomic_write
+from myolo.events.payloads.commands import Outcome
 
 LEDGER_FILE = "ledger.jsonl"
 DEFAULT_MAX_IDS = 4096

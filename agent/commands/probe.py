@@ -1,4 +1,4 @@
-"""The ``nccl_probe`` action: run the bandwidth sweep (``agent.nccl.probe``) and publish its report.
+"""The ``nccl_probe`` action: run the bandwidth sweep (``myolo.agent.nccl.probe``) and publish its report.
 
 The full :class:`BandwidthReport` goes on the reports topic (tagged with the command id, so the coordinator
 can join it to the command); the ack carries a summary, small enough to keep in the ledger.
@@ -10,9 +10,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent.nccl.probe import ProbeSpec, run_probe
-from events.payloads import BandwidthReport, Payload
-from events.payloads.commands import NcclProbeResult
+from myolo.agent.nccl.probe import ProbeSpec, run_probe
+from myolo.events.payloads import BandwidthReport, Payload
+from myolo.events.payloads.commands import NcclProbeResult
 
 
 def nccl_probe_action(

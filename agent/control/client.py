@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from agent.control.protocol import MAX_LINE, Reply, Request, decode_reply, encode
+from myolo.agent.control.protocol import MAX_LINE, Reply, Request, decode_reply, encode
 
 
 class ControlError(Exception):

@@ -6,9 +6,9 @@ in a runbook never pretends to have broken a real GPU.
 
 from __future__ import annotations
 
-from agent.control.protocol import InjectRequest, Reply
-from agent.gpu.sim import SimBackend
-from agent.gpu.sim_faults import parse_leak_rate
+from myolo.agent.control.protocol import InjectRequest, Reply
+from myolo.agent.gpu.sim import SimBackend
+from myolo.agent.gpu.sim_faults import parse_leak_rate
 
 
 def apply(backend: object, req: InjectRequest) -> Reply:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import structlog
 
-from agent.control.protocol import MAX_LINE, Reply, Request, decode_request, encode
+from myolo.agent.control.protocol import MAX_LINE, Reply, Request, decode_request, encode
 
 log = structlog.get_logger("myolo.agent.control")
 Handler = Callable[[Request], Reply]

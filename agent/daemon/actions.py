@@ -1,23 +1,23 @@
 """What each coordinator command does to the running agent, and the Kafka consumer that feeds the executor.
 
-The executor (``agent.commands``) decides *whether* a command runs (signature, epoch fence, once per id);
+The executor (``myolo.agent.commands``) decides *whether* a command runs (signature, epoch fence, once per id);
 this module says *what* each action does to the live agent:
 
 - ``set_interval``: the sample loop's interval, applied at once (the loop is woken, not left sleeping out
   the old interval). A later SIGHUP applies the file's value again: the operator's latest word wins.
 - ``report_sample``: the sample loop takes one extra full sample now and publishes it; the ack carries its seq.
-- ``nccl_probe``: the bandwidth sweep (``agent.commands.probe``), never concurrent with the scheduled one.
+- ``nccl_probe``: the bandwidth sweep (``myolo.agent.commands.probe``), never concurrent with the scheduled one.
 - ``drain``: marks the node draining (no new trainer workers start here; shown by /healthz and STATUS=) and
   stops the local workers as ``stop_workers`` does (checkpoint first). Not persisted: a restarted agent
   starts undrained and the coordinator re-sends it for a cordoned node.
-- ``start_workers`` / ``stop_workers``: the training supervisor (``agent.daemon.trainer``).
-- ``upgrade`` / ``rollback``: blue-green releases of the agent or the trainer (``agent.daemon.releases``); the
+- ``start_workers`` / ``stop_workers``: the training supervisor (``myolo.agent.daemon.trainer``).
+- ``upgrade`` / ``rollback``: blue-green releases of the agent or the trainer (``myolo.agent.daemon.releases``); the
   agent restarts into the new version after the ack.
-- ``hash_files``: SHA-256 of files on the node (``agent.commands.hash_files``), read in a thread.
-- ``check_tfrecords``: every record of TFRecord files on the node (``agent.tfrecord``), read in a thread.
-- ``runtime_versions``: the trainer interpreter's CUDA/cuDNN beside the driver's (``agent.trainer.versions``).
-- ``rdma_latency``: one ``ib_write_lat`` run, server or client (``agent.rdma``).
-- ``profile``: py-spy on one trainer worker for a bounded time (``agent.profile``); the agent keeps the stacks
+- ``hash_files``: SHA-256 of files on the node (``myolo.agent.commands.hash_files``), read in a thread.
+- ``check_tfrecords``: every record of TFRecord files on the node (``myolo.agent.tfrecord``), read in a thread.
+- ``runtime_versions``: the trainer interpreter's CUDA/cuDNN beside the driver's (``myolo.agent.trainer.versions``).
+- ``rdma_latency``: one ``ib_write_lat`` run, server or client (``myolo.agent.rdma``).
+- ``profile``: py-spy on one trainer worker for a bounded time (``myolo.agent.profile``); the agent keeps the stacks
   for ``GET /v1/profiles/{id}``.
 
 The consumer runs as one task; when Kafka is away it retries with back-off (the agent keeps sampling and
@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from agent.commands import (
+from myolo.agent.commands import (
     ActionFn,
     CommandExecutor,
     SpooledAcks,
@@ -43,19 +43,19 @@ from agent.commands import (
     load_verifier,
     nccl_probe_action,
 )
-from agent.commands.hash_files import hash_files_action
-from agent.daemon.idle_probe import probe_python
-from agent.daemon.loops import request_sample
-from agent.daemon.releases import NodeReleases
-from agent.daemon.runtime import Runtime, event_source
-from agent.daemon.trainer import trainer_actions, trainer_admissions, trainer_python, worker_env
-from agent.profile.action import profile_action
-from agent.rdma.action import rdma_latency_action
-from agent.tfrecord.action import check_tfrecords_action
-from agent.trainer.versions import runtime_versions_action
-from events.bus import EventConsumer, EventProducer
-from events.clock import sleep_or_wake
-from events.payloads.commands import (
+from myolo.agent.commands.hash_files import hash_files_action
+from myolo.agent.daemon.idle_probe import probe_python
+from myolo.agent.daemon.loops import request_sample
+from myolo.agent.daemon.releases import NodeReleases
+from myolo.agent.daemon.runtime import Runtime, event_source
+from myolo.agent.daemon.trainer import trainer_actions, trainer_admissions, trainer_python, worker_env
+from myolo.agent.profile.action import profile_action
+from myolo.agent.rdma.action import rdma_latency_action
+from myolo.agent.tfrecord.action import check_tfrecords_action
+from myolo.agent.trainer.versions import runtime_versions_action
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.clock import sleep_or_wake
+from myolo.events.payloads.commands import (
     DrainResult,
     NcclProbeResult,
     ReportSampleResult,

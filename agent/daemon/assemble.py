@@ -2,7 +2,7 @@
 enabled, the command executor with this daemon's actions.
 
 It sits above ``runtime`` and ``actions`` (the actions work on a runtime, and the executor carries them), so
-neither of those needs to import the other. Nothing is started here: :func:`agent.daemon.main.serve` does that.
+neither of those needs to import the other. Nothing is started here: :func:`myolo.agent.daemon.main.serve` does that.
 """
 
 from __future__ import annotations
@@ -10,22 +10,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.config import AgentConfig
-from agent.daemon.actions import build_executor
-from agent.daemon.runtime import Runtime, event_source
-from agent.daemon.trainer import build_supervisor
-from agent.gpu import GpuBackend, make_backend
-from agent.health import HealthState
-from agent.identity import node_key
-from agent.kernlog.dedup import XidDedup
-from agent.metrics.exporter import AgentMetrics
-from agent.notify import Notifier
-from agent.profile.profiler import Profiler
-from agent.publish import Publisher
-from agent.publish.publisher import Producer
-from agent.spool import Spool
-from events.bus import EventProducer
-from events.clock import Clock
+from myolo.agent.config import AgentConfig
+from myolo.agent.daemon.actions import build_executor
+from myolo.agent.daemon.runtime import Runtime, event_source
+from myolo.agent.daemon.trainer import build_supervisor
+from myolo.agent.gpu import GpuBackend, make_backend
+from myolo.agent.health import HealthState
+from myolo.agent.identity import node_key
+from myolo.agent.kernlog.dedup import XidDedup
+from myolo.agent.metrics.exporter import AgentMetrics
+from myolo.agent.notify import Notifier
+from myolo.agent.profile.profiler import Profiler
+from myolo.agent.publish import Publisher
+from myolo.agent.publish.publisher import Producer
+from myolo.agent.spool import Spool
+from myolo.events.bus import EventProducer
+from myolo.events.clock import Clock
 
 
 def kafka_producer_factory(cfg: AgentConfig, clock: Clock) -> Callable[[], Producer]:

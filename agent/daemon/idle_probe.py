@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from agent.daemon.runtime import Runtime
-from agent.nccl.probe import ProbeSpec, run_probe
-from events.payloads import BandwidthReport, NodeSample
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.nccl.probe import ProbeSpec, run_probe
+from myolo.events.payloads import BandwidthReport, NodeSample
 
 log = structlog.get_logger("myolo.agent.daemon")
 ProbeRunner = Callable[[ProbeSpec, float], Awaitable[BandwidthReport]]

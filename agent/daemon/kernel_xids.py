@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator
 
 import structlog
 
-from agent.daemon.loops import publish_fault
-from agent.daemon.runtime import Runtime
-from agent.daemon.xid_pairing import gpu_addresses
-from agent.health import fault_from_event
-from agent.kernlog.lines import LineSplitter
-from agent.kernlog.parse import parse_line, summary
-from agent.kernlog.source import follow, journal, open_kmsg
-from agent.kernlog.watch import KernelXidWatcher
+from myolo.agent.daemon.loops import publish_fault
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.daemon.xid_pairing import gpu_addresses
+from myolo.agent.health import fault_from_event
+from myolo.agent.kernlog.lines import LineSplitter
+from myolo.agent.kernlog.parse import parse_line, summary
+from myolo.agent.kernlog.source import follow, journal, open_kmsg
+from myolo.agent.kernlog.watch import KernelXidWatcher
 
 log = structlog.get_logger("myolo.agent.kernlog")
 

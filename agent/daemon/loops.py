@@ -1,7 +1,7 @@
 """The agent's periodic and event-driven loops, all on one asyncio loop and one clock.
 
 - ``sample_loop``: read every GPU each interval, judge health, publish the sample (NVLink summarised:
-  :mod:`events.payloads.compact`), and publish a ``health`` fault when a GPU's level changes. Ticks are
+  :mod:`myolo.events.payloads.compact`), and publish a ``health`` fault when a GPU's level changes. Ticks are
   scheduled on absolute times, so a slow read does not drift the cadence; ticks missed while the process was
   stopped are skipped, not replayed.
 - ``fault_loop``: driver events (XID, ECC) from the backend's hook, published the moment they arrive.
@@ -20,12 +20,12 @@ from collections.abc import Callable
 import psutil
 import structlog
 
-from agent.daemon.runtime import Runtime
-from agent.daemon.xid_pairing import nvml_echo
-from agent.health import fault_from_event
-from events.clock import sleep_or_wake
-from events.payloads import HostReading, NodeFault, NodeSample
-from events.payloads.compact import compact_sample
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.daemon.xid_pairing import nvml_echo
+from myolo.agent.health import fault_from_event
+from myolo.events.clock import sleep_or_wake
+from myolo.events.payloads import HostReading, NodeFault, NodeSample
+from myolo.events.payloads.compact import compact_sample
 
 log = structlog.get_logger("myolo.agent.daemon")
 Observer = Callable[[NodeSample], None]

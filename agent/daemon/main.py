@@ -16,21 +16,21 @@ from collections.abc import AsyncIterator, Callable
 import msgspec
 import structlog
 
-from agent.control import ControlServer
-from agent.control.inject import apply as apply_injection
-from agent.control.protocol import InjectRequest, Reply, Request
-from agent.daemon import loops, status
-from agent.daemon.actions import KafkaCommandSource, SourceFactory, stop_commands
-from agent.daemon.idle_probe import IdleProbe
-from agent.daemon.kernel_xids import kernel_xid_task
-from agent.daemon.reload import reload_config
-from agent.daemon.runtime import Runtime
-from agent.daemon.trial import commit_release, load_trial
-from agent.daemon.watchers import leak_observer, nccl_task
-from agent.endpoint import ActiveCheck, HealthServer
-from agent.endpoint.logs import JobLogs
-from agent.gpu import GpuBackendError
-from agent.profile.routes import routes as profile_routes
+from myolo.agent.control import ControlServer
+from myolo.agent.control.inject import apply as apply_injection
+from myolo.agent.control.protocol import InjectRequest, Reply, Request
+from myolo.agent.daemon import loops, status
+from myolo.agent.daemon.actions import KafkaCommandSource, SourceFactory, stop_commands
+from myolo.agent.daemon.idle_probe import IdleProbe
+from myolo.agent.daemon.kernel_xids import kernel_xid_task
+from myolo.agent.daemon.reload import reload_config
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.daemon.trial import commit_release, load_trial
+from myolo.agent.daemon.watchers import leak_observer, nccl_task
+from myolo.agent.endpoint import ActiveCheck, HealthServer
+from myolo.agent.endpoint.logs import JobLogs
+from myolo.agent.gpu import GpuBackendError
+from myolo.agent.profile.routes import routes as profile_routes
 
 log = structlog.get_logger("myolo.agent.daemon")
 EXIT_OK, EXIT_CRASH, EXIT_START = 0, 1, 2
@@ -73,7 +73,7 @@ async def serve(
             log.error("cannot listen", error=str(exc))
             return _failed_start(rt, exc)
         if rt.metrics is not None and rt.cfg.telemetry.exporter != "none":
-            from agent.metrics.otel import start as start_otel
+            from myolo.agent.metrics.otel import start as start_otel
 
             stack.push_async_callback(start_otel(rt.metrics, rt.cfg.telemetry, rt.cfg.node_id))
         if rt.trainer is not None:

@@ -1,11 +1,11 @@
-"""The ``upgrade`` and ``rollback`` actions of the running agent (``agent.releases`` does the disk work).
+"""The ``upgrade`` and ``rollback`` actions of the running agent (``myolo.agent.releases`` does the disk work).
 
 Both share one lock (an install and a switch never interleave) and are refused while a restart is pending.
 ``agent``: once the command's ``done`` ack is in the spool, the daemon stops as on SIGTERM (workers stopped,
 the spool flushed, the ack with it) and ``myolo-agent run`` then restarts into the new version
 (``RestartPlan``: exit 75 for systemd, or exec). ``trainer``: install, switch, and a job check on a probe
 job that ends its trial (``trainer_trial.py``; a release that cannot answer is taken back and the upgrade
-fails): workers started from then on import ``<dir>/trainer/current`` (``agent.releases.env.trainer_env``); running ones keep their code,
+fails): workers started from then on import ``<dir>/trainer/current`` (``myolo.agent.releases.env.trainer_env``); running ones keep their code,
 and the warm standbys, which imported the old one, are replaced.
 
 Admission (the command is *rejected*, nothing ran): a reserved or mismatched version, a non-wheel artifact, a
@@ -22,21 +22,21 @@ from pathlib import Path
 
 import structlog
 
-import agent
-from agent.commands.args import ArgsError
-from agent.commands.executor import ActionFn, AdmitFn
-from agent.daemon.runtime import Runtime
-from agent.daemon.trainer import trainer_python, worker_env
-from agent.daemon.trainer_trial import TakenBack, TrainerTrial
-from agent.releases import ReleaseError, ReleaseStore, RestartPlan
-from agent.releases.base import interpreter_version
-from agent.releases.fetch import check_local
-from agent.releases.install import Fetch, check_upgrade, fetch_artifact, install_release
-from agent.releases.restart import restart_mode
-from agent.releases.store import Switched
-from agent.trainer.check import TrainerBroken, check_job
-from events.payloads import TrainerJob
-from events.payloads.commands import RollbackArgs, RollbackResult, UpgradeArgs, UpgradeResult
+import myolo
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.commands.executor import ActionFn, AdmitFn
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.daemon.trainer import trainer_python, worker_env
+from myolo.agent.daemon.trainer_trial import TakenBack, TrainerTrial
+from myolo.agent.releases import ReleaseError, ReleaseStore, RestartPlan
+from myolo.agent.releases.base import interpreter_version
+from myolo.agent.releases.fetch import check_local
+from myolo.agent.releases.install import Fetch, check_upgrade, fetch_artifact, install_release
+from myolo.agent.releases.restart import restart_mode
+from myolo.agent.releases.store import Switched
+from myolo.agent.trainer.check import TrainerBroken, check_job
+from myolo.events.payloads import TrainerJob
+from myolo.events.payloads.commands import RollbackArgs, RollbackResult, UpgradeArgs, UpgradeResult
 
 log = structlog.get_logger("myolo.agent.daemon")
 
@@ -205,7 +205,7 @@ class NodeReleases:
         return (sys.executable,) if component == "agent" else trainer_python(self.rt)
 
     def _running_from_release(self) -> bool:
-        return Path(agent.__file__).resolve().is_relative_to(self.store("agent").dir.resolve())
+        return Path(myolo.__file__).resolve().is_relative_to(self.store("agent").dir.resolve())
 
     async def _base_version(self, component: str) -> str | None:
         """The version the component runs without a release: the agent's own while it runs its base install;
@@ -222,6 +222,6 @@ class NodeReleases:
                 "the agent's current release is not the code running",
                 current=current,
                 running=self.rt.version,
-                imported_from=str(Path(agent.__file__).parent),
+                imported_from=str(Path(myolo.__file__).parent),
                 fix=f"put {self.store('agent').current_path} first on PYTHONPATH (see the systemd unit)",
             )

@@ -11,22 +11,22 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import agent
-from agent.commands import CommandExecutor
-from agent.config import AgentConfig
-from agent.gpu import GpuBackend
-from agent.health import HealthState
-from agent.kernlog.dedup import XidDedup
-from agent.notify import Notifier
-from agent.publish import Publisher
-from agent.releases.restart import RestartPlan
-from events.clock import Clock
-from events.payloads import FailedRelease, NodeSample
+import myolo
+from myolo.agent.commands import CommandExecutor
+from myolo.agent.config import AgentConfig
+from myolo.agent.gpu import GpuBackend
+from myolo.agent.health import HealthState
+from myolo.agent.kernlog.dedup import XidDedup
+from myolo.agent.notify import Notifier
+from myolo.agent.publish import Publisher
+from myolo.agent.releases.restart import RestartPlan
+from myolo.events.clock import Clock
+from myolo.events.payloads import FailedRelease, NodeSample
 
 if TYPE_CHECKING:  # imported only where workers are supervised: it brings ZeroMQ in
-    from agent.metrics.exporter import AgentMetrics
-    from agent.profile.profiler import Profiler
-    from agent.trainer.supervisor import Supervisor
+    from myolo.agent.metrics.exporter import AgentMetrics
+    from myolo.agent.profile.profiler import Profiler
+    from myolo.agent.trainer.supervisor import Supervisor
 
 
 @dataclass
@@ -73,7 +73,7 @@ class Runtime:
 
     @property
     def version(self) -> str:
-        return agent.__version__
+        return myolo.__version__
 
 
 def event_source(node_id: str) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import msgspec
 
-from agent.daemon.runtime import Runtime
-from agent.endpoint.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
-from agent.releases.store import current_releases
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.endpoint.checks import Check, HealthReport, check_gpus, check_kafka, check_nvml, check_spool, report
+from myolo.agent.releases.store import current_releases
 
 
 def current_report(rt: Runtime) -> HealthReport:

@@ -1,4 +1,4 @@
-"""Wiring of the training supervisor (``agent.trainer``) into the running agent.
+"""Wiring of the training supervisor (``myolo.agent.trainer``) into the running agent.
 
 The supervisor publishes through the agent's spool (so progress and faults survive a Kafka outage like any
 event), learns the node's GPU count from the backend, and on simulated GPUs tells the simulator (and the file
@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from agent.commands import ActionFn
-from agent.commands.args import ArgsError
-from agent.commands.executor import AdmitFn
-from agent.daemon.runtime import Runtime
-from agent.gpu.sim import SimBackend
-from agent.releases.env import trainer_env
-from agent.trainer.check import check_job
-from agent.trainer.gpu_use import write_gpu_use
-from events.payloads import StartWorkersArgs
-from events.payloads.commands import StartWorkersResult, StopWorkersResult
+from myolo.agent.commands import ActionFn
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.commands.executor import AdmitFn
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.gpu.sim import SimBackend
+from myolo.agent.releases.env import trainer_env
+from myolo.agent.trainer.check import check_job
+from myolo.agent.trainer.gpu_use import write_gpu_use
+from myolo.events.payloads import StartWorkersArgs
+from myolo.events.payloads.commands import StartWorkersResult, StopWorkersResult
 
 if TYPE_CHECKING:
-    from agent.daemon.trainer_trial import TrainerTrial
-    from agent.trainer.supervisor import Supervisor
+    from myolo.agent.daemon.trainer_trial import TrainerTrial
+    from myolo.agent.trainer.supervisor import Supervisor
 
 log = structlog.get_logger("myolo.agent.daemon")
 
@@ -45,7 +45,7 @@ def worker_env(rt: Runtime) -> dict[str, str]:
 
 
 def build_supervisor(rt: Runtime) -> Supervisor:
-    from agent.trainer.supervisor import Supervisor  # ZeroMQ only on nodes that run workers
+    from myolo.agent.trainer.supervisor import Supervisor  # ZeroMQ only on nodes that run workers
 
     workers_dir = Path(rt.cfg.trainer.workers_dir)
     backend = rt.backend

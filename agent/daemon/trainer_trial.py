@@ -1,7 +1,7 @@
 """A trainer release is on trial until a job check runs on it; one that cannot even answer is taken back.
 
 The agent is the one writer of ``<releases>/trainer/trial.json`` (the same record as the launcher's for the
-agent, ``agent.launcher.state``). An upgrade of the trainer starts the trial and at once runs the trainer's job
+agent, ``myolo.agent.launcher.state``). An upgrade of the trainer starts the trial and at once runs the trainer's job
 check on a probe job in the workers' environment, so the trial ends within seconds whether or not a job comes
 (a rollout's wave must not pass on a node no job has tried); a trial still open (the agent stopped during
 that check) ends at the next ``start_workers``, which runs the same check. An answer (the job accepted or
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import structlog
 
-from agent.commands.args import ArgsError
-from agent.daemon.loops import publish_fault
-from agent.daemon.runtime import Runtime
-from agent.daemon.trial import release_fault
-from agent.launcher import state as trial
-from agent.releases.store import ReleaseStore
-from agent.trainer.check import TrainerBroken
-from events.payloads import FailedRelease
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.daemon.loops import publish_fault
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.daemon.trial import release_fault
+from myolo.agent.launcher import state as trial
+from myolo.agent.releases.store import ReleaseStore
+from myolo.agent.trainer.check import TrainerBroken
+from myolo.events.payloads import FailedRelease
 
 log = structlog.get_logger("myolo.agent.daemon")
 TRIES = 1

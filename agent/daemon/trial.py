@@ -15,10 +15,10 @@ from pathlib import Path
 
 import structlog
 
-from agent.daemon.loops import publish_fault
-from agent.daemon.runtime import Runtime
-from agent.launcher import state as trial
-from events.payloads import FailedRelease, NodeFault
+from myolo.agent.daemon.loops import publish_fault
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.launcher import state as trial
+from myolo.events.payloads import FailedRelease, NodeFault
 
 log = structlog.get_logger("myolo.agent.daemon")
 

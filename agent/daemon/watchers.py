@@ -19,15 +19,15 @@ from pathlib import Path
 
 import structlog
 
-from agent.daemon.loops import publish_fault
-from agent.daemon.runtime import Runtime
-from agent.daemon.trainer import nccl_globs
-from agent.leak.detector import LeakDetector
-from agent.leak.rss import host_total_bytes, read_rss
-from agent.nccl.follow import FileFollower
-from agent.nccl.tracker import NcclTracker
-from agent.nccl.watch import watch_lines
-from events.payloads import NcclReport, NodeFault, NodeSample
+from myolo.agent.daemon.loops import publish_fault
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.daemon.trainer import nccl_globs
+from myolo.agent.leak.detector import LeakDetector
+from myolo.agent.leak.rss import host_total_bytes, read_rss
+from myolo.agent.nccl.follow import FileFollower
+from myolo.agent.nccl.tracker import NcclTracker
+from myolo.agent.nccl.watch import watch_lines
+from myolo.events.payloads import NcclReport, NodeFault, NodeSample
 
 log = structlog.get_logger("myolo.agent.daemon")
 MAX_FOLLOWED = 256

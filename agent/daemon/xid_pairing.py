@@ -1,14 +1,14 @@
 """XIDs reported twice, by NVML's event and the kernel's line: the GPUs' PCI addresses both paths are matched by.
 
-``rt.xids`` (an :class:`~agent.kernlog.dedup.XidDedup`) pairs the two paths' reports one to one.
+``rt.xids`` (an :class:`~myolo.agent.kernlog.dedup.XidDedup`) pairs the two paths' reports one to one.
 """
 
 from __future__ import annotations
 
-from agent.daemon.runtime import Runtime
-from agent.gpu.backend import GpuEvent
-from agent.kernlog.parse import pci_key
-from agent.kernlog.watch import GpuAddresses
+from myolo.agent.daemon.runtime import Runtime
+from myolo.agent.gpu.backend import GpuEvent
+from myolo.agent.kernlog.parse import pci_key
+from myolo.agent.kernlog.watch import GpuAddresses
 
 
 def gpu_addresses(rt: Runtime) -> GpuAddresses:

@@ -1,6 +1,6 @@
 """The checks behind ``/healthz``: NVML, Kafka, spool and GPUs, each ok / warn / fail with a reason.
 
-The levels are the tree's one health scale (``events.payloads.common.Health``), the same a GPU's and a node's
+The levels are the tree's one health scale (``myolo.events.payloads.common.Health``), the same a GPU's and a node's
 health use. Kept as plain functions of the agent's state so the rules are tested without HTTP. The overall
 status is the worst check: Kafka being away is only *warn* because the spool keeps every event; so are events
 the spool lost (they are counted and reported); a spool that cannot be written or read, a GPU backend that
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
-from agent.spool import SpoolStats
-from events.payloads.common import Health, worst_health
+from myolo.agent.spool import SpoolStats
+from myolo.events.payloads.common import Health, worst_health
 
 
 class Check(msgspec.Struct, kw_only=True, omit_defaults=True):

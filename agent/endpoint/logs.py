@@ -23,11 +23,11 @@ from typing import Protocol
 import msgspec
 from aiohttp import web
 
-from agent.trainer import logfiles
-from agent.trainer.launch import rank_log, run_dir
-from events.payloads import WorkerInfo
-from events.payloads.common import Id
-from events.payloads.worker_logs import (
+from myolo.agent.trainer import logfiles
+from myolo.agent.trainer.launch import rank_log, run_dir
+from myolo.events.payloads import WorkerInfo
+from myolo.events.payloads.common import Id
+from myolo.events.payloads.worker_logs import (
     DEFAULT_LOG_LIMIT,
     MAX_LOG_LIMIT,
     MAX_LOG_RANKS,

@@ -17,8 +17,8 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from agent.endpoint.checks import HealthReport
-from agent.endpoint.throttle import ActiveAnswer
+from myolo.agent.endpoint.checks import HealthReport
+from myolo.agent.endpoint.throttle import ActiveAnswer
 
 log = structlog.get_logger("myolo.agent.endpoint")
 _ENC = msgspec.json.Encoder()

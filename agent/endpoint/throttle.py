@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agent.endpoint.checks import HealthReport
-from events.clock import Clock
+from myolo.agent.endpoint.checks import HealthReport
+from myolo.events.clock import Clock
 
 
 @dataclass(frozen=True)

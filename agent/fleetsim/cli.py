@@ -11,8 +11,8 @@ import json
 
 import typer
 
-from events.clock import SystemClock
-from events.settings import KafkaSettings
+from myolo.events.clock import SystemClock
+from myolo.events.settings import KafkaSettings
 
 
 async def run_fleet(
@@ -26,8 +26,8 @@ async def run_fleet(
     report_every_s: float = 10.0,
 ) -> dict:
     """Start a simulator, publish for ``duration`` seconds, print progress, return the final stats."""
-    from agent.fleetsim.simulator import FleetSimulator
-    from events.topics import ensure_topics
+    from myolo.agent.fleetsim.simulator import FleetSimulator
+    from myolo.events.topics import ensure_topics
 
     settings = KafkaSettings(bootstrap=bootstrap or "", client_id="myolo-fleetsim")
     await ensure_topics(settings.client_kwargs())
@@ -81,7 +81,7 @@ def fleetsim_command(
 ) -> None:
     """Play NODES agents with GPUS simulated GPUs each, publishing NodeSamples at RATE Hz (spread evenly over
     each second) and random XID faults, to Kafka. Prints the simulator's own cost as JSON at the end."""
-    from events.errors import ConfigError
+    from myolo.events.errors import ConfigError
 
     try:
         stats = asyncio.run(run_fleet(nodes, gpus, duration, fault_rate, bootstrap, rate_hz, seed))

@@ -3,7 +3,7 @@
 A fleet of thousands of GPUs sees faults as a Poisson process; ``FaultPlan`` draws the gaps between them
 from an exponential distribution at a fleet-wide rate, and each fault's XID from a mix weighted towards the
 common, harmless-to-the-node WARN class (contained ECC errors, page faults) over the FAIL class that must
-cordon a node (fallen off the bus, double-bit ECC). Classes come from ``agent.health.xid``, the same table the
+cordon a node (fallen off the bus, double-bit ECC). Classes come from ``myolo.agent.health.xid``, the same table the
 real agent uses, so simulator and agent agree on what a FAIL is.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from agent.health.xid import classify_xid
-from events.payloads import NodeFault
+from myolo.agent.health.xid import classify_xid
+from myolo.events.payloads import NodeFault
 
 # (xid, weight): mostly WARN, some FAIL, like a large fleet's logs
 DEFAULT_MIX: tuple[tuple[int, float], ...] = ((94, 0.45), (31, 0.2), (63, 0.1), (79, 0.1), (48, 0.1), (74, 0.05))

@@ -1,6 +1,6 @@
 """Cheap, correlated GPU physics for a whole simulated fleet, one numpy array per quantity.
 
-``agent.gpu.sim_model`` steps one GPU at a time with Python floats: right for one agent, too slow for
+``myolo.agent.gpu.sim_model`` steps one GPU at a time with Python floats: right for one agent, too slow for
 2,000 nodes x 8 GPUs every second on a small machine. Here every quantity is an ``(nodes, gpus)`` array and
 one call steps a contiguous block of nodes (the nodes due in one time slot), so the cost per sample is a few
 microseconds of numpy and the numbers still move together the way real ones do: utilisation follows the
@@ -26,7 +26,7 @@ FIELDS_PER_GPU = 9  # util_gpu, util_mem, mem_used, mem_free, power_w, energy_j,
 
 @dataclass(frozen=True)
 class FleetSpec:
-    """An H200 SXM near enough (the numbers agent.gpu.sim_model uses too)."""
+    """An H200 SXM near enough (the numbers myolo.agent.gpu.sim_model uses too)."""
 
     mem_total: int = 143_771 * MiB
     mem_reserved: int = 535 * MiB
@@ -44,7 +44,7 @@ class FleetSpec:
 
 class FleetModel:
     """The state of every GPU of every simulated node. ``step(lo, hi, dt)`` advances nodes ``lo..hi-1`` and
-    returns their sample values as rows of Python numbers, in the order :mod:`agent.fleetsim.template`
+    returns their sample values as rows of Python numbers, in the order :mod:`myolo.agent.fleetsim.template`
     expects: ``[(util_gpu, util_mem, mem_used, mem_free, power, energy, temp, temp_mem, sm) * G, seq, cpu]``.
     """
 

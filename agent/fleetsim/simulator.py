@@ -2,8 +2,8 @@
 
 Each node samples at ``rate_hz``; nodes are spread evenly over the period in small time slots (10 ms by
 default), so a 2,000-node fleet sends ~20 samples every 10 ms rather than 2,000 in one burst, as independent
-agents would. A slot steps its nodes' GPU physics in one numpy call (:mod:`agent.fleetsim.model`) and fills
-each node's pre-encoded sample (:mod:`agent.fleetsim.template`); records go to the same topics, with the same
+agents would. A slot steps its nodes' GPU physics in one numpy call (:mod:`myolo.agent.fleetsim.model`) and fills
+each node's pre-encoded sample (:mod:`myolo.agent.fleetsim.template`); records go to the same topics, with the same
 keys, headers and producer settings as a real agent's, so the coordinator cannot tell the difference except
 by ``backend: "sim"`` and ``simulated: true``, which are there on purpose.
 
@@ -20,19 +20,19 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from agent.fleetsim.faults import DEFAULT_MIX, FaultPlan, xid_fault
-from agent.fleetsim.model import FleetModel
-from agent.fleetsim.sink import KafkaSink, RecordSink, partition_of
-from agent.fleetsim.template import gpu_uuid, sample_template
-from events.clock import Clock, SystemClock
-from events.codec import decode, encode
-from events.envelope import new_event, rfc3339
-from events.keys import Ed25519Public, Ed25519Signer
-from events.payloads.common import HEALTH_RANK
-from events.settings import KafkaSettings
-from events.signing import sign
-from events.topics import NODE_FAULTS, NODE_SAMPLES
-from events.types import NODE_SAMPLE_V1
+from myolo.agent.fleetsim.faults import DEFAULT_MIX, FaultPlan, xid_fault
+from myolo.agent.fleetsim.model import FleetModel
+from myolo.agent.fleetsim.sink import KafkaSink, RecordSink, partition_of
+from myolo.agent.fleetsim.template import gpu_uuid, sample_template
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import new_event, rfc3339
+from myolo.events.keys import Ed25519Public, Ed25519Signer
+from myolo.events.payloads.common import HEALTH_RANK
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import sign
+from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES
+from myolo.events.types import NODE_SAMPLE_V1
 
 _SPEC = ("ce_specversion", b"1.0")
 _TYPE = ("ce_type", NODE_SAMPLE_V1.encode())
@@ -241,7 +241,7 @@ class FleetSimulator:
         self.stats.slots += 1
 
     def _signed(self, n: int, value: bytes, headers: list[tuple[str, bytes]]) -> tuple[bytes, list]:
-        """The templated sample of an unhealthy node, signed with its key (events.signing.must_sign)."""
+        """The templated sample of an unhealthy node, signed with its key (myolo.events.signing.must_sign)."""
         event = sign(decode(value, headers, self._keys[n]), self.node_keys[self.node_ids[n]])
         _, value, headers = encode(event)
         return value, headers

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
-from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
-from events.settings import KafkaSettings
+from myolo.events.bus.producer import DEFAULT_PRODUCER_OPTIONS
+from myolo.events.settings import KafkaSettings
 
 Headers = list[tuple[str, bytes]]
 

@@ -13,8 +13,8 @@ import zlib
 
 import msgspec
 
-from agent.fleetsim.model import FleetSpec
-from events.payloads import GpuProcess, GpuReading, HostReading, NodeSample
+from myolo.agent.fleetsim.model import FleetSpec
+from myolo.events.payloads import GpuProcess, GpuReading, HostReading, NodeSample
 
 GiB = 1 << 30
 _ENC = msgspec.json.Encoder()

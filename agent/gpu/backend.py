@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from events.payloads import GpuReading
+from myolo.events.payloads import GpuReading
 
 BackendName = Literal["nvml", "sim"]
 GpuEventKind = Literal["xid", "ecc_dbe", "ecc_sbe", "retirement", "retirement_failure", "gpu_unavailable"]

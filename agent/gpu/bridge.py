@@ -11,7 +11,7 @@ import asyncio
 
 import structlog
 
-from agent.gpu.backend import GpuEvent
+from myolo.agent.gpu.backend import GpuEvent
 
 log = structlog.get_logger("myolo.agent.gpu")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from agent.gpu.backend import GpuBackend
-from agent.gpu.nvml import NvmlBackend
-from agent.gpu.sim import SimBackend
-from agent.gpu.sim_model import profile_from_name
-from events.clock import Clock
+from myolo.agent.gpu.backend import GpuBackend
+from myolo.agent.gpu.nvml import NvmlBackend
+from myolo.agent.gpu.sim import SimBackend
+from myolo.agent.gpu.sim_model import profile_from_name
+from myolo.events.clock import Clock
 
 
 def make_backend(

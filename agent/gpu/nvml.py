@@ -12,13 +12,13 @@ from typing import Any
 import pynvml
 import structlog
 
-from agent.gpu.backend import BackendName, GpuBackendError, GpuEvent, format_cuda_version
-from agent.gpu.bridge import EventBridge, resolve_loop
-from agent.gpu.nvml_calls import GpuLost, NvmlCaller, text
-from agent.gpu.nvml_events import NvmlEventThread
-from agent.gpu.nvml_read import DeviceInfo, discover_nvlinks, read_device
-from events.clock import Clock, SystemClock
-from events.payloads import GpuReading
+from myolo.agent.gpu.backend import BackendName, GpuBackendError, GpuEvent, format_cuda_version
+from myolo.agent.gpu.bridge import EventBridge, resolve_loop
+from myolo.agent.gpu.nvml_calls import GpuLost, NvmlCaller, text
+from myolo.agent.gpu.nvml_events import NvmlEventThread
+from myolo.agent.gpu.nvml_read import DeviceInfo, discover_nvlinks, read_device
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.payloads import GpuReading
 
 log = structlog.get_logger("myolo.agent.gpu")
 

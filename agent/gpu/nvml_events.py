@@ -2,7 +2,7 @@
 
 ``nvmlEventSetWait`` blocks the calling thread until an event or the timeout, so it cannot run on the
 event loop. The thread waits with a short timeout so that :meth:`NvmlEventThread.stop` is prompt, and
-every event goes through :class:`~agent.gpu.bridge.EventBridge` to the loop's queue.
+every event goes through :class:`~myolo.agent.gpu.bridge.EventBridge` to the loop's queue.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import structlog
 
-from agent.gpu.backend import GpuEvent, GpuEventKind
-from agent.gpu.bridge import EventBridge
-from agent.gpu.nvml_calls import text
-from agent.gpu.nvml_read import DeviceInfo
+from myolo.agent.gpu.backend import GpuEvent, GpuEventKind
+from myolo.agent.gpu.bridge import EventBridge
+from myolo.agent.gpu.nvml_calls import text
+from myolo.agent.gpu.nvml_read import DeviceInfo
 
 log = structlog.get_logger("myolo.agent.gpu")
 

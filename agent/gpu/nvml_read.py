@@ -1,4 +1,4 @@
-"""One GPU's reading from NVML: every field of ``GpuReading`` (events.payloads.node), each one absent when unsupported.
+"""One GPU's reading from NVML: every field of ``GpuReading`` (myolo.events.payloads.node), each one absent when unsupported.
 
 Units are converted here, once, to what the payload says: bytes, watts, joules, degrees C, MHz, ns.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.gpu.nvml_calls import NvmlCaller, text
-from agent.gpu.reasons import decode_clock_event_reasons
-from events.payloads import GpuProcess, GpuReading, NvLink
+from myolo.agent.gpu.nvml_calls import NvmlCaller, text
+from myolo.agent.gpu.reasons import decode_clock_event_reasons
+from myolo.events.payloads import GpuProcess, GpuReading, NvLink
 
 _NVLINK_COUNTERS = (
     ("replay_errors", "NVML_NVLINK_ERROR_DL_REPLAY", 0),

@@ -1,12 +1,12 @@
 """Prepared check for a session with a real GPU. Run on the GPU machine:
 
-    python -m agent.gpu.real_gpu_check [--out result.json] [--repeats 20] [--no-cli]
+    python -m myolo.agent.gpu.real_gpu_check [--out result.json] [--repeats 20] [--no-cli]
 
 It opens the NVML backend, reads once, checks that what came back is real hardware and not the simulator
 (backend ``nvml``, no ``GPU-SIM`` uuid, memory total > 0, an NVIDIA/H-series name), lists which fields the
 GPU left absent, times ``read_all`` (median of ``--repeats``) and a whole sample (read + health + JSON),
 checks the XID/ECC event thread starts and stops, and runs ``myolo-agent sample --json`` (as
-``python -m agent sample --json``) to check the operator's command end to end. Prints one JSON object
+``python -m myolo.agent sample --json``) to check the operator's command end to end. Prints one JSON object
 (also written to ``--out`` or ``$OUT/real_gpu_check.json``); exit 0 when every check passed.
 
 Needs only the standard library, ``nvidia-ml-py`` and ``msgspec`` (the CLI step also needs typer/rich and
@@ -27,14 +27,14 @@ from typing import Any
 
 import msgspec
 
-from agent.gpu.backend import GpuBackendError
-from agent.gpu.nvml import NvmlBackend
-from agent.gpu.sample import build_sample
-from agent.health import HealthState
-from events.clock import SystemClock
-from events.logs import configure_logging
-from events.payloads import GpuReading, NodeSample
-from events.payloads.compact import compact_sample
+from myolo.agent.gpu.backend import GpuBackendError
+from myolo.agent.gpu.nvml import NvmlBackend
+from myolo.agent.gpu.sample import build_sample
+from myolo.agent.health import HealthState
+from myolo.events.clock import SystemClock
+from myolo.events.logs import configure_logging
+from myolo.events.payloads import GpuReading, NodeSample
+from myolo.events.payloads.compact import compact_sample
 
 # ``nvlink`` is left out: published, it lists only links down or counting errors (``nvlink_links`` tells support)
 OPTIONAL_FIELDS = [
@@ -95,7 +95,7 @@ def run_cli(timeout_s: float) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         p = subprocess.run(
-            [sys.executable, "-m", "agent", "sample", "--json"], capture_output=True, text=True, timeout=timeout_s
+            [sys.executable, "-m", "myolo.agent", "sample", "--json"], capture_output=True, text=True, timeout=timeout_s
         )
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timed out after {timeout_s} s"}
@@ -122,12 +122,12 @@ def run_cli(timeout_s: float) -> dict[str, Any]:
 def metrics_page(sample: NodeSample) -> dict[str, Any]:
     """``GET /metrics`` of this sample as the agent renders it: the time, one DCGM_FI_DEV_GPU_UTIL series per
     GPU that reads its utilisation, and the PCI addresses NVML gave (dcgm-exporter's pci_bus_id label)."""
-    from agent.metrics.exporter import render_page
-    from agent.metrics.observed import Observed
-    from agent.metrics.plan import plan
-    from agent.metrics.sources import View
-    from agent.publish.publisher import PublisherStatus
-    from agent.spool.stats import SpoolStats
+    from myolo.agent.metrics.exporter import render_page
+    from myolo.agent.metrics.observed import Observed
+    from myolo.agent.metrics.plan import plan
+    from myolo.agent.metrics.sources import View
+    from myolo.agent.publish.publisher import PublisherStatus
+    from myolo.agent.spool.stats import SpoolStats
 
     spool = SpoolStats(
         pending_records=0, bytes=0, max_bytes=1, segments=0, appended=0, committed=0, dropped=0, last_seq=0, acked_seq=0

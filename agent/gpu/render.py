@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from events.payloads import GpuReading, NodeSample
+from myolo.events.payloads import GpuReading, NodeSample
 
 ABSENT = "—"
 GiB = 1 << 30

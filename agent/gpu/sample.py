@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent.gpu.backend import GpuBackend
-from agent.health.state import HealthState
-from events.payloads import HostReading, NodeSample
+from myolo.agent.gpu.backend import GpuBackend
+from myolo.agent.health.state import HealthState
+from myolo.events.payloads import HostReading, NodeSample
 
 
 def build_sample(

@@ -1,6 +1,6 @@
 """Simulated GPUs behind the same interface as NVML, labelled ``sim``, with injectable faults.
 
-Time comes from the agent's :class:`~events.clock.Clock`, so a test with a ``SimClock`` plays an hour of a
+Time comes from the agent's :class:`~myolo.events.clock.Clock`, so a test with a ``SimClock`` plays an hour of a
 node in milliseconds and sees the same readings every run (seeded noise). What the simulator itself costs
 is measured apart (:attr:`SimBackend.cost`) so the benchmark can report the agent's own share.
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import structlog
 
-from agent.gpu.backend import BackendName, GpuBackendError, GpuEvent, GpuEventKind
-from agent.gpu.bridge import EventBridge, resolve_loop
-from agent.gpu.sim_faults import (
+from myolo.agent.gpu.backend import BackendName, GpuBackendError, GpuEvent, GpuEventKind
+from myolo.agent.gpu.bridge import EventBridge, resolve_loop
+from myolo.agent.gpu.sim_faults import (
     XID_CONTAINED,
     XID_DBE,
     XID_OFF_BUS,
@@ -31,9 +31,9 @@ from agent.gpu.sim_faults import (
     check_util,
     check_xid,
 )
-from agent.gpu.sim_model import GpuSpec, GpuState, LoadProfile, SimProcess, memory, settle, step, training_profile
-from events.clock import Clock, SystemClock
-from events.payloads import GpuProcess, GpuReading, NvLink
+from myolo.agent.gpu.sim_model import GpuSpec, GpuState, LoadProfile, SimProcess, memory, settle, step, training_profile
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.payloads import GpuProcess, GpuReading, NvLink
 
 log = structlog.get_logger("myolo.agent.gpu")
 WORKER_LOAD = 0.95  # a simulated GPU running a real worker looks this busy

@@ -1,7 +1,7 @@
 """Fault state of one simulated GPU, and the parsing/validation of what an operator asks to inject.
 
 The daemon's control socket (``myolo-agent inject``) turns its arguments into calls on
-:class:`~agent.gpu.sim.SimBackend`; the validation lives here so the socket, tests and demos all get the
+:class:`~myolo.agent.gpu.sim.SimBackend`; the validation lives here so the socket, tests and demos all get the
 same clear errors.
 """
 

@@ -2,7 +2,7 @@
 
 Utilisation follows a load profile with a short lag; power follows utilisation; temperature follows power
 with a thermal time constant of tens of seconds; memory is the sum of the simulated processes. Faults
-(:class:`~agent.gpu.sim_faults.GpuFaults`) bend these: a throttle lowers clocks, caps power or heats the
+(:class:`~myolo.agent.gpu.sim_faults.GpuFaults`) bend these: a throttle lowers clocks, caps power or heats the
 die, and grows violation time; a leak grows one process. Each step is a handful of float operations, so
 eight GPUs at 1 Hz cost far less than the agent that reads them.
 """
@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.gpu.sim_faults import GpuFaults
+from myolo.agent.gpu.sim_faults import GpuFaults
 
 GiB = 1 << 30
 MiB = 1 << 20

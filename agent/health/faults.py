@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agent.gpu.backend import GpuEvent
-from agent.health.model import Finding
-from events.payloads import NodeFault
-from events.payloads.node import FaultKind
+from myolo.agent.gpu.backend import GpuEvent
+from myolo.agent.health.model import Finding
+from myolo.events.payloads import NodeFault
+from myolo.events.payloads.node import FaultKind
 
 _KIND: dict[str, FaultKind] = {
     "xid": "xid",

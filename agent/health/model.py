@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from events.payloads.common import HEALTH_RANK, Health, worst_health
+from myolo.events.payloads.common import HEALTH_RANK, Health, worst_health
 
 
 @dataclass(frozen=True, slots=True)

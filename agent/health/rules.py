@@ -7,8 +7,8 @@ silent rather than guessing. An absent field never triggers a rule.
 
 from __future__ import annotations
 
-from agent.health.model import Finding
-from events.payloads import GpuReading
+from myolo.agent.health.model import Finding
+from myolo.events.payloads import GpuReading
 
 RETIRED_PAGES_FAIL = 63
 UNCORRECTABLE_REMAPS_WARN = 512

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import msgspec
 
-from agent.gpu.backend import GpuEvent
-from agent.health.model import Finding, summarise
-from agent.health.rules import gpu_findings, pcie_findings
-from agent.health.xid import classify_xid
-from events.clock import Clock
-from events.payloads import GpuReading, NodeSample
-from events.payloads.common import Health
+from myolo.agent.gpu.backend import GpuEvent
+from myolo.agent.health.model import Finding, summarise
+from myolo.agent.health.rules import gpu_findings, pcie_findings
+from myolo.agent.health.xid import classify_xid
+from myolo.events.clock import Clock
+from myolo.events.payloads import GpuReading, NodeSample
+from myolo.events.payloads.common import Health
 
 NODE = -1  # key for events whose GPU the driver did not name
 

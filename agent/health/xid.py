@@ -6,8 +6,8 @@ time): they are still published as faults, but do not change a GPU's health.
 
 from __future__ import annotations
 
-from agent.health.model import Finding
-from events.payloads.common import Health
+from myolo.agent.health.model import Finding
+from myolo.events.payloads.common import Health
 
 FAIL_XIDS: dict[int, str] = {
     48: "double-bit ECC error",

@@ -5,6 +5,6 @@ they are spooled, so an event sent after an outage still verifies; the coordinat
 node's enrolled public key (``<data_dir>/node.key.pub``, ``myolo-agent key show``). Telemetry stays unsigned.
 """
 
-from agent.identity.key import IdentityConfig, node_key
+from myolo.agent.identity.key import IdentityConfig, node_key
 
 __all__ = ["IdentityConfig", "node_key"]

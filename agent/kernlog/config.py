@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from agent.kernlog.dedup import DEFAULT_WINDOW_S
+from myolo.agent.kernlog.dedup import DEFAULT_WINDOW_S
 
 KMSG = "/dev/kmsg"
 JOURNAL_COMMAND = ["journalctl", "--dmesg", "--follow", "--lines=0", "--output=cat"]

@@ -1,7 +1,7 @@
 """Kernel log lines to the GPU events NVML's path produces, minus the XIDs NVML already reported.
 
-A line that reports an XID becomes a :class:`~agent.gpu.backend.GpuEvent` of kind ``xid`` on the GPU the PCI
-address names (``gpus`` maps addresses, in :func:`~agent.kernlog.parse.pci_key` form, to index and UUID; an
+A line that reports an XID becomes a :class:`~myolo.agent.gpu.backend.GpuEvent` of kind ``xid`` on the GPU the PCI
+address names (``gpus`` maps addresses, in :func:`~myolo.agent.kernlog.parse.pci_key` form, to index and UUID; an
 address the agent does not know keeps the GPU unnamed), with the kernel's line as its ``detail``.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 
 import structlog
 
-from agent.gpu.backend import GpuEvent
-from agent.kernlog.dedup import XidDedup
-from agent.kernlog.parse import parse_line
+from myolo.agent.gpu.backend import GpuEvent
+from myolo.agent.kernlog.dedup import XidDedup
+from myolo.agent.kernlog.parse import parse_line
 
 log = structlog.get_logger("myolo.agent.kernlog")
 GpuAddresses = Mapping[str, tuple[int, str | None]]  # pci_key -> (index, uuid)

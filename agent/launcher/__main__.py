@@ -1,7 +1,7 @@
-"""``python -m agent.launcher`` is ``myolo-agent-launcher``."""
+"""``python -m myolo.agent.launcher`` is ``myolo-agent-launcher``."""
 
 import sys
 
-from agent.launcher.cli import main
+from myolo.agent.launcher.cli import main
 
 sys.exit(main())

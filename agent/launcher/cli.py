@@ -13,16 +13,16 @@ from pathlib import Path
 
 import msgspec
 
-from agent.launcher.supervise import Launcher
-from agent.releases.config import ReleasesConfig
-from events.config import load_config
-from events.errors import ConfigError
-from events.logs import configure_logging
+from myolo.agent.launcher.supervise import Launcher
+from myolo.agent.releases.config import ReleasesConfig
+from myolo.events.config import load_config
+from myolo.events.errors import ConfigError
+from myolo.events.logs import configure_logging
 
 DEFAULT_CONFIG = Path("/etc/myolo/agent.toml")
 USAGE = """usage: myolo-agent-launcher [myolo-agent run options]
 
-Start the node agent (`python -m agent run` with the given options) from its current release, restart it
+Start the node agent (`python -m myolo.agent run` with the given options) from its current release, restart it
 when it stops for an upgrade or crashes, and switch back to the last committed release when a new one does
 not commit itself (READY, a sample published, its command consumer joined) within releases.max_tries starts
 of releases.commit_timeout_s each. This is what the systemd unit runs; see docs/agent.md.

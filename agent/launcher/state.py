@@ -13,8 +13,8 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import replace
 
-from events.files import atomic_write
-from events.payloads.node import FailedRelease, ReleaseComponent
+from myolo.events.files import atomic_write
+from myolo.events.payloads.node import FailedRelease, ReleaseComponent
 
 TRIAL_FILE = "trial.json"
 COMMIT_FIELD = "X_MYOLO_COMMIT"  # the agent's notification that its release works (systemd ignores X_ fields)

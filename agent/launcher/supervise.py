@@ -28,13 +28,13 @@ from pathlib import Path
 
 import structlog
 
-from agent.launcher import state as trial
-from agent.launcher.inbox import Inbox
-from agent.notify import Notifier
-from agent.releases.config import ReleasesConfig
-from agent.releases.env import PYTHONPATH, python_path
-from agent.releases.restart import EXIT_RESTART
-from agent.releases.store import ReleaseStore
+from myolo.agent.launcher import state as trial
+from myolo.agent.launcher.inbox import Inbox
+from myolo.agent.notify import Notifier
+from myolo.agent.releases.config import ReleasesConfig
+from myolo.agent.releases.env import PYTHONPATH, python_path
+from myolo.agent.releases.restart import EXIT_RESTART
+from myolo.agent.releases.store import ReleaseStore
 
 log = structlog.get_logger("myolo.agent.launcher")
 KILL_GRACE_S = 5.0  # from SIGTERM to SIGKILL for an agent killed for a missed watchdog or commit
@@ -62,7 +62,7 @@ class Run:
 
 def agent_argv(args: Sequence[str]) -> list[str]:
     """The agent daemon, imported from whatever PYTHONPATH's first entry (the current link) holds."""
-    return [sys.executable, "-P", "-m", "agent", "run", *args]
+    return [sys.executable, "-P", "-m", "myolo.agent", "run", *args]
 
 
 class Launcher:

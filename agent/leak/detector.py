@@ -1,6 +1,6 @@
 """The node's leak watch: one :class:`LeakSeries` per GPU, per process on a GPU, and per trainer's RSS.
 
-Fed from what the agent already reads (each ``NodeSample``; RSS from ``agent.leak.rss``), it publishes a
+Fed from what the agent already reads (each ``NodeSample``; RSS from ``myolo.agent.leak.rss``), it publishes a
 ``LeakReport`` per series every ``report_interval_s`` and at once when a series' alert starts or ends, plus a
 ``NodeFault`` (kind ``leak``, health ``warn``) when one starts. Time is the ``now`` passed in, taken from
 the agent's clock, so simulated days replay in seconds.
@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agent.leak.config import LeakConfig
-from agent.leak.series import LeakEstimate, LeakSeries
-from events.payloads import LeakReport, NodeFault, NodeSample
+from myolo.agent.leak.config import LeakConfig
+from myolo.agent.leak.series import LeakEstimate, LeakSeries
+from myolo.events.payloads import LeakReport, NodeFault, NodeSample
 
 Subject = Literal["gpu", "process_gpu", "host_rss"]
 Key = tuple[Subject, int | None, int | None]  # subject, gpu index, pid

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.leak.config import Z_TWO_SIDED
+from myolo.agent.leak.config import Z_TWO_SIDED
 
 
 @dataclass(frozen=True, slots=True)

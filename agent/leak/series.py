@@ -37,8 +37,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent.leak.config import LeakConfig
-from agent.leak.estimate import Trend, median, segments_from_jumps, theil_sen
+from myolo.agent.leak.config import LeakConfig
+from myolo.agent.leak.estimate import Trend, median, segments_from_jumps, theil_sen
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,17 +10,17 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from agent.metrics.observed import Observed
-from agent.metrics.plan import Planned, plan, series
-from agent.metrics.sources import View
-from agent.publish import Publisher
-from events.clock import Clock
-from events.metrics.text import CONTENT_TYPE, render_family
-from events.payloads import NodeSample
+from myolo.agent.metrics.observed import Observed
+from myolo.agent.metrics.plan import Planned, plan, series
+from myolo.agent.metrics.sources import View
+from myolo.agent.publish import Publisher
+from myolo.events.clock import Clock
+from myolo.events.metrics.text import CONTENT_TYPE, render_family
+from myolo.events.payloads import NodeSample
 
 
 class AgentMetrics:
-    """``last_sample`` and ``sample_monotonic`` read the sample loop's state (:class:`agent.daemon.runtime.Sampler`)."""
+    """``last_sample`` and ``sample_monotonic`` read the sample loop's state (:class:`myolo.agent.daemon.runtime.Sampler`)."""
 
     def __init__(
         self,

@@ -1,7 +1,7 @@
 """What the metrics show beside the sample, kept from the payloads the agent publishes: the last XID and a
 count per code of each GPU, the leak detector's last report per GPU, the last bandwidth probe.
 
-Fed by :attr:`agent.publish.Publisher.observers`, so it sees exactly what Kafka gets, and bounded: a GPU keeps at
+Fed by :attr:`myolo.agent.publish.Publisher.observers`, so it sees exactly what Kafka gets, and bounded: a GPU keeps at
 most :data:`MAX_XID_CODES` codes (XIDs are the driver's small integers; the cap only guards against a broken one).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.health.xid import xid_description
-from events.payloads import BandwidthReport, LeakReport, NodeFault, Payload
+from myolo.agent.health.xid import xid_description
+from myolo.events.payloads import BandwidthReport, LeakReport, NodeFault, Payload
 
 MAX_XID_CODES = 256
 

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-from agent.metrics.exporter import AgentMetrics
-from agent.metrics.plan import Planned, series
-from events.metrics.mapping import Mapping, load
-from events.settings import TelemetrySettings
+from myolo.agent.metrics.exporter import AgentMetrics
+from myolo.agent.metrics.plan import Planned, series
+from myolo.events.metrics.mapping import Mapping, load
+from myolo.events.settings import TelemetrySettings
 
 FIXED_GPU_ATTRIBUTES = {"hw.vendor": "NVIDIA"}
 
@@ -66,7 +66,7 @@ def start(metrics: AgentMetrics, settings: TelemetrySettings, instance: str) -> 
     event loop since the export blocks on its HTTP request."""
     from opentelemetry.sdk.metrics import MeterProvider  # the SDK: only when telemetry is on
 
-    from events.telemetry import metric_readers, resource
+    from myolo.events.telemetry import metric_readers, resource
 
     provider = MeterProvider(resource=resource("myolo-agent", instance), metric_readers=metric_readers(settings))
     register(metrics, provider.get_meter("myolo.agent"))

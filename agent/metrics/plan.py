@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent.metrics.sources import SOURCES, Source, View
-from events.metrics import units
-from events.metrics.mapping import Mapping, MappingError, MetricSpec, load
-from events.payloads import GpuReading
+from myolo.agent.metrics.sources import SOURCES, Source, View
+from myolo.events.metrics import units
+from myolo.events.metrics.mapping import Mapping, MappingError, MetricSpec, load
+from myolo.events.payloads import GpuReading
 
 GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION", "node")
 NODE_LABELS = ("Hostname", "node")

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import get_args
 
-from agent.metrics.observed import Observed
-from agent.publish.publisher import PublisherStatus
-from agent.spool.stats import SpoolStats
-from events.payloads import GpuReading, NodeSample
-from events.payloads.common import Health
-from events.payloads.node import NvLinkCounter
-from events.payloads.training import WorkerState
+from myolo.agent.metrics.observed import Observed
+from myolo.agent.publish.publisher import PublisherStatus
+from myolo.agent.spool.stats import SpoolStats
+from myolo.events.payloads import GpuReading, NodeSample
+from myolo.events.payloads.common import Health
+from myolo.events.payloads.node import NvLinkCounter
+from myolo.events.payloads.training import WorkerState
 
 Series = tuple[tuple[str, ...], float]
 HEALTH_STATES: tuple[str, ...] = get_args(Health)

@@ -2,5 +2,5 @@
 
 ``parse`` turns a line into a record, ``tracker`` turns records into reports and faults, ``follow`` reads
 a growing log file (or a pipe), ``watch`` wires them to a publisher, ``probe`` runs the torch all-reduce
-sweep (``kernels.probe.allreduce``) as a subprocess: the agent itself never imports torch.
+sweep (``myolo.kernels.probe.allreduce``) as a subprocess: the agent itself never imports torch.
 """

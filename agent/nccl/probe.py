@@ -1,4 +1,4 @@
-"""Run the all-reduce bandwidth sweep (``kernels.probe.allreduce``) as a subprocess and report bandwidths.
+"""Run the all-reduce bandwidth sweep (``myolo.kernels.probe.allreduce``) as a subprocess and report bandwidths.
 
 Why a subprocess: the agent never imports torch (it must start in milliseconds and stay small); the probe
 brings torch and spawns its own ranks. The agent owns the timeout, kills the whole process group when it
@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from events.payloads import BandwidthPoint, BandwidthReport
-from events.payloads.reports import allreduce_bus_factor
+from myolo.events.payloads import BandwidthPoint, BandwidthReport
+from myolo.events.payloads.reports import allreduce_bus_factor
 
-MODULE = "kernels.probe.allreduce"
+MODULE = "myolo.kernels.probe.allreduce"
 EXIT_BAD_ARGS, EXIT_NO_TORCH = 2, 3
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from agent.nccl.parse import (
+from myolo.agent.nccl.parse import (
     AlgoSet,
     ChannelCounts,
     CommInfo,
@@ -30,7 +30,7 @@ from agent.nccl.parse import (
     WatchdogTimeout,
     parse_line,
 )
-from events.payloads import NcclChannel, NcclReport, NodeFault
+from myolo.events.payloads import NcclChannel, NcclReport, NodeFault
 
 MAX_CHANNELS = 512  # bound the size of one report; a 32-channel, 8-peer comm stays well under it
 MAX_WARNINGS = 32

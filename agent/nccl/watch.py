@@ -5,9 +5,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable
 
-from agent.nccl.tracker import NcclTracker
-from events.clock import Clock
-from events.payloads import NcclReport, NodeFault
+from myolo.agent.nccl.tracker import NcclTracker
+from myolo.events.clock import Clock
+from myolo.events.payloads import NcclReport, NodeFault
 
 Emit = Callable[[NcclReport | NodeFault], Awaitable[None] | None]
 

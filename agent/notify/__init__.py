@@ -1,5 +1,5 @@
 """sd_notify: READY, WATCHDOG, STATUS and STOPPING for systemd's Type=notify services."""
 
-from agent.notify.notify import Notifier
+from myolo.agent.notify.notify import Notifier
 
 __all__ = ["Notifier"]

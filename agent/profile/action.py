@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.commands import ArgsError
-from agent.profile.profiler import Profiler, find_py_spy
-from events.payloads import WorkerInfo
-from events.payloads.commands import ProfileResult
+from myolo.agent.commands import ArgsError
+from myolo.agent.profile.profiler import Profiler, find_py_spy
+from myolo.events.payloads import WorkerInfo
+from myolo.events.payloads.commands import ProfileResult
 
 
 def worker_of(workers: list[WorkerInfo], job_id: str, rank: int, generation: int | None) -> WorkerInfo:

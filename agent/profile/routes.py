@@ -9,7 +9,7 @@ import re
 import msgspec
 from aiohttp import web
 
-from agent.profile.profiler import Profiler
+from myolo.agent.profile.profiler import Profiler
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ENC = msgspec.json.Encoder()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.spool import SpoolStats
-from events.payloads import NodeFault
+from myolo.agent.spool import SpoolStats
+from myolo.events.payloads import NodeFault
 
 _WHY = {
     "over_cap": ("unsent record", "dropped: the spool reached its cap of {cap} bytes while Kafka was away"),

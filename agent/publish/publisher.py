@@ -2,14 +2,14 @@
 
 ``publish`` is synchronous and cheap (encode + one ``write`` to the spool), so the sample loop and the fault
 path never wait for Kafka. A single sender task reads the spool in order, hands a batch to the
-:class:`~events.bus.EventProducer` and commits it once every record is acknowledged. When the broker is away
+:class:`~myolo.events.bus.EventProducer` and commits it once every record is acknowledged. When the broker is away
 the batch shrinks to one record (a probe), the sender backs off, and new events simply accumulate on disk,
 bounded by the spool's cap: memory holds at most one batch whatever the outage's length. A failed batch is
 retried only after aiokafka has settled every future of the previous attempt, so retries never stack copies in
 the producer's buffer. Delivery is at least once (a batch partly acknowledged before a failure is resent);
 consumers de-duplicate by event id.
 
-With the node's key (``signer``), the node events that make the coordinator act (``events.signing.must_sign``:
+With the node's key (``signer``), the node events that make the coordinator act (``myolo.events.signing.must_sign``:
 faults, command acks, training faults and completions, and samples reporting warn or fail health) are signed
 here, before they are spooled: the record sent later, whatever the outage, is the signed one, and the producer
 sends it untouched. Telemetry (a healthy sample, NCCL and leak reports, progress) is not.
@@ -25,17 +25,17 @@ from typing import Literal, Protocol
 
 import structlog
 
-from agent.config import PublishConfig
-from agent.publish.loss import loss_fault, new_losses
-from agent.spool import Spool, SpoolEntry, SpoolRecord
-from events.clock import Clock, sleep_or_wake
-from events.codec import decode, encode
-from events.envelope import Event, new_event
-from events.errors import InvalidEvent
-from events.keys import Signer
-from events.payloads import Payload
-from events.signing import must_sign, sign
-from events.topics import NODE_SAMPLES, topic_for_type
+from myolo.agent.config import PublishConfig
+from myolo.agent.publish.loss import loss_fault, new_losses
+from myolo.agent.spool import Spool, SpoolEntry, SpoolRecord
+from myolo.events.clock import Clock, sleep_or_wake
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import Event, new_event
+from myolo.events.errors import InvalidEvent
+from myolo.events.keys import Signer
+from myolo.events.payloads import Payload
+from myolo.events.signing import must_sign, sign
+from myolo.events.topics import NODE_SAMPLES, topic_for_type
 
 log = structlog.get_logger("myolo.agent.publish")
 KafkaState = Literal["connecting", "ok", "away"]
@@ -43,7 +43,7 @@ HANDOVER_TIMEOUT_S = 1.0
 
 
 class Producer(Protocol):
-    """What the publisher needs of :class:`events.bus.EventProducer` (tests may pass a fake broker)."""
+    """What the publisher needs of :class:`myolo.events.bus.EventProducer` (tests may pass a fake broker)."""
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...

@@ -12,9 +12,9 @@ from typing import Any
 
 import structlog
 
-from agent.rdma.parse import parse_report
-from agent.trainer.ask import ask
-from events.payloads.commands import RdmaLatencyArgs, RdmaLatencyResult
+from myolo.agent.rdma.parse import parse_report
+from myolo.agent.trainer.ask import ask
+from myolo.events.payloads.commands import RdmaLatencyArgs, RdmaLatencyResult
 
 log = structlog.get_logger("myolo.agent.rdma")
 TOOL = "ib_write_lat"

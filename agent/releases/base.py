@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import structlog
 
-from agent.trainer.ask import ask
+from myolo.agent.trainer.ask import ask
 
 log = structlog.get_logger("myolo.agent.releases")
 DIST = "myolotrain"

@@ -8,7 +8,7 @@ upgrade or rollback of itself: ``exit`` with code 75 for systemd to start it aga
 
 A new agent release is on trial until it commits itself (READY, a sample published, its command consumer
 joined) within ``commit_timeout_s`` of a start; ``max_tries`` starts that crash, hang (no watchdog sign for
-``watchdog_s``) or stay silent switch the node back to the release it last committed (``agent.launcher``).
+``watchdog_s``) or stay silent switch the node back to the release it last committed (``myolo.agent.launcher``).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 import msgspec
 
-from agent.releases.errors import ReleaseError
-from events.digest import Sha256, TooLarge
+from myolo.agent.releases.errors import ReleaseError
+from myolo.events.digest import Sha256, TooLarge
 
 CHUNK = 1 << 16
 FIELD = "args.artifact"

@@ -19,10 +19,10 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from agent.releases.config import ReleasesConfig
-from agent.releases.errors import ReleaseError
-from agent.releases.fetch import Fetched, fetch_artifact, wheel_name, wheel_version
-from agent.releases.store import RELEASE_FILE, ReleaseInfo, ReleaseStore
+from myolo.agent.releases.config import ReleasesConfig
+from myolo.agent.releases.errors import ReleaseError
+from myolo.agent.releases.fetch import Fetched, fetch_artifact, wheel_name, wheel_version
+from myolo.agent.releases.store import RELEASE_FILE, ReleaseInfo, ReleaseStore
 
 log = structlog.get_logger("myolo.agent.releases")
 Fetch = Callable[..., Awaitable[Fetched]]  # fetch_artifact's signature

@@ -2,7 +2,7 @@
 
 ``exit``: the process ends with :data:`EXIT_RESTART` (75) and systemd starts the unit again
 (``RestartForceExitStatus=75``), whose ``PYTHONPATH`` starts with ``<dir>/agent/current``. ``exec``: no
-supervisor (the local stack): the process replaces itself with ``python -P -m agent <its arguments>``, the same
+supervisor (the local stack): the process replaces itself with ``python -P -m myolo.agent <its arguments>``, the same
 pid, that link first on its PYTHONPATH (``-P``: not the working directory, which may be a source checkout).
 Either way the daemon has stopped as on SIGTERM first: workers stopped, the spool flushed.
 """
@@ -17,7 +17,7 @@ from typing import Literal
 
 import structlog
 
-from agent.releases.env import PYTHONPATH, python_path
+from myolo.agent.releases.env import PYTHONPATH, python_path
 
 log = structlog.get_logger("myolo.agent.releases")
 EXIT_RESTART = 75  # EX_TEMPFAIL: "come back", distinct from a crash (1) and a failed start (2)
@@ -41,7 +41,7 @@ class RestartPlan:
     reason: str
 
     def argv(self, argv: Sequence[str]) -> list[str]:
-        return [sys.executable, "-P", "-m", "agent", *argv[1:]]
+        return [sys.executable, "-P", "-m", "myolo.agent", *argv[1:]]
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
         env = dict(environ)

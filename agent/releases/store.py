@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from agent.releases.errors import ReleaseError
+from myolo.agent.releases.errors import ReleaseError
 
 log = structlog.get_logger("myolo.agent.releases")
 RELEASE_FILE = "release.json"

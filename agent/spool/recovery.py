@@ -16,8 +16,8 @@ from pathlib import Path
 
 import structlog
 
-from agent.spool import cursor
-from agent.spool.segment import Damage, Segment, SegmentFile, overlap
+from myolo.agent.spool import cursor
+from myolo.agent.spool.segment import Damage, Segment, SegmentFile, overlap
 
 log = structlog.get_logger("myolo.agent.spool")
 PREFIX, SUFFIX = "seg-", ".spool"

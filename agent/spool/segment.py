@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.spool.record import HEADER, MAGIC, CorruptFrame, SpoolRecord, check_body, unpack_header
+from myolo.agent.spool.record import HEADER, MAGIC, CorruptFrame, SpoolRecord, check_body, unpack_header
 
 _CHUNK = 64 << 10
 

@@ -25,14 +25,14 @@ from pathlib import Path
 
 import structlog
 
-from agent.spool import cursor
-from agent.spool.fsync import FsyncPolicy, FsyncSchedule
-from agent.spool.record import SpoolRecord, pack
-from agent.spool.recovery import recover, segment_path
-from agent.spool.segment import Damage, Segment, SegmentFile, records_between
-from agent.spool.stats import SpoolStats
-from events.clock import Clock, SystemClock
-from events.files import fsync_dir
+from myolo.agent.spool import cursor
+from myolo.agent.spool.fsync import FsyncPolicy, FsyncSchedule
+from myolo.agent.spool.record import SpoolRecord, pack
+from myolo.agent.spool.recovery import recover, segment_path
+from myolo.agent.spool.segment import Damage, Segment, SegmentFile, records_between
+from myolo.agent.spool.stats import SpoolStats
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.files import fsync_dir
 
 log = structlog.get_logger("myolo.agent.spool")
 

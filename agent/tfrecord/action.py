@@ -19,9 +19,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from agent.commands.hash_files import _kind as file_kind
-from agent.tfrecord.check import Stopped, check_stream
-from events.payloads.commands import CheckTfrecordsResult, TfRecordFile, TfRecordPattern
+from myolo.agent.commands.hash_files import _kind as file_kind
+from myolo.agent.tfrecord.check import Stopped, check_stream
+from myolo.events.payloads.commands import CheckTfrecordsResult, TfRecordFile, TfRecordPattern
 
 log = structlog.get_logger("myolo.agent.commands")
 

@@ -14,8 +14,8 @@ import struct
 import threading
 from typing import BinaryIO
 
-from agent.tfrecord.crc32c import Crc32c, crc32c, masked
-from events.payloads.commands import TfRecordFile
+from myolo.agent.tfrecord.crc32c import Crc32c, crc32c, masked
+from myolo.events.payloads.commands import TfRecordFile
 
 CHUNK_BYTES = 4 << 20
 HEADER = 12

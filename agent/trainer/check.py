@@ -1,7 +1,7 @@
 """The trainer's own check of a job, run in the trainer's interpreter before any worker starts.
 
 Why a subprocess: the rules (a known model, a layout that divides the world size, heads divisible by tp...)
-belong to the trainer, and the agent never imports it. ``python -m kernels.cli.check_job`` answers without
+belong to the trainer, and the agent never imports it. ``python -m myolo.kernels.cli.check_job`` answers without
 importing torch, in well under a second; its verdict names the job field, which becomes ``args.job.<field>``.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import msgspec
 
-from agent.commands.args import ArgsError
-from agent.trainer.ask import ask
-from events.payloads import TrainerJob
-from events.payloads.trainer_job import JobCheckResult
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.trainer.ask import ask
+from myolo.events.payloads import TrainerJob
+from myolo.events.payloads.trainer_job import JobCheckResult
 
 
 class TrainerBroken(ArgsError):
@@ -37,7 +37,7 @@ async def check_job(
     the workers run (``-m`` puts it first on the path: a source checkout there would shadow the release)."""
     request = msgspec.json.encode({"job": job, "world_size": world_size})
     try:
-        answer = await ask([*python, "-m", "kernels.cli.check_job"], timeout_s, stdin=request, env=env, cwd=cwd)
+        answer = await ask([*python, "-m", "myolo.kernels.cli.check_job"], timeout_s, stdin=request, env=env, cwd=cwd)
     except OSError as exc:
         raise TrainerBroken(
             f"cannot run the trainer's interpreter {list(python)}: {exc}; set trainer.python", "args.job"

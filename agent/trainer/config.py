@@ -4,7 +4,7 @@ Every timeout is a setting, and the hang bound is learned: a worker is hung when
 ``max(hang_floor_s, hang_factor x the job's recent step time)``; before its first step it has
 ``startup_timeout_s`` (importing torch, building the model and meeting the other ranks take a while).
 
-Warm standby workers (``agent.trainer.warm``): ``warm_workers`` processes that have already imported torch and
+Warm standby workers (``myolo.agent.trainer.warm``): ``warm_workers`` processes that have already imported torch and
 the trainer wait for a job, so a new generation's workers skip most of their start-up; unset means one per
 GPU of the node, 0 turns them off. Replacements are started once every worker of a starting job has trained
 a step (or ``warm_refill_after_s`` after the start), their imports niced by ``warm_nice``.

@@ -1,5 +1,5 @@
 """The export manifest a finished job left on this node: ``<export_path>.json``, written by the trainer's
-rank 0 (``kernels.export.manifest``), attached by the agent to the job's ``training.completed`` event.
+rank 0 (``myolo.kernels.export.manifest``), attached by the agent to the job's ``training.completed`` event.
 
 Why the agent reads it with such care: the file is the trainer's output, on a path the job chose. Whatever is
 there (nothing, a FIFO, a huge file, half-written JSON, a schema the agent does not know) must never crash
@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from events.payloads.models import ModelExport
+from myolo.events.payloads.models import ModelExport
 
 log = structlog.get_logger("myolo.agent.trainer")
 MAX_MANIFEST_BYTES = 64 * 1024

@@ -8,10 +8,10 @@ from typing import Literal
 
 import zmq
 
-from agent.trainer.hang import HangWatch
-from agent.trainer.launch import WorkerPlan
-from events.payloads import StartWorkersArgs, WorkerInfo
-from events.payloads.training import WorkerState
+from myolo.agent.trainer.hang import HangWatch
+from myolo.agent.trainer.launch import WorkerPlan
+from myolo.events.payloads import StartWorkersArgs, WorkerInfo
+from myolo.events.payloads.training import WorkerState
 
 Ending = Literal["stopping", "faulted"]
 

@@ -1,12 +1,12 @@
 """How a worker process is started: its argv, its torchrun-style environment, its files.
 
-Each worker runs ``<trainer python> -m kernels.cli.worker --config <job.json>`` in a session of its own (so a
+Each worker runs ``<trainer python> -m myolo.kernels.cli.worker --config <job.json>`` in a session of its own (so a
 stop signals its whole process group: compile workers and data loaders included), with stdout and stderr in
 ``<run dir>/rank-<R>.log`` and NCCL's debug log in ``<run dir>/nccl-rank-<R>.log`` (which the agent's NCCL
 follower parses). On simulated GPUs ``CUDA_VISIBLE_DEVICES`` is empty, so the worker trains on the CPU
 with gloo; on a real node it is the worker's GPU index.
 
-A warm standby (``agent.trainer.warm``) is started the same way with the same interpreter, directory base and
+A warm standby (``myolo.agent.trainer.warm``) is started the same way with the same interpreter, directory base and
 environment less the per-worker variables; handed a plan, it becomes that worker.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import msgspec
 
-from events.payloads.commands import StartWorkersArgs
-from events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
+from myolo.events.payloads.commands import StartWorkersArgs
+from myolo.events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # variables of a parent's own launch that must not leak into a worker the agent starts
@@ -45,9 +45,9 @@ PER_WORKER = (
     "NCCL_DEBUG_FILE",
     "CUDA_VISIBLE_DEVICES",
 )
-WORKER_MODULE = "kernels.cli.worker"
-AGENT_PID_VAR = "MYOLO_AGENT_PID"  # read by kernels.worker.orphan
-STANDBY_MODULE = "kernels.cli.warm"
+WORKER_MODULE = "myolo.kernels.cli.worker"
+AGENT_PID_VAR = "MYOLO_AGENT_PID"  # read by myolo.kernels.worker.orphan
+STANDBY_MODULE = "myolo.kernels.cli.warm"
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class WorkerPlan:
     rank: int
     local_rank: int
     gpu: int
-    argv: tuple[str, ...]  # <python> -m kernels.cli.worker <args>
+    argv: tuple[str, ...]  # <python> -m myolo.kernels.cli.worker <args>
     args: tuple[str, ...]  # the worker's own arguments (what a warm standby is handed)
     env: Mapping[str, str]
     cwd: Path
@@ -150,7 +150,7 @@ def inherited_env(base_env: Mapping[str, str]) -> dict[str, str]:
     variables, unbuffered (the logs are read while the worker runs), and the agent's pid."""
     env = {k: v for k, v in base_env.items() if k not in _DROPPED}
     env["PYTHONUNBUFFERED"] = "1"
-    env[AGENT_PID_VAR] = str(os.getpid())  # the worker dies with this process (kernels.worker.orphan)
+    env[AGENT_PID_VAR] = str(os.getpid())  # the worker dies with this process (myolo.kernels.worker.orphan)
     return env
 
 

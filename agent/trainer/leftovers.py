@@ -2,7 +2,7 @@
 
 Why: workers and warm standbys run in sessions of their own, so an agent killed with SIGKILL (or by the OOM
 killer) leaves them running, and nobody can stop, watch or reap them any more; the coordinator restarts
-their job on a new generation anyway. They die with the agent by themselves (``kernels.worker.orphan``),
+their job on a new generation anyway. They die with the agent by themselves (``myolo.kernels.worker.orphan``),
 but not when the agent died before they asked the kernel to, or on a kernel without that request. So each
 process the supervisor starts is recorded in ``<workers_dir>/.procs/<pid>.json`` (pid, its start time in
 ``/proc``, what it is), and the next agent run, before it starts anything, sends SIGKILL to the process group
@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from agent.trainer.signals import stat_fields
+from myolo.agent.trainer.signals import stat_fields
 
 log = structlog.get_logger("myolo.agent.trainer")
 DIR_NAME = ".procs"

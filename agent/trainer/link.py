@@ -1,4 +1,4 @@
-"""The agent's side of the ZeroMQ link to its workers (the wire format: ``kernels.worker.protocol``).
+"""The agent's side of the ZeroMQ link to its workers (the wire format: ``myolo.kernels.worker.protocol``).
 
 One PULL socket receives every worker's progress and heartbeats (``[topic, json]``); each running job gets a
 PUSH socket of its own for control messages, to which only that job's global rank 0 connects (a shared PUSH
@@ -25,9 +25,9 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from events.payloads import ControlMessage, TrainingProgress, WorkerHeartbeat
-from events.payloads.training import ZMQ_HEARTBEAT_TOPIC as HEARTBEAT_TOPIC
-from events.payloads.training import ZMQ_PROGRESS_TOPIC as PROGRESS_TOPIC
+from myolo.events.payloads import ControlMessage, TrainingProgress, WorkerHeartbeat
+from myolo.events.payloads.training import ZMQ_HEARTBEAT_TOPIC as HEARTBEAT_TOPIC
+from myolo.events.payloads.training import ZMQ_PROGRESS_TOPIC as PROGRESS_TOPIC
 
 MAX_MESSAGE_BYTES = 256 * 1024
 MAX_PER_CALLBACK = 1000  # then the loop gets a turn; the rest is read on the next one

@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.trainer.launch import rank_log, run_dir
+from myolo.agent.trainer.launch import rank_log, run_dir
 
 _GENERATION = re.compile(r"g([0-9]{1,9})")
 _RANK = re.compile(r"rank-([0-9]{1,9})\.log")

@@ -16,9 +16,9 @@ A worker still in its start-up (no word from it since it was started: importing,
 the checkpoint) is not waited for: it has trained nothing to save, and the stop reaches the ranks at a step,
 which it may never take once its peers have stopped. Workers do not outlive their agent.
 
-A worker slot is handed to a warm standby (``agent.trainer.warm``: its imports already done) when one is
+A worker slot is handed to a warm standby (``myolo.agent.trainer.warm``: its imports already done) when one is
 ready, else started cold. Jobs with ``compile: true`` always start cold: the worker must give each rank its
-own inductor cache through the environment before torch is imported (``kernels.cli.worker.
+own inductor cache through the environment before torch is imported (``myolo.kernels.cli.worker.
 isolate_compile_cache``), and a standby has imported it already; such workers spend their start-up
 compiling anyway, so the import saved would matter little.
 """
@@ -36,21 +36,21 @@ from typing import Any, Literal
 import msgspec
 import structlog
 
-from agent.commands.args import ArgsError
-from agent.tasks import TaskSet
-from agent.trainer import launch, leftovers
-from agent.trainer.config import TrainerConfig
-from agent.trainer.export import manifest_path, read_export
-from agent.trainer.hang import Hang, HangWatch
-from agent.trainer.job import LocalJob, Worker
-from agent.trainer.link import BadMessage, WorkerLink, decode, send_control
-from agent.trainer.logtail import tail_lines
-from agent.trainer.signals import process_stopped, signal_group, signal_name, wait_all
-from agent.trainer.throttle import ProgressThrottle
-from agent.trainer.warm import WarmPool
-from events.clock import Clock
-from events.limits import Throttle
-from events.payloads import (
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.tasks import TaskSet
+from myolo.agent.trainer import launch, leftovers
+from myolo.agent.trainer.config import TrainerConfig
+from myolo.agent.trainer.export import manifest_path, read_export
+from myolo.agent.trainer.hang import Hang, HangWatch
+from myolo.agent.trainer.job import LocalJob, Worker
+from myolo.agent.trainer.link import BadMessage, WorkerLink, decode, send_control
+from myolo.agent.trainer.logtail import tail_lines
+from myolo.agent.trainer.signals import process_stopped, signal_group, signal_name, wait_all
+from myolo.agent.trainer.throttle import ProgressThrottle
+from myolo.agent.trainer.warm import WarmPool
+from myolo.events.clock import Clock
+from myolo.events.limits import Throttle
+from myolo.events.payloads import (
     ControlMessage,
     ModelExport,
     StartWorkersArgs,
@@ -60,7 +60,7 @@ from events.payloads import (
     WorkerHeartbeat,
     WorkerInfo,
 )
-from events.payloads.commands import StartWorkersResult, StopWorkersResult
+from myolo.events.payloads.commands import StartWorkersResult, StopWorkersResult
 
 log = structlog.get_logger("myolo.agent.trainer")
 Publish = Callable[..., object]  # Publisher.publish(payload, urgent=...)

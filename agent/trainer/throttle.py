@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from events.payloads import TrainingProgress
+from myolo.events.payloads import TrainingProgress
 
 
 @dataclass

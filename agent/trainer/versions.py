@@ -1,6 +1,6 @@
 """The ``runtime_versions`` action: the trainer interpreter's CUDA stack beside the driver's, for pre-flight.
 
-The agent never imports torch: it runs ``python -m kernels.cli.versions`` in the workers' interpreter and
+The agent never imports torch: it runs ``python -m myolo.kernels.cli.versions`` in the workers' interpreter and
 environment (the trainer's release first on PYTHONPATH, the workers' directory as cwd), as the job check does,
 bounded by ``timeout_s``. What the interpreter cannot say is the answer's ``error``, not a failed command.
 """
@@ -14,17 +14,17 @@ from typing import Any
 
 import msgspec
 
-from agent.gpu import GpuBackend
-from agent.rdma.action import TOOL as RDMA_TOOL
-from agent.trainer.ask import ask
-from events.payloads.commands import RuntimeVersions
+from myolo.agent.gpu import GpuBackend
+from myolo.agent.rdma.action import TOOL as RDMA_TOOL
+from myolo.agent.trainer.ask import ask
+from myolo.events.payloads.commands import RuntimeVersions
 
 
 async def trainer_versions(
     python: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None, cwd: str | Path | None = None
 ) -> RuntimeVersions:
     try:
-        answer = await ask([*python, "-m", "kernels.cli.versions"], timeout_s, env=env, cwd=cwd)
+        answer = await ask([*python, "-m", "myolo.kernels.cli.versions"], timeout_s, env=env, cwd=cwd)
     except OSError as exc:
         return RuntimeVersions(error=f"cannot run the trainer's interpreter {list(python)}: {exc}; set trainer.python")
     if answer is None:

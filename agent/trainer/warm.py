@@ -5,7 +5,7 @@ importing torch and the trainer. A standby pays that ahead of time, so a new gen
 its rendezvous.
 
 A standby is started like a worker (its own session, the trainer's interpreter, the workers' directory, the
-workers' environment less the per-worker variables, see ``launch.standby_env``) as ``-m kernels.cli.warm``,
+workers' environment less the per-worker variables, see ``launch.standby_env``) as ``-m myolo.kernels.cli.warm``,
 its stderr appended to ``<workers_dir>/warm.log``; it says ``ready`` on its stdout once its imports are done.
 A start takes a ready one per worker slot (one that died meanwhile is never used) and writes it the worker's
 plan (``WarmHandoff``) on stdin; from then on it is that worker, watched, signalled and reaped as a cold one.
@@ -32,11 +32,11 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from agent.trainer import launch, leftovers
-from agent.trainer.logtail import tail_lines
-from agent.trainer.signals import running_child, signal_group, wait_all
-from events.clock import Clock
-from events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
+from myolo.agent.trainer import launch, leftovers
+from myolo.agent.trainer.logtail import tail_lines
+from myolo.agent.trainer.signals import running_child, signal_group, wait_all
+from myolo.events.clock import Clock
+from myolo.events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
 
 log = structlog.get_logger("myolo.agent.trainer")
 KILL_WAIT_S = 5.0

@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
-from coordinator.api import openapi, routes
-from coordinator.api.body import MAX_BODY
-from coordinator.api.errors import json_errors
-from coordinator.api.gate import SECURITY, Security, guard, install
-from coordinator.api.requests import RequestCounts
-from coordinator.core.component import RouteSet
+from myolo.coordinator.api import openapi, routes
+from myolo.coordinator.api.body import MAX_BODY
+from myolo.coordinator.api.errors import json_errors
+from myolo.coordinator.api.gate import SECURITY, Security, guard, install
+from myolo.coordinator.api.requests import RequestCounts
+from myolo.coordinator.core.component import RouteSet
 
 
 def _served_by(instance_id: str) -> Callable[..., Awaitable[web.StreamResponse]]:

@@ -20,12 +20,12 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from coordinator.api.auth import Caller
-from coordinator.core.errors import Unavailable
-from events.bus import EventProducer
-from events.clock import Clock
-from events.payloads import AuditRecord
-from events.payloads.audit import Outcome
+from myolo.coordinator.api.auth import Caller
+from myolo.coordinator.core.errors import Unavailable
+from myolo.events.bus import EventProducer
+from myolo.events.clock import Clock
+from myolo.events.payloads import AuditRecord
+from myolo.events.payloads.audit import Outcome
 
 log = structlog.get_logger("myolo.coordinator.api")
 Send = Callable[[AuditRecord], Awaitable[None]]

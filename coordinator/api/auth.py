@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from coordinator.api.tokens import MAX_TOKEN, RANK, Role, TokenStore, TokensUnavailable
-from coordinator.core.errors import Forbidden, Invalid, Unauthenticated, Unavailable
+from myolo.coordinator.api.tokens import MAX_TOKEN, RANK, Role, TokenStore, TokensUnavailable
+from myolo.coordinator.core.errors import Forbidden, Invalid, Unauthenticated, Unavailable
 
 OPEN_PATHS = frozenset({"/healthz", "/openapi.json"})
 SCRAPE_PATHS = frozenset({"/metrics"})  # all a scrape token may read

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from coordinator.core.errors import (
+from myolo.coordinator.core.errors import (
     Conflict,
     Forbidden,
     Invalid,

@@ -21,8 +21,8 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from coordinator.api.audit import AuditLog
-from coordinator.api.auth import (
+from myolo.coordinator.api.audit import AuditLog
+from myolo.coordinator.api.auth import (
     SAFE_METHODS,
     Authenticator,
     Caller,
@@ -33,8 +33,8 @@ from coordinator.api.auth import (
     set_caller,
     unauthorized,
 )
-from coordinator.api.errors import Handler, error_response, status_of
-from coordinator.core.errors import Refusal, Unavailable, Unsupported
+from myolo.coordinator.api.errors import Handler, error_response, status_of
+from myolo.coordinator.core.errors import Refusal, Unavailable, Unsupported
 
 log = structlog.get_logger("myolo.coordinator.api")
 JSON = "application/json"

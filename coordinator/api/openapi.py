@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from coordinator.core.component import Component
+from myolo.coordinator.core.component import Component
 
 CORE_OPENAPI = Path(__file__).with_name("openapi.yaml")
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from coordinator.api.auth import CALLER, Caller
+from myolo.coordinator.api.auth import CALLER, Caller
 
 Key = tuple[str, str, str, str]  # route, method, status, role
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

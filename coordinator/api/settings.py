@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.api.audit import AuditLog, Send
-from coordinator.api.auth import Authenticator
-from coordinator.api.gate import Security
-from coordinator.api.tokens import FIELD, TokenStore
-from events.clock import Clock
-from events.errors import ConfigError
-from events.keys import check_private
+from myolo.coordinator.api.audit import AuditLog, Send
+from myolo.coordinator.api.auth import Authenticator
+from myolo.coordinator.api.gate import Security
+from myolo.coordinator.api.tokens import FIELD, TokenStore
+from myolo.events.clock import Clock
+from myolo.events.errors import ConfigError
+from myolo.events.keys import check_private
 
 if TYPE_CHECKING:
-    from coordinator.api.config import ApiConfig
+    from myolo.coordinator.api.config import ApiConfig
 
 log = structlog.get_logger("myolo.coordinator.api")
 CREATE = "myoloctl token create admin --role admin --tokens-file /etc/myolo/api-tokens"

@@ -23,8 +23,8 @@ from typing import Literal, get_args
 
 import structlog
 
-from events.errors import ConfigError
-from events.files import atomic_write
+from myolo.events.errors import ConfigError
+from myolo.events.files import atomic_write
 
 log = structlog.get_logger("myolo.coordinator.api")
 

@@ -23,7 +23,7 @@ from typing import IO
 
 import msgspec
 
-from coordinator.backup.schema import (
+from myolo.coordinator.backup.schema import (
     CHECKPOINTS_DIR,
     CONFIGS_DIR,
     MANIFEST,
@@ -37,7 +37,7 @@ from coordinator.backup.schema import (
     encode_manifest,
     topic_member,
 )
-from events.files import fsync_dir
+from myolo.events.files import fsync_dir
 
 SPOOL_BYTES = 16 << 20  # a member larger than this is staged in a temp file, not in memory
 _CHUNK = 1 << 16

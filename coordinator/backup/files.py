@@ -20,9 +20,9 @@ from pathlib import Path
 
 import msgspec
 
-from coordinator.backup.schema import CHECKPOINTS_DIR, CONFIGS_DIR, CheckpointInfo, ConfigInfo, Record, safe_part
-from coordinator.jobs.records import JobRecord
-from coordinator.state.codec import record_kind
+from myolo.coordinator.backup.schema import CHECKPOINTS_DIR, CONFIGS_DIR, CheckpointInfo, ConfigInfo, Record, safe_part
+from myolo.coordinator.jobs.records import JobRecord
+from myolo.coordinator.state.codec import record_kind
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_CHECKPOINT_FILE_BYTES = 256 << 20

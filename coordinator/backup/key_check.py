@@ -1,6 +1,6 @@
 """Checking an archive's records against the coordinators' key before restoring them.
 
-A coordinator applies only the state records sealed with its key (coordinator.state.seal); a backup restored for
+A coordinator applies only the state records sealed with its key (myolo.coordinator.state.seal); a backup restored for
 coordinators holding another key would be read as forged, record by record, and the cluster would start empty.
 With the key given, ``restore`` checks every seal the way the coordinators will, before writing anything.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.backup.archive import Archive
-from coordinator.state.codec import record_kind
-from coordinator.state.seal import ForgedStateRecord, StateKeys
+from myolo.coordinator.backup.archive import Archive
+from myolo.coordinator.state.codec import record_kind
+from myolo.coordinator.state.seal import ForgedStateRecord, StateKeys
 
 
 @dataclass

@@ -14,13 +14,21 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from coordinator.backup.archive import ArchiveWriter
-from coordinator.backup.files import Collected, collect_checkpoints, collect_configs, job_checkpoint_dirs
-from coordinator.backup.schema import FORMAT, FORMAT_VERSION, Cluster, Manifest, TopicInfo, encode_records, topic_member
-from coordinator.backup.state_read import Progress, TopicDump, cluster_id, read_topics
-from coordinator.core.component import StateTopic
-from coordinator.jobs.records import STATE_JOBS
-from events.settings import KafkaSettings
+from myolo.coordinator.backup.archive import ArchiveWriter
+from myolo.coordinator.backup.files import Collected, collect_checkpoints, collect_configs, job_checkpoint_dirs
+from myolo.coordinator.backup.schema import (
+    FORMAT,
+    FORMAT_VERSION,
+    Cluster,
+    Manifest,
+    TopicInfo,
+    encode_records,
+    topic_member,
+)
+from myolo.coordinator.backup.state_read import Progress, TopicDump, cluster_id, read_topics
+from myolo.coordinator.core.component import StateTopic
+from myolo.coordinator.jobs.records import STATE_JOBS
+from myolo.events.settings import KafkaSettings
 
 PREFIX = "myolo.state."
 

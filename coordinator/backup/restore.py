@@ -16,14 +16,14 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from coordinator.backup.archive import Archive
-from coordinator.backup.schema import Record
-from coordinator.backup.state_read import existing_topics
-from events.aiokafka_internals import load_metadata
-from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
-from events.files import atomic_write
-from events.settings import KafkaSettings
-from events.topics import Topic, ensure_topics
+from myolo.coordinator.backup.archive import Archive
+from myolo.coordinator.backup.schema import Record
+from myolo.coordinator.backup.state_read import existing_topics
+from myolo.events.aiokafka_internals import load_metadata
+from myolo.events.bus.producer import DEFAULT_PRODUCER_OPTIONS
+from myolo.events.files import atomic_write
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import Topic, ensure_topics
 
 Progress = Callable[[str], None]
 IDLE_POLLS = 120  # empty polls of 0.5 s in a row before reading back is given up

@@ -17,9 +17,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
-from coordinator.backup.schema import Record
-from events.aiokafka_internals import load_metadata
-from events.settings import KafkaSettings
+from myolo.coordinator.backup.schema import Record
+from myolo.events.aiokafka_internals import load_metadata
+from myolo.events.settings import KafkaSettings
 
 Progress = Callable[[str], None]
 IDLE_POLLS = 120  # empty polls of 0.5 s in a row, while behind the end offsets, before giving up

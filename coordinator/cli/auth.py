@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.api.tokens import local_paths
+from myolo.coordinator.api.tokens import local_paths
 
 ENV = "MYOLO_TOKEN"
 options: dict[str, str | None] = {"ca_file": None}  # set by myoloctl's global --ca-file (main.py)

@@ -23,11 +23,11 @@ from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.backup import restore as rs
-from coordinator.backup.archive import Archive, Limits, read_archive
-from coordinator.backup.files import RefusedFile, default_configs
-from coordinator.backup.key_check import check_seals
-from coordinator.backup.make import (
+from myolo.coordinator.backup import restore as rs
+from myolo.coordinator.backup.archive import Archive, Limits, read_archive
+from myolo.coordinator.backup.files import RefusedFile, default_configs
+from myolo.coordinator.backup.key_check import check_seals
+from myolo.coordinator.backup.make import (
     BackupError,
     BackupRequest,
     default_output,
@@ -35,15 +35,15 @@ from coordinator.backup.make import (
     make_backup,
     resolve_topics,
 )
-from coordinator.backup.schema import BadArchive
-from coordinator.cli import common, render
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import state_topics, topic_specs
-from coordinator.localstack.broker import state
-from coordinator.state.seal import StateKeys
-from events.errors import ConfigError
-from events.keys import load_signer
-from events.settings import KafkaSettings
+from myolo.coordinator.backup.schema import BadArchive
+from myolo.coordinator.cli import common, render
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import state_topics, topic_specs
+from myolo.coordinator.localstack.broker import state
+from myolo.coordinator.state.seal import StateKeys
+from myolo.events.errors import ConfigError
+from myolo.events.keys import load_signer
+from myolo.events.settings import KafkaSettings
 
 STATE = state_topics(COMPONENTS)
 CATALOGUE = topic_specs(COMPONENTS)

@@ -23,11 +23,11 @@ from typing import Annotated, Any
 
 import typer
 
-from coordinator.api.errors import refusal_of
-from coordinator.cli import auth
-from coordinator.core.errors import Forbidden, Invalid, Refusal, Unauthenticated, Unavailable
-from coordinator.localstack.broker import process, state
-from coordinator.localstack.broker.state import default_state_dir
+from myolo.coordinator.api.errors import refusal_of
+from myolo.coordinator.cli import auth
+from myolo.coordinator.core.errors import Forbidden, Invalid, Refusal, Unauthenticated, Unavailable
+from myolo.coordinator.localstack.broker import process, state
+from myolo.coordinator.localstack.broker.state import default_state_dir
 
 MAX_REDIRECTS = 3
 

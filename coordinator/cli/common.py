@@ -8,11 +8,11 @@ from typing import Annotated, Literal, NoReturn
 import typer
 from rich.console import Console
 
-from coordinator.localstack.broker import state
-from coordinator.localstack.broker.errors import BrokerError
-from coordinator.localstack.security import client_settings
-from events.errors import ConfigError, InvalidEvent
-from events.settings import KafkaSettings
+from myolo.coordinator.localstack.broker import state
+from myolo.coordinator.localstack.broker.errors import BrokerError
+from myolo.coordinator.localstack.security import client_settings
+from myolo.events.errors import ConfigError, InvalidEvent
+from myolo.events.settings import KafkaSettings
 
 Bootstrap = Annotated[
     str | None,

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from coordinator.cli.client import ApiOption
-from coordinator.cli.exits import ask
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.exits import ask
 
 NodeArg = Annotated[str, typer.Argument(help="Node id, as `myoloctl get nodes` lists it.")]
 ReasonOption = Annotated[

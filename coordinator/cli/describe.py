@@ -16,14 +16,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from coordinator.cli import render
-from coordinator.cli.client import ApiOption
-from coordinator.cli.common import fail
-from coordinator.cli.exits import ask
-from coordinator.cli.render import Cell, age, reasons, styled
-from coordinator.jobs.answers import JobAnswer
-from coordinator.jobs.records import Generation
-from events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.common import fail
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.render import Cell, age, reasons, styled
+from myolo.coordinator.jobs.answers import JobAnswer
+from myolo.coordinator.jobs.records import Generation
+from myolo.events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
 
 app = typer.Typer(help="Show one node or job in full.", no_args_is_help=True)
 

@@ -16,19 +16,19 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from coordinator.cli import render
-from coordinator.cli.client import ApiOption
-from coordinator.cli.drift_compare import compare
-from coordinator.cli.drift_files import DataFileError, read_columns
-from coordinator.cli.exits import ask
-from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.registry import fail, new_console, print_body
-from coordinator.drift.interface import DriftView
-from coordinator.drift.records import StatusRecord
-from coordinator.drift.reference import DEFAULT_MAX_VALUES, categorical_reference, numeric_reference
-from coordinator.drift.rule import DriftRule
-from coordinator.jobs import units
-from events.payloads.models import FeatureDrift
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.drift_compare import compare
+from myolo.coordinator.cli.drift_files import DataFileError, read_columns
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.cli.registry import fail, new_console, print_body
+from myolo.coordinator.drift.interface import DriftView
+from myolo.coordinator.drift.records import StatusRecord
+from myolo.coordinator.drift.reference import DEFAULT_MAX_VALUES, categorical_reference, numeric_reference
+from myolo.coordinator.drift.rule import DriftRule
+from myolo.coordinator.jobs import units
+from myolo.events.payloads.models import FeatureDrift
 
 app = typer.Typer(
     help="Drift of production data: each watched model version's statistics per feature (PSI, KS, "

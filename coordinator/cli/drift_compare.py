@@ -21,13 +21,13 @@ import typer
 import yaml
 from rich.table import Table
 
-from coordinator.cli.client import ApiOption
-from coordinator.cli.drift_files import DataFileError
-from coordinator.cli.drift_sketch import DEFAULT_SAMPLE, Aligned, FileSketch, align
-from coordinator.cli.drift_stream import CHUNK_ROWS, chunks
-from coordinator.cli.exits import ask
-from coordinator.cli.registry import fail, new_console
-from coordinator.drift.reference import (
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.drift_files import DataFileError
+from myolo.coordinator.cli.drift_sketch import DEFAULT_SAMPLE, Aligned, FileSketch, align
+from myolo.coordinator.cli.drift_stream import CHUNK_ROWS, chunks
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.registry import fail, new_console
+from myolo.coordinator.drift.reference import (
     CategoricalReference,
     Categories,
     NumericReference,
@@ -36,8 +36,8 @@ from coordinator.drift.reference import (
     categorical_reference,
     numeric_reference,
 )
-from coordinator.drift.rule import DriftRule, Evaluation, evaluate
-from events.payloads.models import FeatureDrift
+from myolo.coordinator.drift.rule import DriftRule, Evaluation, evaluate
+from myolo.events.payloads.models import FeatureDrift
 
 EXIT_SAME, EXIT_DRIFT, EXIT_BAD_INPUT = 0, 1, 2
 

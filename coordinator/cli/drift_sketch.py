@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coordinator.cli.drift_files import MAX_CELL_CHARS, DataFileError, _empty, _number
-from events.payloads.external import MAX_CATEGORIES
+from myolo.coordinator.cli.drift_files import MAX_CELL_CHARS, DataFileError, _empty, _number
+from myolo.events.payloads.external import MAX_CATEGORIES
 
 DEFAULT_SAMPLE = 50_000
 SEED = 20_240_601  # the samples are drawn the same way each run: the same files give the same statistics

@@ -15,14 +15,14 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli.common import Bootstrap, fail, invalid, kafka_settings
-from events.bus import EventProducer
-from events.codec import decode, decode_data, decode_structured
-from events.deadletter import dead_letter_info
-from events.envelope import Event
-from events.errors import InvalidEvent
-from events.topics import BY_NAME, topic_for_type
-from events.types import PAYLOAD_TYPES
+from myolo.coordinator.cli.common import Bootstrap, fail, invalid, kafka_settings
+from myolo.events.bus import EventProducer
+from myolo.events.codec import decode, decode_data, decode_structured
+from myolo.events.deadletter import dead_letter_info
+from myolo.events.envelope import Event
+from myolo.events.errors import InvalidEvent
+from myolo.events.topics import BY_NAME, topic_for_type
+from myolo.events.types import PAYLOAD_TYPES
 
 app = typer.Typer(help="Produce, tail and validate CloudEvents on the Myolotrain bus.", no_args_is_help=True)
 _encoder = msgspec.json.Encoder()

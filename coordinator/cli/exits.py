@@ -13,9 +13,9 @@ from typing import Any, NoReturn
 
 from rich.markup import escape
 
-from coordinator.cli.client import ApiClient
-from coordinator.cli.common import fail
-from coordinator.core.errors import (
+from myolo.coordinator.cli.client import ApiClient
+from myolo.coordinator.cli.common import fail
+from myolo.coordinator.core.errors import (
     Conflict,
     Forbidden,
     Invalid,

@@ -20,11 +20,11 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from coordinator.cli import render
-from coordinator.cli.client import ApiClient, ApiOption
-from coordinator.cli.common import err_console
-from coordinator.cli.exits import answer, connect
-from coordinator.core.errors import Refusal
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.common import err_console
+from myolo.coordinator.cli.exits import answer, connect
+from myolo.coordinator.core.errors import Refusal
 
 app = typer.Typer(help="List the nodes, GPUs or elastic jobs of the cluster.", no_args_is_help=True)
 

@@ -18,13 +18,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli import common, render
-from coordinator.cli.client import ApiClient, ApiOption
-from coordinator.cli.exits import ask
-from coordinator.core.errors import Refusal
-from coordinator.jobs.answers import JobAnswer
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
-from events.payloads.worker_logs import WorkerLogChunk
+from myolo.coordinator.cli import common, render
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.core.errors import Refusal
+from myolo.coordinator.jobs.answers import JobAnswer
+from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
+from myolo.events.payloads.worker_logs import WorkerLogChunk
 
 JobArg = Annotated[str, typer.Argument(help="Job name (metadata.name), as `myoloctl get jobs` lists it.")]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from coordinator.cli.common import fail
-from events.errors import ConfigError
-from events.keys import ensure_ed25519, public_path
+from myolo.coordinator.cli.common import fail
+from myolo.events.errors import ConfigError
+from myolo.events.keys import ensure_ed25519, public_path
 
 app = typer.Typer(help="Signing keys: `myoloctl keys generate PATH` makes the coordinators' Ed25519 key pair.")
 

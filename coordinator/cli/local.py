@@ -1,6 +1,6 @@
 """`myoloctl local up|down|status`: the local stack on this machine: Kafka, coordinators, simulated agents.
 
-A thin shell over coordinator.localstack (its broker's LocalBroker, its processes); the state dir (MYOLO_STATE_DIR) is
+A thin shell over myolo.coordinator.localstack (its broker's LocalBroker, its processes); the state dir (MYOLO_STATE_DIR) is
 how `up`, `status` and `down`, run as separate commands, find the same processes.
 """
 
@@ -13,12 +13,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from coordinator.api.tokens import local_paths
-from coordinator.cli import auth, render
-from coordinator.localstack import prometheus, security, stack
-from coordinator.localstack.broker import BrokerError, LocalBroker, jars, state
-from coordinator.localstack.broker.security import StackSecurity
-from coordinator.localstack.broker.state import default_state_dir
+from myolo.coordinator.api.tokens import local_paths
+from myolo.coordinator.cli import auth, render
+from myolo.coordinator.localstack import prometheus, security, stack
+from myolo.coordinator.localstack.broker import BrokerError, LocalBroker, jars, state
+from myolo.coordinator.localstack.broker.security import StackSecurity
+from myolo.coordinator.localstack.broker.state import default_state_dir
 
 app = typer.Typer(
     help="Run the local stack on this machine: a real Apache Kafka, coordinators and agents with simulated GPUs.",

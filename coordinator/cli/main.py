@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from coordinator.cli import (
+from myolo.coordinator.cli import (
     auth,
     backup,
     cordon,

@@ -17,14 +17,14 @@ import typer
 import yaml
 from rich.console import Console
 
-from coordinator.cli import render
-from coordinator.cli.client import ApiClient, ApiOption
-from coordinator.cli.common import fail
-from coordinator.cli.exits import answer, connect
-from coordinator.cli.get import Output, OutputOption
-from coordinator.localstack.identity import PUBLIC_KEY, key_path
-from events.errors import ConfigError
-from events.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.common import fail
+from myolo.coordinator.cli.exits import answer, connect
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.localstack.identity import PUBLIC_KEY, key_path
+from myolo.events.errors import ConfigError
+from myolo.events.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
 
 app = typer.Typer(
     help="Node identity: enrol the public key a node signs its faults, acks and training events with; list "

@@ -14,9 +14,9 @@ import typer
 import yaml
 from rich.console import Console
 
-from coordinator.cli.common import fail
-from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.plan_math import (
+from myolo.coordinator.cli.common import fail
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.cli.plan_math import (
     BandwidthPlan,
     MetadataPlan,
     PlanInputError,

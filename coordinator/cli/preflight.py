@@ -17,13 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from coordinator.cli import common, render
-from coordinator.cli.client import ApiOption
-from coordinator.cli.exits import answer, connect
-from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.registry import print_body
-from coordinator.preflight.config import MAX_TIMEOUT_S
-from coordinator.preflight.records import CHECKS, DEFAULT_MIN_DRIVER, PreflightReport
+from myolo.coordinator.cli import common, render
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.exits import answer, connect
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.cli.registry import print_body
+from myolo.coordinator.preflight.config import MAX_TIMEOUT_S
+from myolo.coordinator.preflight.records import CHECKS, DEFAULT_MIN_DRIVER, PreflightReport
 
 ANSWER_MARGIN_S = 30.0  # beyond the run's own timeout, for the report to come back
 _DIGEST = re.compile(r"\b[0-9a-f]{64}\b")

@@ -17,12 +17,12 @@ from urllib.parse import quote
 import typer
 from rich.console import Console
 
-from coordinator.cli.client import ApiClient, ApiOption
-from coordinator.cli.common import fail
-from coordinator.cli.exits import ask
-from coordinator.cli.flamegraph import ProfileError, flamegraph_html, speedscope
-from coordinator.core.errors import Refusal
-from events.payloads.commands import MAX_PROFILE_S
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.common import fail
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.flamegraph import ProfileError, flamegraph_html, speedscope
+from myolo.coordinator.core.errors import Refusal
+from myolo.events.payloads.commands import MAX_PROFILE_S
 
 app = typer.Typer(
     help="Profile a job's worker on demand (py-spy on its node) into a flame graph.", no_args_is_help=True

@@ -16,12 +16,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli.client import ApiOption
-from coordinator.cli.exits import ask
-from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.registry import ModelArg, _path, _read, fail, new_console, print_body
-from coordinator.cli.render import table
-from coordinator.quantize.records import QuantizeRun
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.cli.registry import ModelArg, _path, _read, fail, new_console, print_body
+from myolo.coordinator.cli.render import table
+from myolo.coordinator.quantize.records import QuantizeRun
 
 SCHEMES = ("gptq", "rtn", "hqq", "dynamic_fixed_point")
 

@@ -22,21 +22,28 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli import common
-from coordinator.cli import registry_view as view
-from coordinator.cli.client import ApiClient, ApiOption
-from coordinator.cli.exits import ask, refused
-from coordinator.cli.get import Output, OutputOption
-from coordinator.core.errors import NotFound, Refusal
-from coordinator.jobs import units
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
-from coordinator.registry import checks
-from coordinator.registry.answers import AliasAnswer, AliasHistory, AliasList, ModelAnswer, VersionAnswer, VersionPage
-from coordinator.registry.answers import ModelList as ModelListAnswer
-from coordinator.registry.errors import RegistryError
-from coordinator.registry.records import RetrainTemplate
-from events.digest import sha256_file
-from events.payloads.models import EvalResult, ModelExport
+from myolo.coordinator.cli import common
+from myolo.coordinator.cli import registry_view as view
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.exits import ask, refused
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.core.errors import NotFound, Refusal
+from myolo.coordinator.jobs import units
+from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES
+from myolo.coordinator.registry import checks
+from myolo.coordinator.registry.answers import (
+    AliasAnswer,
+    AliasHistory,
+    AliasList,
+    ModelAnswer,
+    VersionAnswer,
+    VersionPage,
+)
+from myolo.coordinator.registry.answers import ModelList as ModelListAnswer
+from myolo.coordinator.registry.errors import RegistryError
+from myolo.coordinator.registry.records import RetrainTemplate
+from myolo.events.digest import sha256_file
+from myolo.events.payloads.models import EvalResult, ModelExport
 
 T = TypeVar("T", bound=msgspec.Struct)
 

@@ -1,7 +1,7 @@
 """How ``myoloctl registry`` shows the registry to a person: tables of models, versions and alias moves, and
 one version in full (its evaluation as a model-index table, its lineage to the root).
 
-Everything here reads the API's answers as the registry's own Structs (``coordinator.registry.answers``).
+Everything here reads the API's answers as the registry's own Structs (``myolo.coordinator.registry.answers``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 from rich.console import Console
 from rich.text import Text
 
-from coordinator.cli.render import Cell, num, reasons, table
-from coordinator.registry.answers import AliasAnswer, AliasHistory, ModelAnswer, VersionAnswer
-from coordinator.registry.records import CHALLENGER, CHAMPION, AliasChange
+from myolo.coordinator.cli.render import Cell, num, reasons, table
+from myolo.coordinator.registry.answers import AliasAnswer, AliasHistory, ModelAnswer, VersionAnswer
+from myolo.coordinator.registry.records import CHALLENGER, CHAMPION, AliasChange
 
 MODEL_COLUMNS = ("MODEL", "LATEST", "CHAMPION", "CHALLENGER", "OTHER ALIASES", "RETRAIN", "PROMOTION", "UPDATED")
 VERSION_COLUMNS = ("VERSION", "ALIASES", "SOURCE", "JOB/GEN", "STEPS", "LOSS", "PPL", "PARENT", "CREATED", "BY")

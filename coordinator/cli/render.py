@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from coordinator.jobs.answers import JobAnswer
+from myolo.coordinator.jobs.answers import JobAnswer
 
 STYLES = {
     "ok": "green",

@@ -17,16 +17,16 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from coordinator.cli import render
-from coordinator.cli.client import ApiOption
-from coordinator.cli.exits import ask
-from coordinator.cli.get import Output, OutputOption
-from coordinator.cli.registry import fail, new_console, print_body
-from coordinator.jobs import units
-from coordinator.rollouts.answers import RolloutAnswer
-from coordinator.rollouts.config import Plan
-from coordinator.rollouts.records import Wave
-from events.digest import sha256_file
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.cli.registry import fail, new_console, print_body
+from myolo.coordinator.jobs import units
+from myolo.coordinator.rollouts.answers import RolloutAnswer
+from myolo.coordinator.rollouts.config import Plan
+from myolo.coordinator.rollouts.records import Wave
+from myolo.events.digest import sha256_file
 
 app = typer.Typer(
     help="Rolling upgrades of the agent or the trainer across the fleet: waves of nodes (5 -> 20 -> 50 -> "

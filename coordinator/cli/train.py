@@ -13,10 +13,10 @@ import typer
 import yaml
 from rich.markup import escape
 
-from coordinator.cli import common
-from coordinator.cli.client import ApiOption
-from coordinator.cli.jobs import submit
-from coordinator.jobs.manifest import API_VERSIONS, ManifestError, parse_manifest
+from myolo.coordinator.cli import common
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.jobs import submit
+from myolo.coordinator.jobs.manifest import API_VERSIONS, ManifestError, parse_manifest
 
 # the manifest field each flag writes, so an error can name the flag too
 FLAGS = {

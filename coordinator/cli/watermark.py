@@ -2,7 +2,7 @@
 
 The registry keeps, for a version it knows to be marked, a commitment to the key (never the key). The key file
 is checked against it here, before anything heavy runs; then the check itself runs where torch is, in
-``python -m kernels.cli.watermark verify`` (the coordinator never imports torch), on the version's artifact.
+``python -m myolo.kernels.cli.watermark verify`` (the coordinator never imports torch), on the version's artifact.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from coordinator.cli.client import ApiOption
-from coordinator.cli.exits import ask
-from coordinator.cli.registry import ModelArg, _is_url, _local, _path, _read, fail, new_console
-from coordinator.registry.answers import VersionAnswer
-from events.errors import ConfigError
-from events.keys import load_secret, watermark_commitment
+from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.registry import ModelArg, _is_url, _local, _path, _read, fail, new_console
+from myolo.coordinator.registry.answers import VersionAnswer
+from myolo.events.errors import ConfigError
+from myolo.events.keys import load_secret, watermark_commitment
 
-EXIT_NOT_MARKED = 3  # as kernels.cli.watermark says it
+EXIT_NOT_MARKED = 3  # as myolo.kernels.cli.watermark says it
 
 
 def verify_watermark(
@@ -57,13 +57,13 @@ def verify_watermark(
         console.print(escape(f"{model} version {version} is not recorded as marked; checking its weights anyway"))
     if _is_url(answer.artifact):
         fail(
-            f"the artifact {answer.artifact} is not a local file: fetch it, then python -m kernels.cli.watermark verify"
+            f"the artifact {answer.artifact} is not a local file: fetch it, then python -m myolo.kernels.cli.watermark verify"
         )
     artifact = _local(answer.artifact)
     cmd = [
         sys.executable,
         "-m",
-        "kernels.cli.watermark",
+        "myolo.kernels.cli.watermark",
         "verify",
         str(artifact),
         "--key-file",

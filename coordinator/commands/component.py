@@ -8,17 +8,17 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands import routes
-from coordinator.commands.config import DispatchConfig, check
-from coordinator.commands.dispatcher import Dispatcher
-from coordinator.commands.interface import CommandSender
-from coordinator.commands.records import STATE_COMMANDS, CommandIntent
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import CommandAck
-from events.payloads.commands import ActionArgs
+from myolo.coordinator.commands import routes
+from myolo.coordinator.commands.config import DispatchConfig, check
+from myolo.coordinator.commands.dispatcher import Dispatcher
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import CommandAck
+from myolo.events.payloads.commands import ActionArgs
 
 log = structlog.get_logger("myolo.coordinator.commands")
 

@@ -14,15 +14,15 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.records import STATE_COMMANDS, CommandIntent
-from coordinator.core.errors import NotLeader
-from coordinator.state import StateStore
-from events.bus import EventProducer
-from events.clock import Clock
-from events.envelope import new_id
-from events.errors import InvalidEvent
-from events.payloads import Command, CommandAck
-from events.payloads.commands import ActionArgs, action_args
+from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.state import StateStore
+from myolo.events.bus import EventProducer
+from myolo.events.clock import Clock
+from myolo.events.envelope import new_id
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads import Command, CommandAck
+from myolo.events.payloads.commands import ActionArgs, action_args
 
 KEEP_FINISHED_S = 3600.0
 log = structlog.get_logger("myolo.coordinator.commands")
@@ -32,7 +32,7 @@ def check_args(args: ActionArgs) -> dict[str, Any]:
     """The arguments as they travel, once checked: a command the agent could not execute is refused here,
     where the caller can still be told why (``ValueError`` naming the argument).
 
-    The same checks the agent runs (``events.payloads.commands.action_args``): one definition of each action."""
+    The same checks the agent runs (``myolo.events.payloads.commands.action_args``): one definition of each action."""
     wire = msgspec.to_builtins(msgspec.structs.asdict(args))  # every field, defaults too: the command says all
     try:
         action_args(args.action, wire)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.commands.records import CommandIntent
-from events.payloads.commands import ActionArgs
+from myolo.coordinator.commands.records import CommandIntent
+from myolo.events.payloads.commands import ActionArgs
 
 __all__ = ["CommandIntent", "CommandSender"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from events.errors import InvalidEvent
-from events.payloads.commands import (
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads.commands import (
     TERMINAL,
     ActionResult,
     CommandStatus,

@@ -7,7 +7,7 @@ from typing import Protocol
 import msgspec
 from aiohttp import web
 
-from coordinator.commands.records import CommandIntent
+from myolo.coordinator.commands.records import CommandIntent
 
 
 class CommandList(Protocol):

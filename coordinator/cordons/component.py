@@ -13,20 +13,20 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.interface import CommandSender
-from coordinator.cordons import routes, series
-from coordinator.cordons.config import CordonsConfig
-from coordinator.cordons.interface import AutoCordons
-from coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.cordons.writer import CordonWriter, Decision
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.core.errors import UnknownNode
-from coordinator.fleet.interface import FleetNodes, NodeState, Transition
-from events.envelope import Event, event_seconds
-from events.payloads import NodeFault, NodeSample
-from events.payloads.commands import DrainArgs
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.cordons import routes, series
+from myolo.coordinator.cordons.config import CordonsConfig
+from myolo.coordinator.cordons.interface import AutoCordons
+from myolo.coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.cordons.writer import CordonWriter, Decision
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.errors import UnknownNode
+from myolo.coordinator.fleet.interface import FleetNodes, NodeState, Transition
+from myolo.events.envelope import Event, event_seconds
+from myolo.events.payloads import NodeFault, NodeSample
+from myolo.events.payloads.commands import DrainArgs
 
 log = structlog.get_logger("myolo.coordinator.cordons")
 

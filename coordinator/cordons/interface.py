@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.cordons.records import CordonRecord
+from myolo.coordinator.cordons.records import CordonRecord
 
 __all__ = ["AutoCordons", "CordonRecord"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.fleet.interface import NodeState, Transition
-from events.payloads import NodeFault, NodeSample
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.fleet.interface import NodeState, Transition
+from myolo.events.payloads import NodeFault, NodeSample
 
 AUTO_FAULT = "auto:fault"
 AUTO_LOST = "auto:lost"

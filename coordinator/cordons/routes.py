@@ -9,9 +9,9 @@ from typing import Annotated, Protocol
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.body import read_json
-from coordinator.cordons.records import CordonRecord
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import read_json
+from myolo.coordinator.cordons.records import CordonRecord
 
 MAX_REASON = 500
 _HINT = 'send a JSON object like {"reason": "bad ECC on GPU 3"}; the only field is reason'

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from coordinator.core.component import Component, StateTopic
+from myolo.coordinator.core.component import Component, StateTopic
 
 
 class AssemblyError(ValueError):

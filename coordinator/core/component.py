@@ -20,12 +20,12 @@ from typing import Any, ClassVar
 import msgspec
 from aiohttp import web
 
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import Payload
-from events.topics import Topic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import Payload
+from myolo.events.topics import Topic
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class StateTopic:
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
     def spec(self) -> Topic:
-        """The compacted topic as ``events.topics.ensure_topics`` creates it."""
+        """The compacted topic as ``myolo.events.topics.ensure_topics`` creates it."""
         return Topic(
             self.topic,
             self.partitions,

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from coordinator.api.config import ApiConfig, Positive
-from events.keys import Ed25519Signer, HmacKey, load_signer
-from events.settings import KafkaSettings
+from myolo.coordinator.api.config import ApiConfig, Positive
+from myolo.events.keys import Ed25519Signer, HmacKey, load_signer
+from myolo.events.settings import KafkaSettings
 
 
 class SigningConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

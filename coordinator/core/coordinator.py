@@ -22,26 +22,33 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from coordinator.api.requests import RequestCounts
-from coordinator.core import assembly
-from coordinator.core.component import Component, StateTopic
-from coordinator.core.config import CoreConfig, previous_signers, section
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Boards, collect
-from coordinator.core.gc_tuning import tune_gc
-from coordinator.core.ingest import ConsumerHealth
-from coordinator.core.ingest_guard import IngestGuard
-from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderInfo, Leadership, LeaderTerm, next_epoch
-from coordinator.core.metrics import CoordinatorMetrics, Series
-from coordinator.core.router import EventRouter
-from coordinator.leader.election import LeaderElector
-from coordinator.state import StateCodec, StateKeys, StateStore, StateTail
-from events.bus import EventConsumer, EventProducer
-from events.clock import Clock, SystemClock
-from events.files import atomic_write
-from events.keys import load_signer
-from events.signing import GUARDED_NODE_EVENTS
-from events.topics import CATALOGUE, Topic
+from myolo.coordinator.api.requests import RequestCounts
+from myolo.coordinator.core import assembly
+from myolo.coordinator.core.component import Component, StateTopic
+from myolo.coordinator.core.config import CoreConfig, previous_signers, section
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Boards, collect
+from myolo.coordinator.core.gc_tuning import tune_gc
+from myolo.coordinator.core.ingest import ConsumerHealth
+from myolo.coordinator.core.ingest_guard import IngestGuard
+from myolo.coordinator.core.leadership import (
+    STATE_COORDINATOR,
+    TERM_KEY,
+    LeaderInfo,
+    Leadership,
+    LeaderTerm,
+    next_epoch,
+)
+from myolo.coordinator.core.metrics import CoordinatorMetrics, Series
+from myolo.coordinator.core.router import EventRouter
+from myolo.coordinator.leader.election import LeaderElector
+from myolo.coordinator.state import StateCodec, StateKeys, StateStore, StateTail
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.files import atomic_write
+from myolo.events.keys import load_signer
+from myolo.events.signing import GUARDED_NODE_EVENTS
+from myolo.events.topics import CATALOGUE, Topic
 
 log = structlog.get_logger("myolo.coordinator")
 CORE_STATE = StateTopic(
@@ -233,9 +240,9 @@ class Coordinator:
     async def _start_api(self) -> None:
         if not self.cfg.api.enabled:
             return
-        from coordinator.api.app import serve
-        from coordinator.api.audit import kafka_sender
-        from coordinator.api.settings import security_for, server_ssl
+        from myolo.coordinator.api.app import serve
+        from myolo.coordinator.api.audit import kafka_sender
+        from myolo.coordinator.api.settings import security_for, server_ssl
 
         api = self.cfg.api
         parts = [p for p in (c.api() for c in self.peers) if p is not None]

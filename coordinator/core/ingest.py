@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from events.bus import EventConsumer
+from myolo.events.bus import EventConsumer
 
 
 @dataclass(frozen=True)

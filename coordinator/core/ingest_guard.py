@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from coordinator.core.component import Component
-from events.envelope import Event
-from events.types import type_name
+from myolo.coordinator.core.component import Component
+from myolo.events.envelope import Event
+from myolo.events.types import type_name
 
 
 class IngestGuard:
@@ -26,7 +26,7 @@ class IngestGuard:
                 if kind in must_guard and kind not in self.by_type:
                     raise ValueError(
                         f"component {comp.name} consumes {kind}, which must be verified before anyone acts on it, "
-                        "but no component guards it: list coordinator.nodes in coordinator/components.py"
+                        "but no component guards it: list myolo.coordinator.nodes in coordinator/components.py"
                     )
 
     def verify(self, event: Event) -> None:

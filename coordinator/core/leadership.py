@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import msgspec
 import structlog
 
-from coordinator.core.errors import NotLeader
+from myolo.coordinator.core.errors import NotLeader
 
 STATE_COORDINATOR = "myolo.state.coordinator"  # the compacted topic these records are written to
 

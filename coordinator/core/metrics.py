@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
-from events.metrics.mapping import MetricSpec, load
-from events.metrics.text import HistogramValue, render_family
+from myolo.events.metrics.mapping import MetricSpec, load
+from myolo.events.metrics.text import HistogramValue, render_family
 
 log = structlog.get_logger("myolo.coordinator.metrics")
 

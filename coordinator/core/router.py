@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from coordinator.core.component import Component
-from coordinator.core.errors import ComponentError
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.topics import topic_for_type
-from events.types import type_name
+from myolo.coordinator.core.component import Component
+from myolo.coordinator.core.errors import ComponentError
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.topics import topic_for_type
+from myolo.events.types import type_name
 
 MAX_OWED = 1024  # events with a failed component kept for their retries; the oldest is forgotten first
 

@@ -3,7 +3,7 @@
 Every coordinator reads ``myolo.drift.samples`` and keeps the same monitors (same windows, same seeds), so a
 new leader judges drift from the traffic it already saw. Only the leader writes: the references it learned,
 each evaluation (``status/``), and publishes ``ai.myolo.drift.detected.v1`` on a detection, after the
-retraining controller (:mod:`coordinator.drift.retrainer`) recorded and submitted the retraining job it
+retraining controller (:mod:`myolo.coordinator.drift.retrainer`) recorded and submitted the retraining job it
 causes, and registered what it exports.
 
 Which traffic is watched: a version with references (set from a file), or the model's champion (or any
@@ -22,16 +22,16 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard, Panel
-from coordinator.core.errors import Invalid
-from coordinator.drift import routes, series
-from coordinator.drift.config import DriftConfig
-from coordinator.drift.dashboard import DriftHistory
-from coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
-from coordinator.drift.monitor import Monitor
-from coordinator.drift.records import (
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.drift import routes, series
+from myolo.coordinator.drift.config import DriftConfig
+from myolo.coordinator.drift.dashboard import DriftHistory
+from myolo.coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
+from myolo.coordinator.drift.monitor import Monitor
+from myolo.coordinator.drift.records import (
     MAX_DETECTIONS,
     STATE_DRIFT,
     ReferenceRecord,
@@ -42,14 +42,14 @@ from coordinator.drift.records import (
     rule_key,
     status_key,
 )
-from coordinator.drift.reference import Reference
-from coordinator.drift.retrainer import Retrainer
-from coordinator.drift.rule import DriftRule, Evaluation
-from coordinator.jobs.interface import JobsAPI
-from coordinator.registry.interface import ModelRegistry
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import DriftDetected, DriftSample, TrainingCompleted
+from myolo.coordinator.drift.reference import Reference
+from myolo.coordinator.drift.retrainer import Retrainer
+from myolo.coordinator.drift.rule import DriftRule, Evaluation
+from myolo.coordinator.jobs.interface import JobsAPI
+from myolo.coordinator.registry.interface import ModelRegistry
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import DriftDetected, DriftSample, TrainingCompleted
 
 log = structlog.get_logger("myolo.coordinator.drift")
 Key = tuple[str, str]  # (model, version)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import msgspec
 
-from coordinator.drift.rule import DriftRule
+from myolo.coordinator.drift.rule import DriftRule
 
 
 class DriftConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

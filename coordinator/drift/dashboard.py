@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-from coordinator.core.dashboard import Moment
-from coordinator.drift.records import StatusRecord
-from events.payloads.models import FeatureDrift
+from myolo.coordinator.core.dashboard import Moment
+from myolo.coordinator.drift.records import StatusRecord
+from myolo.events.payloads.models import FeatureDrift
 
 POINTS = 120  # evaluations kept per model version
 MAX_VERSIONS = 1000  # model versions kept (the one evaluated longest ago goes first)

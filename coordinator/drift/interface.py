@@ -6,9 +6,9 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from coordinator.drift.records import ReferenceRecord, RetrainRun, RuleRecord, StatusRecord
-from coordinator.drift.reference import CategoricalReference, NumericReference
-from coordinator.drift.rule import DriftRule
+from myolo.coordinator.drift.records import ReferenceRecord, RetrainRun, RuleRecord, StatusRecord
+from myolo.coordinator.drift.reference import CategoricalReference, NumericReference
+from myolo.coordinator.drift.rule import DriftRule
 
 
 class ReferenceInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

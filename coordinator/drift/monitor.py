@@ -28,11 +28,11 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
-from coordinator.drift.reference import Reference, ReferenceLearner, SummaryError, parse_summary
-from coordinator.drift.rule import DriftRule, Evaluation, evaluate
-from coordinator.drift.window import FeatureWindow
-from events.payloads.external import DriftSample
-from events.payloads.models import MAX_FEATURES
+from myolo.coordinator.drift.reference import Reference, ReferenceLearner, SummaryError, parse_summary
+from myolo.coordinator.drift.rule import DriftRule, Evaluation, evaluate
+from myolo.coordinator.drift.window import FeatureWindow
+from myolo.events.payloads.external import DriftSample
+from myolo.events.payloads.models import MAX_FEATURES
 
 _TOLERANCE = 1e-9  # of every_s: a time on an evaluation boundary is on it
 

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from coordinator.drift.reference import CategoricalReference, NumericReference, Reference
-from coordinator.drift.rule import DriftRule
-from events.payloads.models import FeatureDrift, ModelExport
+from myolo.coordinator.drift.reference import CategoricalReference, NumericReference, Reference
+from myolo.coordinator.drift.rule import DriftRule
+from myolo.events.payloads.models import FeatureDrift, ModelExport
 
 MAX_DETECTIONS = 20  # the newest detection ids kept on a status record
 

@@ -18,8 +18,8 @@ from typing import Annotated
 import msgspec
 import numpy as np
 
-from coordinator.drift import stats
-from events.payloads.external import MAX_BINS, MAX_CATEGORIES, MAX_VALUES, FeatureSummary
+from myolo.coordinator.drift import stats
+from myolo.events.payloads.external import MAX_BINS, MAX_CATEGORIES, MAX_VALUES, FeatureSummary
 
 MAX_REFERENCE_VALUES = 2000  # the most ``max_values`` may be: 2,000 floats are ~50 KB of JSON
 DEFAULT_MAX_VALUES = 1000

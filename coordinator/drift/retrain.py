@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from coordinator.jobs.interface import load_yaml
-from coordinator.registry.interface import RetrainTemplate, VersionRecord
-from coordinator.registry.interface import local_path as registry_path
+from myolo.coordinator.jobs.interface import load_yaml
+from myolo.coordinator.registry.interface import RetrainTemplate, VersionRecord
+from myolo.coordinator.registry.interface import local_path as registry_path
 
 MAX_JOB_NAME = 63
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 import structlog
 from msgspec.structs import replace
 
-from coordinator.core.errors import NotLeader
-from coordinator.drift import retrain
-from coordinator.drift.config import DriftConfig
-from coordinator.drift.records import STATE_DRIFT, RetrainRun, retrain_key
-from coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
-from coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError
-from coordinator.state import StateStore
-from events.payloads import TrainingCompleted
-from events.payloads.models import ModelExport
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.drift import retrain
+from myolo.coordinator.drift.config import DriftConfig
+from myolo.coordinator.drift.records import STATE_DRIFT, RetrainRun, retrain_key
+from myolo.coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError
+from myolo.coordinator.state import StateStore
+from myolo.events.payloads import TrainingCompleted
+from myolo.events.payloads.models import ModelExport
 
 log = structlog.get_logger("myolo.coordinator.drift")
 EXPORT_WAIT_S = 300.0  # a succeeded job whose export has not been heard of after this long failed to export

@@ -11,12 +11,12 @@ from typing import Annotated
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.body import read_json
-from coordinator.core.errors import Invalid
-from coordinator.drift.interface import DriftAPI
-from coordinator.drift.reference import CategoricalReference, NumericReference
-from coordinator.drift.rule import DriftRule
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import read_json
+from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.drift.interface import DriftAPI
+from myolo.coordinator.drift.reference import CategoricalReference, NumericReference
+from myolo.coordinator.drift.rule import DriftRule
 
 LIST_PATH = "/v1/drift"
 MODEL_PATH = "/v1/drift/{model}"

@@ -20,8 +20,8 @@ from typing import Annotated, Literal
 import msgspec
 import numpy as np
 
-from coordinator.drift import stats
-from coordinator.drift.reference import (
+from myolo.coordinator.drift import stats
+from myolo.coordinator.drift.reference import (
     CategoricalReference,
     Categories,
     FeatureData,
@@ -31,7 +31,7 @@ from coordinator.drift.reference import (
     Values,
     kind_name,
 )
-from events.payloads.models import FeatureDrift
+from myolo.events.payloads.models import FeatureDrift
 
 NumericTest = Literal["psi", "ks", "wasserstein"]
 CategoricalTest = Literal["chi2", "js"]

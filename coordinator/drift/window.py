@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coordinator.drift.reference import (
+from myolo.coordinator.drift.reference import (
     Categories,
     FeatureData,
     Histogram,
@@ -34,7 +34,7 @@ from coordinator.drift.reference import (
     check_edges,
     kind_name,
 )
-from events.payloads.external import MAX_CATEGORIES
+from myolo.events.payloads.external import MAX_CATEGORIES
 
 DEFAULT_BUCKET_VALUES = 1000
 _TOLERANCE = 1e-9  # of a bucket's length: a time on a bucket boundary belongs to the bucket it starts

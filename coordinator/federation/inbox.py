@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.federation.fencing import EpochFence
-from coordinator.federation.records import CellIntent, FederationTerm, Intent
+from myolo.coordinator.federation.fencing import EpochFence
+from myolo.coordinator.federation.records import CellIntent, FederationTerm, Intent
 
 FEDERATION = "federation"  # the one writer of intents, whoever leads it
 

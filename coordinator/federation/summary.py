@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.federation.records import CellSummary, NodeClass
-from coordinator.fleet.model import NodeState
+from myolo.coordinator.federation.records import CellSummary, NodeClass
+from myolo.coordinator.fleet.model import NodeState
 
 
 @dataclass

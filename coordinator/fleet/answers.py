@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from coordinator.fleet.model import NodeState
-from events.payloads import GpuReading
+from myolo.coordinator.fleet.model import NodeState
+from myolo.events.payloads import GpuReading
 
 GPU_FIELDS = (
     "index",

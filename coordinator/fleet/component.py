@@ -13,20 +13,20 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.interface import CommandSender
-from coordinator.core.component import Component, RouteSet
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard, Panel
-from coordinator.fleet import dashboard, liveness, routes, series
-from coordinator.fleet.config import FleetConfig
-from coordinator.fleet.interface import Applied, Changed, FleetNodes
-from coordinator.fleet.model import CordonRecord, NodeState
-from coordinator.fleet.view import FleetView
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.limits import Throttle
-from events.payloads import BandwidthReport, LeakReport, NcclReport, NodeFault, NodeSample
-from events.payloads.commands import ReportSampleArgs
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.core.component import Component, RouteSet
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.fleet import dashboard, liveness, routes, series
+from myolo.coordinator.fleet.config import FleetConfig
+from myolo.coordinator.fleet.interface import Applied, Changed, FleetNodes
+from myolo.coordinator.fleet.model import CordonRecord, NodeState
+from myolo.coordinator.fleet.view import FleetView
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.limits import Throttle
+from myolo.events.payloads import BandwidthReport, LeakReport, NcclReport, NodeFault, NodeSample
+from myolo.events.payloads.commands import ReportSampleArgs
 
 log = structlog.get_logger("myolo.coordinator.fleet")
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from coordinator.core.dashboard import Moment
-from coordinator.fleet.model import NodeState
-from events.payloads import GpuReading
+from myolo.coordinator.core.dashboard import Moment
+from myolo.coordinator.fleet.model import NodeState
+from myolo.events.payloads import GpuReading
 
 SLOWDOWNS = frozenset(
     {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from coordinator.cordons.interface import CordonRecord
-from coordinator.fleet.model import Liveness, NodeState
-from events.envelope import Event
+from myolo.coordinator.cordons.interface import CordonRecord
+from myolo.coordinator.fleet.model import Liveness, NodeState
+from myolo.events.envelope import Event
 
 __all__ = ["Applied", "Changed", "FleetNodes", "NodeState", "Transition"]
 

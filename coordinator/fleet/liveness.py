@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.fleet.interface import Transition
-from coordinator.fleet.model import Liveness, NodeState
-from coordinator.fleet.view import FleetView
+from myolo.coordinator.fleet.interface import Transition
+from myolo.coordinator.fleet.model import Liveness, NodeState
+from myolo.coordinator.fleet.view import FleetView
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from typing import Literal
 
 import msgspec
 
-from coordinator.cordons.interface import CordonRecord
-from events.payloads import BandwidthReport, FailedRelease, GpuReading, LeakReport, NcclReport, NodeFault
-from events.payloads.common import Health
+from myolo.coordinator.cordons.interface import CordonRecord
+from myolo.events.payloads import BandwidthReport, FailedRelease, GpuReading, LeakReport, NcclReport, NodeFault
+from myolo.events.payloads.common import Health
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
 

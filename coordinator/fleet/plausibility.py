@@ -8,7 +8,7 @@ one broken agent cannot paint a healthy picture of a node, nor a false alarm.
 
 from __future__ import annotations
 
-from events.payloads import LeakReport, NcclReport, NodeFault, NodeSample
+from myolo.events.payloads import LeakReport, NcclReport, NodeFault, NodeSample
 
 MAX_GPUS = 64
 TEMP_RANGE_C = (-40.0, 150.0)

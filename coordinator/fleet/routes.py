@@ -6,9 +6,9 @@ from typing import Protocol
 
 from aiohttp import web
 
-from coordinator.core.errors import UnknownNode
-from coordinator.fleet import answers as views
-from coordinator.fleet.model import NodeState
+from myolo.coordinator.core.errors import UnknownNode
+from myolo.coordinator.fleet import answers as views
+from myolo.coordinator.fleet.model import NodeState
 
 
 class FleetReads(Protocol):

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, get_args
 
-from coordinator.fleet.model import Liveness, NodeState
-from events.payloads.common import Health
+from myolo.coordinator.fleet.model import Liveness, NodeState
+from myolo.events.payloads.common import Health
 
 
 def series(nodes: Iterable[NodeState]) -> dict[str, list[tuple[tuple[str, ...], Any]]]:

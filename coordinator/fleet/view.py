@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from coordinator.fleet import plausibility
-from coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
-from events.envelope import Event, event_seconds
-from events.payloads import BandwidthReport, CommandAck, LeakReport, NcclReport, NodeFault, NodeSample
+from myolo.coordinator.fleet import plausibility
+from myolo.coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
+from myolo.events.envelope import Event, event_seconds
+from myolo.events.payloads import BandwidthReport, CommandAck, LeakReport, NcclReport, NodeFault, NodeSample
 
 MAX_FAULTS = 50
 MAX_NCCL = 32

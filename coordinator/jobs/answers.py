@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.jobs.manifest import ElasticJobSpec
-from coordinator.jobs.nccl import NcclView
-from coordinator.jobs.records import TERMINAL_PHASES, Decision, Generation, JobProgress, JobRecord, Phase
+from myolo.coordinator.jobs.manifest import ElasticJobSpec
+from myolo.coordinator.jobs.nccl import NcclView
+from myolo.coordinator.jobs.records import TERMINAL_PHASES, Decision, Generation, JobProgress, JobRecord, Phase
 
 
 class JobAnswer(msgspec.Struct, kw_only=True, frozen=True):

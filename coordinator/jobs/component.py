@@ -17,27 +17,27 @@ import msgspec
 import structlog
 from msgspec.structs import replace
 
-from coordinator.commands.interface import CommandSender
-from coordinator.cordons.interface import AutoCordons
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard, Panel
-from coordinator.fleet.interface import FleetNodes, NodeState
-from coordinator.jobs import dashboard, routes, series
-from coordinator.jobs.answers import job_answer
-from coordinator.jobs.config import JobsConfig, check
-from coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
-from coordinator.jobs.manifest import ElasticJobSpec, parse_manifest
-from coordinator.jobs.nccl import NcclView, nccl_view
-from coordinator.jobs.placement import replica_counts
-from coordinator.jobs.policies import evaluate, straggler
-from coordinator.jobs.profile import ProfileRequest, ProfileStarted, start_profile
-from coordinator.jobs.reconcile import Evidence, Reconciler, Resize, decide
-from coordinator.jobs.records import STATE_JOBS, JobRecord, JobSpec, JobStatus, with_spec, with_status
-from coordinator.jobs.runtime import JobRuntime
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.cordons.interface import AutoCordons
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.fleet.interface import FleetNodes, NodeState
+from myolo.coordinator.jobs import dashboard, routes, series
+from myolo.coordinator.jobs.answers import job_answer
+from myolo.coordinator.jobs.config import JobsConfig, check
+from myolo.coordinator.jobs.interface import JobConflict, JobsAPI, UnknownJob
+from myolo.coordinator.jobs.manifest import ElasticJobSpec, parse_manifest
+from myolo.coordinator.jobs.nccl import NcclView, nccl_view
+from myolo.coordinator.jobs.placement import replica_counts
+from myolo.coordinator.jobs.policies import evaluate, straggler
+from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted, start_profile
+from myolo.coordinator.jobs.reconcile import Evidence, Reconciler, Resize, decide
+from myolo.coordinator.jobs.records import STATE_JOBS, JobRecord, JobSpec, JobStatus, with_spec, with_status
+from myolo.coordinator.jobs.runtime import JobRuntime
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import NodeSample, TrainingCompleted, TrainingFault, TrainingProgress
 
 log = structlog.get_logger("myolo.coordinator.jobs")
 # what may change in a running job's manifest (the rest is its training: a new job)

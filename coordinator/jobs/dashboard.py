@@ -9,8 +9,8 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from coordinator.core.dashboard import Moment
-from coordinator.jobs.records import JobRecord
+from myolo.coordinator.core.dashboard import Moment
+from myolo.coordinator.jobs.records import JobRecord
 
 
 class JobRow(msgspec.Struct, kw_only=True, frozen=True):

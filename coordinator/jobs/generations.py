@@ -12,10 +12,10 @@ import zlib
 
 import msgspec
 
-from coordinator.jobs.placement import Placement
-from coordinator.jobs.records import Generation, JobRecord, Member
-from events.payloads.commands import StartWorkersArgs, StopWorkersArgs
-from events.payloads.trainer_job import TrainerJob
+from myolo.coordinator.jobs.placement import Placement
+from myolo.coordinator.jobs.records import Generation, JobRecord, Member
+from myolo.events.payloads.commands import StartWorkersArgs, StopWorkersArgs
+from myolo.events.payloads.trainer_job import TrainerJob
 
 
 def master_port(name: str, number: int, lo: int, hi: int) -> int:

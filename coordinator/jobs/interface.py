@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.core.errors import Conflict, NotFound
-from coordinator.jobs.manifest import ManifestError, load_yaml, parse_manifest
-from coordinator.jobs.nccl import NcclView
-from coordinator.jobs.profile import ProfileRequest, ProfileStarted
-from coordinator.jobs.records import JobRecord
+from myolo.coordinator.core.errors import Conflict, NotFound
+from myolo.coordinator.jobs.manifest import ManifestError, load_yaml, parse_manifest
+from myolo.coordinator.jobs.nccl import NcclView
+from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted
+from myolo.coordinator.jobs.records import JobRecord
 
 __all__ = [
     "JobConflict",

@@ -21,10 +21,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
-from coordinator.core.errors import Invalid
-from coordinator.jobs import units
-from events.errors import validation_problem
-from events.payloads.trainer_job import TrainerJob
+from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.jobs import units
+from myolo.events.errors import validation_problem
+from myolo.events.payloads.trainer_job import TrainerJob
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_DEPTH = 16

@@ -32,8 +32,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.jobs.manifest import Metric
-from events.payloads import NodeSample, TrainingProgress
+from myolo.coordinator.jobs.manifest import Metric
+from myolo.events.payloads import NodeSample, TrainingProgress
 
 HORIZON_S = 3600.0
 RESOLUTION_S = 1.0

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import msgspec
 
-from coordinator.fleet.interface import NodeState
-from coordinator.jobs.records import JobRecord
-from events.payloads import NcclReport
+from myolo.coordinator.fleet.interface import NodeState
+from myolo.coordinator.jobs.records import JobRecord
+from myolo.events.payloads import NcclReport
 
 MAX_SHOWN = 16  # rings or trees listed; a big world has one per channel
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from coordinator.fleet.interface import NodeState
-from coordinator.jobs.manifest import ElasticJobSpec
+from myolo.coordinator.fleet.interface import NodeState
+from myolo.coordinator.jobs.manifest import ElasticJobSpec
 
 
 @dataclass(frozen=True)

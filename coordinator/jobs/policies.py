@@ -15,8 +15,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from coordinator.jobs.manifest import Action, Metric, Policy
-from coordinator.jobs.metrics import METRICS, JobMetrics
+from myolo.coordinator.jobs.manifest import Action, Metric, Policy
+from myolo.coordinator.jobs.metrics import METRICS, JobMetrics
 
 LOW_IS_BAD: frozenset[str] = frozenset({"tokens_per_s"})
 UNITS: dict[str, str] = {"gpu_util": "%", "step_time": " s", "tokens_per_s": " tokens/s", "gradient_staleness": ""}

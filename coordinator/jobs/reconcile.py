@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 import structlog
 from msgspec.structs import replace
 
-from coordinator.commands.interface import CommandSender
-from coordinator.cordons.interface import AutoCordons
-from coordinator.fleet.interface import FleetNodes, NodeState
-from coordinator.jobs.config import JobsConfig
-from coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
-from coordinator.jobs.placement import Capacity, Placement, capacity, place
-from coordinator.jobs.records import (
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.cordons.interface import AutoCordons
+from myolo.coordinator.fleet.interface import FleetNodes, NodeState
+from myolo.coordinator.jobs.config import JobsConfig
+from myolo.coordinator.jobs.generations import held_gpus, master_port, new_generation, start_args, stop_args
+from myolo.coordinator.jobs.placement import Capacity, Placement, capacity, place
+from myolo.coordinator.jobs.records import (
     MAX_DECISIONS,
     Decision,
     DecisionKind,
@@ -33,8 +33,8 @@ from coordinator.jobs.records import (
     with_spec,
     with_status,
 )
-from events.clock import Clock
-from events.payloads import TrainingCompleted, TrainingFault
+from myolo.events.clock import Clock
+from myolo.events.payloads import TrainingCompleted, TrainingFault
 
 log = structlog.get_logger("myolo.coordinator.jobs")
 AUTO_JOB = "auto:job"

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from coordinator.jobs.manifest import ElasticJobSpec
-from coordinator.state.flat import split_flat
+from myolo.coordinator.jobs.manifest import ElasticJobSpec
+from myolo.coordinator.state.flat import split_flat
 
 Phase = Literal["Pending", "Running", "Resizing", "Succeeded", "Failed"]
 TERMINAL_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed"})

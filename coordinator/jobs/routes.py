@@ -19,16 +19,16 @@ from typing import Annotated
 import msgspec
 from aiohttp import web
 
-from coordinator.api.audit import set_target
-from coordinator.api.auth import caller
-from coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, no_query, read_bounded, read_json
-from coordinator.core.errors import Invalid, TooLarge, Unsupported
-from coordinator.jobs.answers import job_answer
-from coordinator.jobs.interface import JobsAPI, UnknownJob
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
-from coordinator.jobs.nccl import NcclView
-from coordinator.jobs.profile import ProfileRequest
-from coordinator.jobs.records import JobRecord
+from myolo.coordinator.api.audit import set_target
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, no_query, read_bounded, read_json
+from myolo.coordinator.core.errors import Invalid, TooLarge, Unsupported
+from myolo.coordinator.jobs.answers import job_answer
+from myolo.coordinator.jobs.interface import JobsAPI, UnknownJob
+from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES
+from myolo.coordinator.jobs.nccl import NcclView
+from myolo.coordinator.jobs.profile import ProfileRequest
+from myolo.coordinator.jobs.records import JobRecord
 
 OPENAPI = Path(__file__).with_name("openapi.yaml")
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})

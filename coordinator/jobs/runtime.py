@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.jobs.metrics import JobMetrics
-from coordinator.jobs.reconcile import Evidence
-from coordinator.jobs.records import Generation
+from myolo.coordinator.jobs.metrics import JobMetrics
+from myolo.coordinator.jobs.reconcile import Evidence
+from myolo.coordinator.jobs.records import Generation
 
 
 @dataclass

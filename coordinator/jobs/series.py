@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, get_args
 
-from coordinator.jobs.records import Decision, DecisionKind, JobRecord, Phase
+from myolo.coordinator.jobs.records import Decision, DecisionKind, JobRecord, Phase
 
 
 def new_decisions(before: JobRecord | None, after: JobRecord) -> list[Decision]:

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from events.aiokafka_internals import group_generation
-from events.settings import KafkaSettings
-from events.topics import LEADER
+from myolo.events.aiokafka_internals import group_generation
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import LEADER
 
 log = structlog.get_logger("myolo.coordinator.leader")
 

@@ -2,5 +2,5 @@
 processes, and the demo that drives them (``demo.py``). Only development, the demo and the tests use it.
 
 ``myoloctl local up|down|status`` and the demo drive it; every process is recorded in the stack state
-file (coordinator.localstack.broker.state) with the marker that proves a pid is still ours.
+file (myolo.coordinator.localstack.broker.state) with the marker that proves a pid is still ours.
 """

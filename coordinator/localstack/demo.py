@@ -1,4 +1,4 @@
-"""``python -m coordinator.localstack.demo`` (``make demo``): an elastic training job living through a GPU failure.
+"""``python -m myolo.coordinator.localstack.demo`` (``make demo``): an elastic training job living through a GPU failure.
 
 It runs the real commands an operator would, and prints each before its output:
 
@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from coordinator.cli import auth
-from coordinator.localstack import health
-from coordinator.localstack.broker import state
-from coordinator.localstack.demo_state import demo_state_dir, mark, plan
+from myolo.coordinator.cli import auth
+from myolo.coordinator.localstack import health
+from myolo.coordinator.localstack.broker import state
+from myolo.coordinator.localstack.demo_state import demo_state_dir, mark, plan
 
 NODES, GPUS, COORDINATORS = 3, 1, 2
 VICTIM, VICTIM_GPU, XID = "node-2", 0, 79
@@ -62,7 +62,7 @@ def _run(display: str, argv: list[str], env: dict[str, str], *, check: bool = Tr
 
 
 def _myoloctl(*args: str) -> tuple[str, list[str]]:
-    return "myoloctl " + " ".join(args), [sys.executable, "-m", "coordinator.cli.main", *args]
+    return "myoloctl " + " ".join(args), [sys.executable, "-m", "myolo.coordinator.cli.main", *args]
 
 
 def _get(api_urls: list[str], path: str, token: str | None) -> dict | None:
@@ -103,7 +103,9 @@ def _training(replicas: int, above: int = 0, steps: int = 3) -> Callable[[dict],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coordinator.localstack.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m myolo.coordinator.localstack.demo", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument(
         "--state-dir",
         type=Path,
@@ -218,7 +220,7 @@ def _play(state_dir: Path, env: dict[str, str], timeout: float) -> int:
 def _inject(env: dict[str, str], socket: str, *args: str) -> None:
     _run(
         f"myolo-agent inject --socket {socket} {' '.join(args)}",
-        [sys.executable, "-m", "agent", "inject", "--socket", socket, *args],
+        [sys.executable, "-m", "myolo.agent", "inject", "--socket", socket, *args],
         env,
     )
 

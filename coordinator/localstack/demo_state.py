@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from events.stackfile import STATE_FILE
+from myolo.events.stackfile import STATE_FILE
 
 MARKER = "made-by-demo"
 

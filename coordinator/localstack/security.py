@@ -1,10 +1,10 @@
 """The local stack's security step: who each process is on Kafka, and what the stack needs before they start.
 
 On a secured stack (``myoloctl local up --secure``) every coordinator and agent is its own Kafka user, with its
-own password file (mode 0600) named in its config, and exactly the ACLs of its role (events.acls); the
+own password file (mode 0600) named in its config, and exactly the ACLs of its role (myolo.events.acls); the
 stack also has an ``operator`` user (read only: what ``myoloctl events tail`` uses) and a ``producer`` user (an
 external producer: drift samples and releases, e.g. from kcat). On a plain stack this step adds nothing.
-The stack's other credentials: its API token (configs.py, coordinator.api.tokens.ensure_local) and its agents'
+The stack's other credentials: its API token (configs.py, myolo.coordinator.api.tokens.ensure_local) and its agents'
 node keys (identity.py).
 """
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import topic_specs
-from coordinator.localstack.broker import security, state
-from coordinator.localstack.broker.errors import BrokerError
-from coordinator.localstack.broker.wire import ProbeError
-from events.acls import Role
-from events.settings import KafkaSettings
-from events.topics import ensure_topics
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import topic_specs
+from myolo.coordinator.localstack.broker import security, state
+from myolo.coordinator.localstack.broker.errors import BrokerError
+from myolo.coordinator.localstack.broker.wire import ProbeError
+from myolo.events.acls import Role
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import ensure_topics
 
 STACK_USERS: dict[str, Role] = {"operator": "operator", "producer": "producer"}
 MEMBER_ROLES: dict[str, Role] = {"coordinator": "coordinator", "agent": "agent"}

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from coordinator.cli.auth import stack_token
-from coordinator.core.errors import Refusal
-from coordinator.localstack import configs, health, identity, prometheus, security
-from coordinator.localstack.broker import process, state
-from coordinator.localstack.broker.errors import BrokerError
-from events.files import atomic_write
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.core.errors import Refusal
+from myolo.coordinator.localstack import configs, health, identity, prometheus, security
+from myolo.coordinator.localstack.broker import process, state
+from myolo.coordinator.localstack.broker.errors import BrokerError
+from myolo.events.files import atomic_write
 
 COORDINATOR, AGENT = "coordinator", "agent"
 # What each role logs once it listens, with the URL it got (event, the record's port and info keys)
@@ -217,14 +217,14 @@ def _start_one(
     if role == COORDINATOR:
         doc = configs.coordinator_config(name, workdir, bootstrap=bootstrap, api_port=0, key_file=key)
         doc["kafka"] |= kafka
-        return _launch(state_dir, name, role, ["coordinator.cli_daemon", "run"], doc, {}, {})
+        return _launch(state_dir, name, role, ["myolo.coordinator.cli_daemon", "run"], doc, {}, {})
     identity.make_node_key(workdir)  # made here so it can be enrolled; the agent finds it in its data dir
     doc = configs.agent_config(name, workdir, bootstrap=bootstrap, gpus=gpus, health_port=0, key_file=key)
     doc["kafka"] |= kafka
     doc["releases"] |= releases
     info = {"socket": str(workdir / "agent.sock"), "gpus": str(gpus)}
     # under its launcher, as the unit runs it: a release that never commits itself is taken back
-    return _launch(state_dir, name, role, ["agent.launcher"], doc, {}, info, configs.agent_env(key))
+    return _launch(state_dir, name, role, ["myolo.agent.launcher"], doc, {}, info, configs.agent_env(key))
 
 
 def _endpoint(record: state.ProcessRecord) -> str:

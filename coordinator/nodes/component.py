@@ -15,17 +15,17 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.nodes import routes
-from coordinator.nodes.interface import NodeKeys, NotEnrolled
-from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
-from coordinator.nodes.verify import Enrolled, check_node_event
-from events.envelope import Event
-from events.errors import ConfigError, SignatureError
-from events.keys import Ed25519Public, public_key_from_pem
-from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted, TrainingFault
-from events.signing import must_sign
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.nodes import routes
+from myolo.coordinator.nodes.interface import NodeKeys, NotEnrolled
+from myolo.coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
+from myolo.coordinator.nodes.verify import Enrolled, check_node_event
+from myolo.events.envelope import Event
+from myolo.events.errors import ConfigError, SignatureError
+from myolo.events.keys import Ed25519Public, public_key_from_pem
+from myolo.events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted, TrainingFault
+from myolo.events.signing import must_sign
 
 log = structlog.get_logger("myolo.coordinator.nodes")
 
@@ -43,7 +43,7 @@ class Nodes(Component):
             description="coordinator state: enrolled node public keys (node events that cause action are verified)",
         ),
     )
-    guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted, NodeSample)  # events.signing.must_sign
+    guards = (NodeFault, CommandAck, TrainingFault, TrainingCompleted, NodeSample)  # myolo.events.signing.must_sign
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)

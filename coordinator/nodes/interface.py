@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.core.errors import NotFound
-from coordinator.nodes.records import NodeKeyRecord
+from myolo.coordinator.core.errors import NotFound
+from myolo.coordinator.nodes.records import NodeKeyRecord
 
 
 class NotEnrolled(NotFound):

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.nodes.records import NodeKeyRecord
-from events.envelope import Event
-from events.errors import SignatureError
-from events.keys import Ed25519Public
-from events.signing import verify_with
-from events.sources import agent_source
+from myolo.coordinator.nodes.records import NodeKeyRecord
+from myolo.events.envelope import Event
+from myolo.events.errors import SignatureError
+from myolo.events.keys import Ed25519Public
+from myolo.events.signing import verify_with
+from myolo.events.sources import agent_source
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from coordinator.fleet.interface import NodeState
-from coordinator.preflight.records import CheckResult
-from events.payloads.commands import FileDigest, NcclProbeResult
+from myolo.coordinator.fleet.interface import NodeState
+from myolo.coordinator.preflight.records import CheckResult
+from myolo.events.payloads.commands import FileDigest, NcclProbeResult
 
 _VERSION = re.compile(r"^\s*(\d+(?:\.\d+)*)")
 GIB = 2**30

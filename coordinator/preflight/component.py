@@ -18,16 +18,16 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.interface import CommandSender
-from coordinator.core.component import Component, RouteSet
-from coordinator.core.context import Context
-from coordinator.fleet.interface import FleetNodes, NodeState
-from coordinator.jobs.interface import JobsAPI
-from coordinator.preflight import routes
-from coordinator.preflight.config import PreflightConfig, check
-from coordinator.preflight.interface import PreflightRefused, Preflights, UnknownPreflightNode
-from coordinator.preflight.records import PreflightReport, PreflightRequest
-from coordinator.preflight.runner import PreflightRun
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.core.component import Component, RouteSet
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.fleet.interface import FleetNodes, NodeState
+from myolo.coordinator.jobs.interface import JobsAPI
+from myolo.coordinator.preflight import routes
+from myolo.coordinator.preflight.config import PreflightConfig, check
+from myolo.coordinator.preflight.interface import PreflightRefused, Preflights, UnknownPreflightNode
+from myolo.coordinator.preflight.records import PreflightReport, PreflightRequest
+from myolo.coordinator.preflight.runner import PreflightRun
 
 log = structlog.get_logger("myolo.coordinator.preflight")
 

@@ -9,9 +9,9 @@ SKIP where there is nothing to match: a CPU build of torch, or simulated GPUs (w
 
 from __future__ import annotations
 
-from coordinator.preflight.checks import version_tuple
-from coordinator.preflight.records import CheckResult
-from events.payloads.commands import RuntimeVersions
+from myolo.coordinator.preflight.checks import version_tuple
+from myolo.coordinator.preflight.records import CheckResult
+from myolo.events.payloads.commands import RuntimeVersions
 
 
 def value(found: RuntimeVersions) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.core.errors import Conflict, NotFound
-from coordinator.preflight.records import PreflightReport, PreflightRequest
+from myolo.coordinator.core.errors import Conflict, NotFound
+from myolo.coordinator.preflight.records import PreflightReport, PreflightRequest
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from coordinator.preflight.config import MAX_TIMEOUT_S
+from myolo.coordinator.preflight.config import MAX_TIMEOUT_S
 
 CheckName = Literal["driver", "memory", "cuda", "data", "tfrecord", "nccl", "rdma"]
 CHECKS: tuple[CheckName, ...] = ("driver", "memory", "cuda", "data", "tfrecord", "nccl", "rdma")

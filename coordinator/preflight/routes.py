@@ -8,10 +8,10 @@ from __future__ import annotations
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.body import read_json
-from coordinator.preflight.interface import Preflights
-from coordinator.preflight.records import PreflightRequest
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import read_json
+from myolo.coordinator.preflight.interface import Preflights
+from myolo.coordinator.preflight.records import PreflightRequest
 
 PATH = "/v1/preflight"
 _HINT = (

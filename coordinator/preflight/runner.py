@@ -18,13 +18,13 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.commands.interface import CommandIntent, CommandSender
-from coordinator.fleet.interface import NodeState
-from coordinator.jobs.interface import JobRecord
-from coordinator.preflight import checks, cuda, tfrecords
-from coordinator.preflight.config import PreflightConfig
-from coordinator.preflight.rdma import RdmaRun
-from coordinator.preflight.records import (
+from myolo.coordinator.commands.interface import CommandIntent, CommandSender
+from myolo.coordinator.fleet.interface import NodeState
+from myolo.coordinator.jobs.interface import JobRecord
+from myolo.coordinator.preflight import checks, cuda, tfrecords
+from myolo.coordinator.preflight.config import PreflightConfig
+from myolo.coordinator.preflight.rdma import RdmaRun
+from myolo.coordinator.preflight.records import (
     CHECKS,
     CheckName,
     CheckResult,
@@ -32,9 +32,9 @@ from coordinator.preflight.records import (
     PreflightRequest,
     Thresholds,
 )
-from coordinator.preflight.tfrecords import TfRecordData
-from events.clock import Clock
-from events.payloads.commands import (
+from myolo.coordinator.preflight.tfrecords import TfRecordData
+from myolo.events.clock import Clock
+from myolo.events.payloads.commands import (
     ActionArgs,
     CheckTfrecordsArgs,
     CheckTfrecordsResult,

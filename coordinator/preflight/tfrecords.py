@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from coordinator.jobs.interface import JobRecord
-from coordinator.preflight.records import CheckResult
-from events.payloads.commands import TfRecordPattern
+from myolo.coordinator.jobs.interface import JobRecord
+from myolo.coordinator.preflight.records import CheckResult
+from myolo.events.payloads.commands import TfRecordPattern
 
 _TFRECORD = re.compile(r"\.tfrecords?(?![A-Za-z0-9])", re.IGNORECASE)
 _COMPRESSED = (".gz", ".gzip", ".zlib", ".zz")

@@ -17,19 +17,19 @@ import msgspec
 import structlog
 from msgspec.structs import replace
 
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.core.errors import NotLeader
-from coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
-from coordinator.quantize import plan, routes
-from coordinator.quantize.config import QuantizeConfig
-from coordinator.quantize.interface import Quantizations, QuantizeRefused
-from coordinator.quantize.records import STATE_QUANTIZE, QuantizeRequest, QuantizeRun, run_key
-from coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError, UnknownModel, UnknownVersion
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import TrainingCompleted
-from events.payloads.models import ModelExport
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
+from myolo.coordinator.quantize import plan, routes
+from myolo.coordinator.quantize.config import QuantizeConfig
+from myolo.coordinator.quantize.interface import Quantizations, QuantizeRefused
+from myolo.coordinator.quantize.records import STATE_QUANTIZE, QuantizeRequest, QuantizeRun, run_key
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError, UnknownModel, UnknownVersion
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import TrainingCompleted
+from myolo.events.payloads.models import ModelExport
 
 log = structlog.get_logger("myolo.coordinator.quantize")
 BY = "quantize"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.core.errors import Invalid, NotFound
-from coordinator.quantize.records import QuantizeRequest, QuantizeRun
+from myolo.coordinator.core.errors import Invalid, NotFound
+from myolo.coordinator.quantize.records import QuantizeRequest, QuantizeRun
 
 
 @runtime_checkable

@@ -16,9 +16,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from coordinator.quantize.config import QuantizeConfig
-from coordinator.quantize.records import QuantizeRequest
-from coordinator.registry.interface import local_path
+from myolo.coordinator.quantize.config import QuantizeConfig
+from myolo.coordinator.quantize.records import QuantizeRequest
+from myolo.coordinator.registry.interface import local_path
 
 MAX_JOB_NAME = 63
 

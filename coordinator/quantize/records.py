@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.models import ModelExport, QuantScheme
-from events.payloads.trainer_job import PathStr
+from myolo.events.payloads.models import ModelExport, QuantScheme
+from myolo.events.payloads.trainer_job import PathStr
 
 RunState = Literal["running", "registered", "failed"]
 

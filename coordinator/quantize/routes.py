@@ -7,11 +7,11 @@ from __future__ import annotations
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.body import read_json
-from coordinator.core.errors import Invalid
-from coordinator.quantize.interface import Quantizations, UnknownRun
-from coordinator.quantize.records import QuantizeRequest, QuantizeRun
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import read_json
+from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.quantize.interface import Quantizations, UnknownRun
+from myolo.coordinator.quantize.records import QuantizeRequest, QuantizeRun
 
 ASK = "/v1/models/{model}/versions/{version}/quantize"
 LIST = "/v1/quantizations"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.registry.interface import ModelRegistry
-from coordinator.registry.records import AliasChange, AliasRecord, ModelRecord, Source, VersionRecord
+from myolo.coordinator.registry.interface import ModelRegistry
+from myolo.coordinator.registry.records import AliasChange, AliasRecord, ModelRecord, Source, VersionRecord
 
 
 class ModelAnswer(ModelRecord, kw_only=True):

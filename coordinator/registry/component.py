@@ -16,14 +16,14 @@ from typing import Any
 import msgspec
 import structlog
 
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard, Panel
-from coordinator.registry import checks, dashboard, evals, routes, series
-from coordinator.registry.config import RegistryConfig
-from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
-from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import (
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.registry import checks, dashboard, evals, routes, series
+from myolo.coordinator.registry.config import RegistryConfig
+from myolo.coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
+from myolo.coordinator.registry.records import (
     CHALLENGER,
     CHAMPION,
     HISTORY_MAX,
@@ -37,8 +37,8 @@ from coordinator.registry.records import (
     VersionRecord,
     key_of,
 )
-from coordinator.registry.view import RegistryView
-from events.payloads import ModelAliasSet, ModelRegistered
+from myolo.coordinator.registry.view import RegistryView
+from myolo.events.payloads import ModelAliasSet, ModelRegistered
 
 log = structlog.get_logger("myolo.coordinator.registry")
 AUTO = "auto"

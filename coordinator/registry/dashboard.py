@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-from coordinator.core.dashboard import Moment
-from coordinator.registry.records import AliasRecord, ModelRecord, VersionRecord
-from coordinator.registry.view import RegistryView
+from myolo.coordinator.core.dashboard import Moment
+from myolo.coordinator.registry.records import AliasRecord, ModelRecord, VersionRecord
+from myolo.coordinator.registry.view import RegistryView
 
 
 class ModelEntry(msgspec.Struct, kw_only=True, frozen=True):

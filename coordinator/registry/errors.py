@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.core.errors import Conflict, Invalid, NotFound
+from myolo.coordinator.core.errors import Conflict, Invalid, NotFound
 
 
 class RegistryError(Invalid):

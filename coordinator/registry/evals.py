@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from coordinator.registry.records import (
+from myolo.coordinator.registry.records import (
     IndexDataset,
     IndexMetric,
     IndexResult,
@@ -21,7 +21,7 @@ from coordinator.registry.records import (
     ModelIndex,
     VersionRecord,
 )
-from events.payloads.models import EvalResult
+from myolo.events.payloads.models import EvalResult
 
 TASK = IndexTask(type="text-generation", name="Causal language modeling")
 SPLIT = "held-out"

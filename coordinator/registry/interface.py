@@ -13,13 +13,13 @@ from typing import Annotated, Protocol, runtime_checkable
 import msgspec
 
 # re-exported: what callers catch
-from coordinator.registry.errors import RegistryError as RegistryError
-from coordinator.registry.errors import UnknownModel as UnknownModel
-from coordinator.registry.errors import UnknownVersion as UnknownVersion
-from coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
-from events.payloads.common import Id, NonNegInt
-from events.payloads.external import Sha256
-from events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Quantization, Text, Watermark
+from myolo.coordinator.registry.errors import RegistryError as RegistryError
+from myolo.coordinator.registry.errors import UnknownModel as UnknownModel
+from myolo.coordinator.registry.errors import UnknownVersion as UnknownVersion
+from myolo.coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
+from myolo.events.payloads.common import Id, NonNegInt
+from myolo.events.payloads.external import Sha256
+from myolo.events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Quantization, Text, Watermark
 
 MetricName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")]
 

@@ -12,15 +12,15 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Id
-from events.payloads.external import Sha256
-from events.payloads.models import PathOrUrl, Quantization, Text, Watermark
+from myolo.events.payloads.common import Id
+from myolo.events.payloads.external import Sha256
+from myolo.events.payloads.models import PathOrUrl, Quantization, Text, Watermark
 
 MODEL, VERSION, ALIAS = "model", "version", "alias"
 CHAMPION, CHALLENGER = "champion", "challenger"
 HISTORY_MAX = 500  # alias history entries kept per alias, newest; older ones are dropped (and counted)
 MAX_TAGS = 32
-MAX_MANIFEST_CHARS = 256 * 1024  # as coordinator.jobs.manifest.MAX_MANIFEST_BYTES
+MAX_MANIFEST_CHARS = 256 * 1024  # as myolo.coordinator.jobs.manifest.MAX_MANIFEST_BYTES
 Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$")]
 TagValue = Annotated[str, msgspec.Meta(max_length=256)]
 Tags = Annotated[dict[Tag, TagValue], msgspec.Meta(max_length=MAX_TAGS)]

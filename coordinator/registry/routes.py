@@ -16,11 +16,11 @@ from typing import Annotated
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.body import MAX_SMALL_BODY, json_limit, no_query, read_json
-from coordinator.api.tokens import RANK
-from coordinator.core.errors import Forbidden, Invalid, NotFound
-from coordinator.registry.answers import (
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import MAX_SMALL_BODY, json_limit, no_query, read_json
+from myolo.coordinator.api.tokens import RANK
+from myolo.coordinator.core.errors import Forbidden, Invalid, NotFound
+from myolo.coordinator.registry.answers import (
     AliasHistory,
     AliasList,
     ModelList,
@@ -29,10 +29,10 @@ from coordinator.registry.answers import (
     model_answer,
     version_answer,
 )
-from coordinator.registry.errors import UnknownModel
-from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import MAX_MANIFEST_CHARS, AliasRecord, Margin, ModelRecord, RetrainTemplate
-from events.payloads.models import Text
+from myolo.coordinator.registry.errors import UnknownModel
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
+from myolo.coordinator.registry.records import MAX_MANIFEST_CHARS, AliasRecord, Margin, ModelRecord, RetrainTemplate
+from myolo.events.payloads.models import Text
 
 MODELS = "/v1/models"
 MODEL = "/v1/models/{model}"

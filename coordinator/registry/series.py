@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.registry.view import RegistryView
+from myolo.coordinator.registry.view import RegistryView
 
 
 def series(view: RegistryView) -> dict[str, list[tuple[tuple[str, ...], Any]]]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.registry.errors import UnknownVersion
-from coordinator.registry.records import (
+from myolo.coordinator.registry.errors import UnknownVersion
+from myolo.coordinator.registry.records import (
     ALIAS,
     CHAMPION,
     MODEL,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.rollouts.config import Plan
-from coordinator.rollouts.records import TERMINAL, Change, Phase, RolloutRecord, Wave
-from events.payloads.models import GateResult
+from myolo.coordinator.rollouts.config import Plan
+from myolo.coordinator.rollouts.records import TERMINAL, Change, Phase, RolloutRecord, Wave
+from myolo.events.payloads.models import GateResult
 
 
 class RolloutAnswer(msgspec.Struct, kw_only=True, frozen=True):

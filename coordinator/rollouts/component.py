@@ -25,18 +25,18 @@ import msgspec
 import structlog
 from msgspec.structs import replace
 
-from coordinator.commands.interface import CommandSender
-from coordinator.cordons.interface import AutoCordons
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard, Panel
-from coordinator.fleet.interface import FleetNodes
-from coordinator.jobs.interface import JobsAPI
-from coordinator.rollouts import bake, dashboard, gates, routes, series
-from coordinator.rollouts.config import Plan, RolloutsConfig, check
-from coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
-from coordinator.rollouts.plan import waves
-from coordinator.rollouts.records import (
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.cordons.interface import AutoCordons
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.fleet.interface import FleetNodes
+from myolo.coordinator.jobs.interface import JobsAPI
+from myolo.coordinator.rollouts import bake, dashboard, gates, routes, series
+from myolo.coordinator.rollouts.config import Plan, RolloutsConfig, check
+from myolo.coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
+from myolo.coordinator.rollouts.plan import waves
+from myolo.coordinator.rollouts.records import (
     MAX_HISTORY,
     ROLLOUT_BY,
     STATE_ROLLOUTS,
@@ -49,11 +49,11 @@ from coordinator.rollouts.records import (
     Wave,
     with_status,
 )
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import LeakReport, NodeFault, ReleasePublished
-from events.payloads.commands import RollbackArgs, UpgradeArgs, UpgradeResult
-from events.payloads.models import GateResult, RolloutPhaseChanged
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import LeakReport, NodeFault, ReleasePublished
+from myolo.events.payloads.commands import RollbackArgs, UpgradeArgs, UpgradeResult
+from myolo.events.payloads.models import GateResult, RolloutPhaseChanged
 
 log = structlog.get_logger("myolo.coordinator.rollouts")
 EVIDENCE = 100_000  # faults and leak reports kept (the newest)

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from coordinator.core.dashboard import Moment
-from coordinator.rollouts.records import RolloutRecord
+from myolo.coordinator.core.dashboard import Moment
+from myolo.coordinator.rollouts.records import RolloutRecord
 
 
 class RolloutsBoard(msgspec.Struct, kw_only=True, frozen=True):

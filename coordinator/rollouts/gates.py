@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from events.payloads.models import GateResult
+from myolo.events.payloads.models import GateResult
 
 
 @dataclass(frozen=True)

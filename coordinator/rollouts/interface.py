@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from coordinator.core.errors import Conflict, Invalid, NotFound
-from coordinator.rollouts.config import Plan
-from coordinator.rollouts.records import RolloutRecord
+from myolo.coordinator.core.errors import Conflict, Invalid, NotFound
+from myolo.coordinator.rollouts.config import Plan
+from myolo.coordinator.rollouts.records import RolloutRecord
 
 
 class RolloutError(Invalid):

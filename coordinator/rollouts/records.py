@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from coordinator.rollouts.config import Plan
-from coordinator.state.flat import split_flat
-from events.payloads.models import GateResult
+from myolo.coordinator.rollouts.config import Plan
+from myolo.coordinator.state.flat import split_flat
+from myolo.events.payloads.models import GateResult
 
 Phase = Literal["Progressing", "Paused", "RollingBack", "Succeeded", "RolledBack", "Aborted"]
 TERMINAL: frozenset[str] = frozenset({"Succeeded", "RolledBack", "Aborted"})

@@ -8,13 +8,13 @@ from typing import Annotated
 import msgspec
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.body import read_json
-from coordinator.core.errors import NotFound
-from coordinator.rollouts.answers import rollout_answer
-from coordinator.rollouts.config import Plan
-from coordinator.rollouts.interface import RolloutsAPI
-from events.payloads.commands import Component, Sha256, Version
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.body import read_json
+from myolo.coordinator.core.errors import NotFound
+from myolo.coordinator.rollouts.answers import rollout_answer
+from myolo.coordinator.rollouts.config import Plan
+from myolo.coordinator.rollouts.interface import RolloutsAPI
+from myolo.events.payloads.commands import Component, Sha256, Version
 
 LIST_PATH = "/v1/rollouts"
 ONE_PATH = "/v1/rollouts/{name}"

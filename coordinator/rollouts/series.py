@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, get_args
 
-from coordinator.rollouts.records import Phase, RolloutRecord
+from myolo.coordinator.rollouts.records import Phase, RolloutRecord
 
 
 def series(records: Iterable[RolloutRecord]) -> dict[str, list[tuple[tuple[str, ...], Any]]]:

@@ -2,7 +2,7 @@
 
 The producer is idempotent with ``acks=all`` (the events package's defaults), so a write that returns is on
 every in-sync replica; a caller that acts only after ``put`` returned can never act on a decision a new
-leader will not find. Every record carries the coordinators' seal (:mod:`coordinator.state.seal`), which
+leader will not find. Every record carries the coordinators' seal (:mod:`myolo.coordinator.state.seal`), which
 readers check before they apply it.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import msgspec
 import structlog
 
-from coordinator.state.codec import KIND_HEADER, StateCodec
-from coordinator.state.seal import Stale, StateKeys
-from events.bus import EventProducer
+from myolo.coordinator.state.codec import KIND_HEADER, StateCodec
+from myolo.coordinator.state.seal import Stale, StateKeys
+from myolo.events.bus import EventProducer
 
 log = structlog.get_logger("myolo.coordinator.state")
 

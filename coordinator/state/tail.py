@@ -5,7 +5,7 @@ and command intent when it is elected, and its reads show what the leader decide
 "read them to the end before acting" barrier: it takes the end offsets at the moment of the call and waits
 until everything before them has been applied.
 
-Only records sealed by the coordinators are applied (:mod:`coordinator.state.seal`): one unsealed or sealed
+Only records sealed by the coordinators are applied (:mod:`myolo.coordinator.state.seal`): one unsealed or sealed
 wrongly is skipped, counted in ``forged`` and logged with its topic, key and reason, whatever it says.
 """
 
@@ -19,10 +19,10 @@ import msgspec
 import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from coordinator.state.codec import BadStateRecord, StateCodec, record_kind
-from coordinator.state.seal import ForgedStateRecord, Stale, StateKeys
-from events.aiokafka_internals import load_metadata
-from events.settings import KafkaSettings
+from myolo.coordinator.state.codec import BadStateRecord, StateCodec, record_kind
+from myolo.coordinator.state.seal import ForgedStateRecord, Stale, StateKeys
+from myolo.events.aiokafka_internals import load_metadata
+from myolo.events.settings import KafkaSettings
 
 # (topic, key, record or None for a tombstone, kind)
 Apply = Callable[[str, str, msgspec.Struct | None, str], None]

@@ -12,18 +12,18 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from coordinator.core.component import Component, RouteSet
-from coordinator.core.context import Context
-from coordinator.core.dashboard import Dashboard, Panel
-from coordinator.fleet.interface import FleetNodes, Transition
-from coordinator.ui import assets, routes, views
-from coordinator.ui.config import UiConfig
-from coordinator.ui.history import JobRings, NodeRings
-from coordinator.ui.sessions import COOKIE, SessionTable
-from coordinator.ui.sse import Feed
-from events.bus import RecordInfo
-from events.envelope import Event
-from events.payloads import NodeSample, TrainingProgress
+from myolo.coordinator.core.component import Component, RouteSet
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.fleet.interface import FleetNodes, Transition
+from myolo.coordinator.ui import assets, routes, views
+from myolo.coordinator.ui.config import UiConfig
+from myolo.coordinator.ui.history import JobRings, NodeRings
+from myolo.coordinator.ui.sessions import COOKIE, SessionTable
+from myolo.coordinator.ui.sse import Feed
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import Event
+from myolo.events.payloads import NodeSample, TrainingProgress
 
 log = structlog.get_logger("myolo.coordinator.ui")
 

@@ -12,8 +12,8 @@ import math
 from array import array
 from collections import OrderedDict, deque
 
-from events.payloads import GpuReading, NodeSample, TrainingProgress
-from events.payloads.training import WorkerInfo
+from myolo.events.payloads import GpuReading, NodeSample, TrainingProgress
+from myolo.events.payloads.training import WorkerInfo
 
 METRICS = ("util", "mem", "temp", "power")  # per GPU per slot, in this order
 NAN = float("nan")

@@ -13,17 +13,17 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from coordinator.api.auth import caller
-from coordinator.api.gate import SECURITY
-from coordinator.api.tokens import RANK
-from coordinator.core.dashboard import Boards
-from coordinator.core.errors import NotFound, Refusal, Unavailable
-from coordinator.ui import views
-from coordinator.ui.assets import HEADERS, Asset
-from coordinator.ui.config import UiConfig
-from coordinator.ui.sessions import COOKIE, SessionTable, cleared_cookie, cookie_header
-from coordinator.ui.sse import KEEPALIVE, Feed, frame
-from events.clock import Clock, sleep_or_wake
+from myolo.coordinator.api.auth import caller
+from myolo.coordinator.api.gate import SECURITY
+from myolo.coordinator.api.tokens import RANK
+from myolo.coordinator.core.dashboard import Boards
+from myolo.coordinator.core.errors import NotFound, Refusal, Unavailable
+from myolo.coordinator.ui import views
+from myolo.coordinator.ui.assets import HEADERS, Asset
+from myolo.coordinator.ui.config import UiConfig
+from myolo.coordinator.ui.sessions import COOKIE, SessionTable, cleared_cookie, cookie_header
+from myolo.coordinator.ui.sse import KEEPALIVE, Feed, frame
+from myolo.events.clock import Clock, sleep_or_wake
 
 log = structlog.get_logger("myolo.coordinator.ui")
 MAX_FORM = 4096

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.core.dashboard import Boards, Moment
-from coordinator.ui.history import METRICS, JobRings, NodeRings
-from events.payloads.training import WorkerInfo
+from myolo.coordinator.core.dashboard import Boards, Moment
+from myolo.coordinator.ui.history import METRICS, JobRings, NodeRings
+from myolo.events.payloads.training import WorkerInfo
 
 
 class PageEntry(msgspec.Struct, kw_only=True, frozen=True):

@@ -11,7 +11,7 @@ When the dead letter itself cannot be written (the broker is away), the consumer
 record: it retries with backoff, holding that partition, because committing past it would lose it silently.
 If it is stopped meanwhile, it commits only what came before the record and leaves; the record is read
 again on the next start. A letter the broker refuses as too large is sent without the original value.
-A record the Kafka client itself cannot parse is stepped over (see :mod:`events.bus.unreadable`).
+A record the Kafka client itself cannot parse is stepped over (see :mod:`myolo.events.bus.unreadable`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 
-from events.aiokafka_internals import pace_metadata_updates
-from events.bus.dedupe import RecentIds
-from events.bus.unreadable import PARSE_ERRORS, step_past_unreadable
-from events.clock import Clock, SystemClock
-from events.codec import DEFAULT_MAX_BYTES, decode
-from events.deadletter import (
+from myolo.events.aiokafka_internals import pace_metadata_updates
+from myolo.events.bus.dedupe import RecentIds
+from myolo.events.bus.unreadable import PARSE_ERRORS, step_past_unreadable
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.codec import DEFAULT_MAX_BYTES, decode
+from myolo.events.deadletter import (
     DeadLetter,
     DeadLetterSink,
     RecordInfo,
@@ -39,13 +39,13 @@ from events.deadletter import (
     field_kind,
     without_original,
 )
-from events.envelope import Event, rfc3339
-from events.errors import InvalidEvent
-from events.limits import DEDUPE_WINDOW_BYTES, Throttle, cut
-from events.settings import KafkaSettings
-from events.signing import Verifier
-from events.topics import BY_NAME, DEAD_LETTER
-from events.tracing import process_span, tracing_enabled
+from myolo.events.envelope import Event, rfc3339
+from myolo.events.errors import InvalidEvent
+from myolo.events.limits import DEDUPE_WINDOW_BYTES, Throttle, cut
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier
+from myolo.events.topics import BY_NAME, DEAD_LETTER
+from myolo.events.tracing import process_span, tracing_enabled
 
 Handler = Callable[[Event, RecordInfo], Awaitable[None]]
 log = structlog.get_logger("myolo.events.consumer")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 
-from events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS
+from myolo.events.limits import DEDUPE_WINDOW_BYTES, DEDUPE_WINDOW_IDS
 
 ENTRY_OVERHEAD_BYTES = 100
 """What an OrderedDict entry costs besides its key string, rounded up from CPython 3.11's size of one."""

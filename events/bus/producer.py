@@ -16,16 +16,16 @@ import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata
 
-from events.aiokafka_internals import pace_metadata_updates
-from events.clock import Clock
-from events.codec import encode
-from events.envelope import Event, new_event
-from events.keys import Signer
-from events.payloads import Payload
-from events.settings import KafkaSettings
-from events.signing import SIG, sign
-from events.topics import topic_for_type
-from events.tracing import inject_current, publish_span, tracing_enabled
+from myolo.events.aiokafka_internals import pace_metadata_updates
+from myolo.events.clock import Clock
+from myolo.events.codec import encode
+from myolo.events.envelope import Event, new_event
+from myolo.events.keys import Signer
+from myolo.events.payloads import Payload
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import SIG, sign
+from myolo.events.topics import topic_for_type
+from myolo.events.tracing import inject_current, publish_span, tracing_enabled
 
 DEFAULT_PRODUCER_OPTIONS: dict[str, Any] = {
     "enable_idempotence": True,

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from events.errors import InvalidEvent
-from events.limits import cut
+from myolo.events.errors import InvalidEvent
+from myolo.events.limits import cut
 
 Process = Callable[[ConsumerRecord], Awaitable[None]]
 DeadLetter = Callable[[ConsumerRecord, InvalidEvent], Awaitable[None]]

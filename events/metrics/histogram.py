@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from events.metrics.text import HistogramValue
+from myolo.events.metrics.text import HistogramValue
 
 
 class Histogram:

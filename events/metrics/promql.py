@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from events.metrics import units
-from events.metrics.mapping import Mapping, MetricSpec, load
-from events.metrics.text import format_value
+from myolo.events.metrics import units
+from myolo.events.metrics.mapping import Mapping, MetricSpec, load
+from myolo.events.metrics.text import format_value
 
 MAX_EXPR = 64 * 1024
 _TOKEN = re.compile(

@@ -1,10 +1,10 @@
-"""Typed event payloads (msgspec Structs). See ``events.types`` for the CloudEvents type names."""
+"""Typed event payloads (msgspec Structs). See ``myolo.events.types`` for the CloudEvents type names."""
 
-from events.payloads.audit import AuditRecord
-from events.payloads.commands import Command, CommandAck, StartWorkersArgs, StopWorkersArgs
-from events.payloads.common import Payload
-from events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
-from events.payloads.models import (
+from myolo.events.payloads.audit import AuditRecord
+from myolo.events.payloads.commands import Command, CommandAck, StartWorkersArgs, StopWorkersArgs
+from myolo.events.payloads.common import Payload
+from myolo.events.payloads.external import DriftSample, FeatureSummary, ReleasePublished
+from myolo.events.payloads.models import (
     DriftDetected,
     EvalResult,
     FeatureDrift,
@@ -14,10 +14,10 @@ from events.payloads.models import (
     ModelRegistered,
     RolloutPhaseChanged,
 )
-from events.payloads.node import FailedRelease, GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
-from events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
-from events.payloads.trainer_job import TrainerJob
-from events.payloads.training import (
+from myolo.events.payloads.node import FailedRelease, GpuProcess, GpuReading, HostReading, NodeFault, NodeSample, NvLink
+from myolo.events.payloads.reports import BandwidthPoint, BandwidthReport, LeakReport, NcclChannel, NcclReport
+from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.events.payloads.training import (
     ControlMessage,
     TrainingCompleted,
     TrainingFault,

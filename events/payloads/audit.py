@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Id, Payload
+from myolo.events.payloads.common import Id, Payload
 
 Outcome = Literal["attempt", "done", "redirected", "refused", "failed"]
 

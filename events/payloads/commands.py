@@ -10,10 +10,10 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from events.errors import InvalidEvent, validation_problem
-from events.payloads.common import Health, Host, Id, NonNegFloat, NonNegInt, Payload
-from events.payloads.external import Sha256
-from events.payloads.trainer_job import TrainerJob
+from myolo.events.errors import InvalidEvent, validation_problem
+from myolo.events.payloads.common import Health, Host, Id, NonNegFloat, NonNegInt, Payload
+from myolo.events.payloads.external import Sha256
+from myolo.events.payloads.trainer_job import TrainerJob
 
 CommandAction = Literal[
     "nccl_probe",
@@ -34,7 +34,7 @@ CommandAction = Literal[
 
 
 class Command(Payload, kw_only=True):
-    """``ai.myolo.command.v1``: something a node must do. Signed; see ``events.signing``."""
+    """``ai.myolo.command.v1``: something a node must do. Signed; see ``myolo.events.signing``."""
 
     command_id: Id
     node_id: Id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from events.payloads.node import NVLINK_COUNTERS, GpuReading, NodeSample, NvLink
+from myolo.events.payloads.node import NVLINK_COUNTERS, GpuReading, NodeSample, NvLink
 
 
 def notable(nl: NvLink) -> bool:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from events.payloads.common import Id, NonNegInt, Payload
+from myolo.events.payloads.common import Id, NonNegInt, Payload
 
 MAX_VALUES = 100_000  # raw values of one feature in one sample (a larger batch is split by its producer)
 MAX_BINS = 1000

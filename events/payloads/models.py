@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
-from events.payloads.external import Sha256
+from myolo.events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from myolo.events.payloads.external import Sha256
 
 PathOrUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
 Text = Annotated[str, msgspec.Meta(max_length=2000)]
@@ -53,7 +53,7 @@ class Quantization(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class Watermark(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """That a model carries a keyed watermark, and how to read it: a commitment to the key (never the key,
-    ``events.keys.watermark_commitment``) and the mark's settings, which are not secret."""
+    ``myolo.events.keys.watermark_commitment``) and the mark's settings, which are not secret."""
 
     commitment: Sha256
     bits: Annotated[int, msgspec.Meta(ge=16, le=4096)]

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Fraction, Health, Host, HttpUrl, Id, NonNegFloat, NonNegInt, Payload, Percent
-from events.payloads.training import WorkerInfo
+from myolo.events.payloads.common import Fraction, Health, Host, HttpUrl, Id, NonNegFloat, NonNegInt, Payload, Percent
+from myolo.events.payloads.training import WorkerInfo
 
 
 class GpuProcess(Payload, kw_only=True):
@@ -39,7 +39,7 @@ class GpuReading(Payload, kw_only=True):
     """One GPU at one instant. Every field but identity is optional: absent means "not supported".
 
     NVLink comes in two forms. As read, ``nvlink`` lists every link. As published
-    (:func:`events.payloads.compact.compact_gpu`), the summary fields count the links (``nvlink_links``), those
+    (:func:`myolo.events.payloads.compact.compact_gpu`), the summary fields count the links (``nvlink_links``), those
     up (``nvlink_active``) and sum each error counter over every link (absent: no link reports it), and
     ``nvlink`` keeps only the links that are down or count an error: a link not listed is up with every
     reported counter at zero. Read either form through :attr:`nvlink_up`, :meth:`nvlink_error_total` and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from myolo.events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
 
 
 class NcclChannel(Payload, kw_only=True):

@@ -1,9 +1,9 @@
 """The trainer's job description as it travels: in ``start_workers`` commands today, in ElasticJob manifests next.
 
-Why a Struct of its own rather than ``kernels.train.config.JobConfig``: agents and the coordinator never import
+Why a Struct of its own rather than ``myolo.kernels.train.config.JobConfig``: agents and the coordinator never import
 torch or ``kernels``. This is the wire shape, with each field's type and bounds; the trainer's own checks (a
 known model, a layout that divides the world size) run in the trainer's interpreter
-(``python -m kernels.cli.check_job``). A test keeps the fields equal to ``JobConfig``'s.
+(``python -m myolo.kernels.cli.check_job``). A test keeps the fields equal to ``JobConfig``'s.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.external import Sha256
-from events.payloads.models import QuantScheme
+from myolo.events.payloads.external import Sha256
+from myolo.events.payloads.models import QuantScheme
 
 Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
 Degree = Annotated[int, msgspec.Meta(ge=1, le=4096)]
@@ -69,7 +69,7 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     ops_prefer: Annotated[
         dict[Name, Annotated[list[Name], msgspec.Meta(max_length=8)]], msgspec.Meta(max_length=32)
     ] = {}
-    # quantize: init_from -> export_path on one worker (kernels.quantization), evaluated on eval_data_path
+    # quantize: init_from -> export_path on one worker (myolo.kernels.quantization), evaluated on eval_data_path
     task: Literal["train", "quantize"] = "train"
     init_from_sha256: Sha256 | None = None  # the digest init_from must have, checked before it is read
     quant_bits: Annotated[int, msgspec.Meta(ge=2, le=8)] = 4
@@ -95,7 +95,7 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
 
 
 class JobCheckResult(msgspec.Struct, omit_defaults=True):
-    """The trainer's answer to "would you run this job at this world size?" (``kernels.cli.check_job``):
+    """The trainer's answer to "would you run this job at this world size?" (``myolo.kernels.cli.check_job``):
     ``field`` (``job.tp``, or ``world_size``) names what to change when ``ok`` is false."""
 
     ok: bool

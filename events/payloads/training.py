@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
-from events.payloads.models import ModelExport
+from myolo.events.payloads.common import Id, NonNegFloat, NonNegInt, Payload
+from myolo.events.payloads.models import ModelExport
 
 # the first frame of a worker -> agent ZeroMQ message says which Struct the second frame holds
 ZMQ_PROGRESS_TOPIC = b"progress"  # a TrainingProgress

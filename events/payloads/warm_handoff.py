@@ -1,8 +1,8 @@
 """Agent -> warm standby worker: the one message that turns a waiting process into a job's worker.
 
-A standby (``python -m kernels.cli.warm``) has already imported torch and the trainer. It writes
+A standby (``python -m myolo.kernels.cli.warm``) has already imported torch and the trainer. It writes
 ``READY_LINE`` on its stdout when its imports are done; the agent then writes one ``WarmHandoff`` as a JSON
-line on its stdin and closes it, and the standby becomes exactly the worker ``python -m kernels.cli.worker
+line on its stdin and closes it, and the standby becomes exactly the worker ``python -m myolo.kernels.cli.worker
 <argv>`` started with that environment, directory and log. It lives here, beside the workers' ZeroMQ
 messages, so the agent encodes it without importing ``kernels``.
 """
@@ -25,7 +25,7 @@ PathStr = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, pattern=_NO
 
 class WarmHandoff(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """``env`` replaces the standby's whole environment (the one a cold worker would be started with);
-    ``argv`` are the worker's arguments after ``-m kernels.cli.worker``; stdout and stderr are appended to
+    ``argv`` are the worker's arguments after ``-m myolo.kernels.cli.worker``; stdout and stderr are appended to
     ``log``; ``cwd`` is the working directory."""
 
     env: Annotated[dict[EnvName, EnvValue], msgspec.Meta(max_length=4096)]

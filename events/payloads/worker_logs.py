@@ -11,7 +11,7 @@ from typing import Annotated
 
 import msgspec
 
-from events.payloads.common import Id, NonNegInt
+from myolo.events.payloads.common import Id, NonNegInt
 
 DEFAULT_LOG_LIMIT = 64 << 10  # bytes per answer unless ``limit`` says otherwise
 MAX_LOG_LIMIT = 1 << 20  # a larger ``limit`` is lowered to this

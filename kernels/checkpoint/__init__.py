@@ -4,7 +4,7 @@
 supervisor, via a subprocess) see which step a checkpoint directory can resume from.
 """
 
-from kernels.checkpoint.checkpointer import Checkpointer
-from kernels.checkpoint.marker import Marker, read_marker
+from myolo.kernels.checkpoint.checkpointer import Checkpointer
+from myolo.kernels.checkpoint.marker import Marker, read_marker
 
 __all__ = ["Checkpointer", "Marker", "read_marker"]

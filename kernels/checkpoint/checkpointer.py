@@ -28,7 +28,7 @@ import torch.distributed.checkpoint as dcp
 import torch.nn as nn
 from torch.optim import Optimizer
 
-from kernels.checkpoint.layout import (
+from myolo.kernels.checkpoint.layout import (
     SAVE_PREFIX,
     checkpoint_dirs,
     default_snapshot_root,
@@ -37,10 +37,10 @@ from kernels.checkpoint.layout import (
     remove_dir,
     remove_rank_files,
 )
-from kernels.checkpoint.marker import MARKER_NAME, Marker, advance_marker, read_marker
-from kernels.checkpoint.retention import prune_disk
-from kernels.checkpoint.snapshot import Persister, prune_snapshots, save_snapshot
-from kernels.checkpoint.state import Stateful, apply_state, check_parts, collect_state
+from myolo.kernels.checkpoint.marker import MARKER_NAME, Marker, advance_marker, read_marker
+from myolo.kernels.checkpoint.retention import prune_disk
+from myolo.kernels.checkpoint.snapshot import Persister, prune_snapshots, save_snapshot
+from myolo.kernels.checkpoint.state import Stateful, apply_state, check_parts, collect_state
 
 log = structlog.get_logger("myolo.kernels.checkpoint")
 

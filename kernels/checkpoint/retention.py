@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernels.checkpoint.layout import METADATA, SNAP_PREFIX, checkpoint_dirs, remove_dir
+from myolo.kernels.checkpoint.layout import METADATA, SNAP_PREFIX, checkpoint_dirs, remove_dir
 
 DONE_PREFIX = ".done-"
 

@@ -24,15 +24,15 @@ from typing import Any
 import structlog
 import torch.distributed.checkpoint as dcp
 
-from kernels.checkpoint.layout import (
+from myolo.kernels.checkpoint.layout import (
     SNAP_PREFIX,
     checkpoint_dirs,
     dir_name,
     rank_files,
     remove_rank_files,
 )
-from kernels.checkpoint.marker import advance_marker, read_marker
-from kernels.checkpoint.retention import DONE_PREFIX, persisted_complete, prune_disk
+from myolo.kernels.checkpoint.marker import advance_marker, read_marker
+from myolo.kernels.checkpoint.retention import DONE_PREFIX, persisted_complete, prune_disk
 
 log = structlog.get_logger("myolo.kernels.checkpoint")
 

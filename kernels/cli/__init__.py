@@ -1,1 +1,1 @@
-"""``myolo-train`` (standalone launcher) and the worker entry point (``python -m kernels.cli.worker``)."""
+"""``myolo-train`` (standalone launcher) and the worker entry point (``python -m myolo.kernels.cli.worker``)."""

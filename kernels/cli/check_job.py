@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.check_job``: the trainer's verdict on a job, before any worker of it starts.
+"""``python -m myolo.kernels.cli.check_job``: the trainer's verdict on a job, before any worker of it starts.
 
 The node agent never imports torch or ``kernels``, yet a bad job (an unknown model, a layout that does not
 divide the world size) must be refused before it starts anything, with the field to fix. So the agent runs
@@ -14,9 +14,9 @@ from typing import Annotated, Any
 
 import msgspec
 
-from events.limits import cut
-from events.payloads.trainer_job import JobCheckResult, TrainerJob
-from kernels.train.config import JobConfig, JobConfigError, reject_unknown
+from myolo.events.limits import cut
+from myolo.events.payloads.trainer_job import JobCheckResult, TrainerJob
+from myolo.kernels.train.config import JobConfig, JobConfigError, reject_unknown
 
 MAX_INPUT_BYTES = 1 << 20
 MAX_FIELD_BYTES = 200
@@ -101,7 +101,9 @@ def wire_field(field: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kernels.cli.check_job", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m myolo.kernels.cli.check_job",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.parse_args(argv)
     try:

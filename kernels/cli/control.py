@@ -1,4 +1,4 @@
-"""Bridge from the training loop's ``Control`` hooks to the agent's ZeroMQ link (``kernels.worker``).
+"""Bridge from the training loop's ``Control`` hooks to the agent's ZeroMQ link (``myolo.kernels.worker``).
 
 Standalone runs (no endpoints in the environment) get inert hooks, so the loop never branches on it.
 """
@@ -9,14 +9,14 @@ from typing import Any
 
 import msgspec
 
-from events.payloads import TrainingProgress
-from kernels.train.loop import Control
+from myolo.events.payloads import TrainingProgress
+from myolo.kernels.train.loop import Control
 
 
 def agent_control(env: Any) -> Control:
     if env.standalone:
         return Control()
-    from kernels.worker import AgentLink
+    from myolo.kernels.worker import AgentLink
 
     link = AgentLink(env)
 

@@ -1,8 +1,8 @@
-"""``python -m kernels.cli.export CHECKPOINT --output model.safetensors``: an operator's export by hand.
+"""``python -m myolo.kernels.cli.export CHECKPOINT --output model.safetensors``: an operator's export by hand.
 
-The same export a job with ``--export-path`` makes at its end (``kernels.export.pipeline``), from any
+The same export a job with ``--export-path`` makes at its end (``myolo.kernels.export.pipeline``), from any
 checkpoint a run left: one process, no process group, whatever tp/pp/dp layout wrote it. Writes the weights
-and ``<output>.json`` (``events.payloads.ModelExport``) and prints that manifest on stdout.
+and ``<output>.json`` (``myolo.events.payloads.ModelExport``) and prints that manifest on stdout.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Annotated, NoReturn
 import msgspec
 import typer
 
-from kernels.cli import app
-from kernels.cli.options import parse_model_args
-from kernels.train.config import JobConfigError
+from myolo.kernels.cli import app
+from myolo.kernels.cli.options import parse_model_args
+from myolo.kernels.train.config import JobConfigError
 
 HELP = """\
 Consolidate a sharded training checkpoint into one safetensors file of full model weights, optionally
@@ -50,8 +50,8 @@ def export_command(
     ] = None,
     device: Annotated[str, typer.Option(help="Where to evaluate: cpu, cuda, cuda:N.")] = "cpu",
 ) -> None:
-    from kernels.export.pipeline import ExportSpec, export_checkpoint
-    from kernels.export.weights import WeightsError
+    from myolo.kernels.export.pipeline import ExportSpec, export_checkpoint
+    from myolo.kernels.export.weights import WeightsError
 
     for name, value in (
         ("--eval-batches", eval_batches),

@@ -8,14 +8,14 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from kernels.cli import app
+from myolo.kernels.cli import app
 
 HELP = """\
 Continue a prompt with a model: prefill, then decode token by token with a KV cache. The prompt comes from
 --prompt-file, or stdin; the continuation goes to stdout, and the prefill and decode speeds (tokens/s) to
 stderr, so `myolo-generate ... > out.txt` keeps only the text.
 
-WEIGHTS is an export (`python -m kernels.cli.export`, or a job's --export-path); its header names the model
+WEIGHTS is an export (`python -m myolo.kernels.cli.export`, or a job's --export-path); its header names the model
 preset and overrides, so --model is only needed for files that do not. Byte-level models (vocabulary 256)
 read and write UTF-8 text; with --tokens the prompt and the output are whitespace-separated token ids.
 --temperature 0 is greedy; above 0 it samples, from the --top-k most likely tokens when given, seeded by
@@ -40,10 +40,10 @@ def generate_command(
 ) -> None:
     import torch
 
-    from kernels.export.weights import WeightsError
-    from kernels.infer import text
-    from kernels.infer.generate import Sampling, generate
-    from kernels.infer.load import load_model
+    from myolo.kernels.export.weights import WeightsError
+    from myolo.kernels.infer import text
+    from myolo.kernels.infer.generate import Sampling, generate
+    from myolo.kernels.infer.load import load_model
 
     if dtype not in DTYPES:
         fail(f"--dtype {dtype!r} is not one of {sorted(DTYPES)}")

@@ -27,11 +27,11 @@ _USER_INDUCTOR_CACHE = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 import typer  # noqa: E402
 from torch.distributed import TCPStore  # noqa: E402
 
-from kernels.cli.options import make_command  # noqa: E402
-from kernels.parallel import rendezvous  # noqa: E402
-from kernels.train import progress  # noqa: E402
-from kernels.train.config import JobConfig, JobConfigError  # noqa: E402
-from kernels.train.records import Record  # noqa: E402
+from myolo.kernels.cli.options import make_command  # noqa: E402
+from myolo.kernels.parallel import rendezvous  # noqa: E402
+from myolo.kernels.train import progress  # noqa: E402
+from myolo.kernels.train.config import JobConfig, JobConfigError  # noqa: E402
+from myolo.kernels.train.records import Record  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GRACE_S = 10.0  # how long survivors get to exit on their own after a rank fails
@@ -59,7 +59,7 @@ def worker_env(rank: int, nproc: int, store: TCPStore, job_id: str) -> dict[str,
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p),
     )
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
-    # One inductor cache per rank (see kernels.cli.worker.isolate_compile_cache); the worker picks the
+    # One inductor cache per rank (see myolo.kernels.cli.worker.isolate_compile_cache); the worker picks the
     # default location when the user set none.
     if _USER_INDUCTOR_CACHE:
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_USER_INDUCTOR_CACHE, f"myolo-rank{rank}")
@@ -80,7 +80,7 @@ def spawn(job_file: Path, nproc: int, job_id: str, store: TCPStore, on_record) -
     workers: list[Worker] = []
     for rank in range(nproc):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kernels.cli.worker", "--config", str(job_file)],
+            [sys.executable, "-m", "myolo.kernels.cli.worker", "--config", str(job_file)],
             env=worker_env(rank, nproc, store, job_id),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

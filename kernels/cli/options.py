@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.train.config import JobConfig, JobConfigError
 
 
 def parse_model_args(items: list[str] | None) -> dict[str, Any]:

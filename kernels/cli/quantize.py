@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.quantize SOURCE --output q.safetensors``: an operator's quantization by hand."""
+"""``python -m myolo.kernels.cli.quantize SOURCE --output q.safetensors``: an operator's quantization by hand."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Annotated, NoReturn
 import msgspec
 import typer
 
-from kernels.cli import app
-from kernels.cli.options import parse_model_args
+from myolo.kernels.cli import app
+from myolo.kernels.cli.options import parse_model_args
 
 HELP = """\
 Quantize a model's linear layers to 8 or 4 bits and write the quantized model (safetensors with packed codes,
 scales and zeros) and its manifest <output>.json, printed on stdout; progress goes to stderr.
 
-SOURCE is an export (`python -m kernels.cli.export`, a job's --export-path; it names its model) or a training
+SOURCE is an export (`python -m myolo.kernels.cli.export`, a job's --export-path; it names its model) or a training
 checkpoint directory (give --model and --model-arg; it is exported beside the output first). Schemes: gptq
 (needs --calib: it compensates rounding errors on calibration activations), rtn (plain group-wise rounding),
 hqq (optimised zero points, no calibration), dynamic_fixed_point (the seed's: one power-of-two scale per
@@ -47,9 +47,9 @@ def quantize_command(
     model_arg: Annotated[list[str] | None, typer.Option(help="A checkpoint's model overrides, name=value.")] = None,
     device: Annotated[str, typer.Option(help="Where to calibrate and evaluate: cpu, cuda, cuda:N.")] = "cpu",
 ) -> None:
-    from kernels.export.weights import WeightsError
-    from kernels.quantization.pipeline import QuantizeSpec, quantize_file
-    from kernels.train.config import JobConfigError
+    from myolo.kernels.export.weights import WeightsError
+    from myolo.kernels.quantization.pipeline import QuantizeSpec, quantize_file
+    from myolo.kernels.train.config import JobConfigError
 
     try:
         spec = QuantizeSpec(

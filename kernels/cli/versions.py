@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.versions``: the CUDA stack as the trainer's interpreter sees it, as one JSON line.
+"""``python -m myolo.kernels.cli.versions``: the CUDA stack as the trainer's interpreter sees it, as one JSON line.
 
 The agent runs it in the workers' interpreter and environment (it never imports torch itself), so pre-flight
 compares what the workers will load (``torch.version.cuda``, cuDNN's version) with what the node's driver
@@ -11,7 +11,7 @@ import sys
 
 import msgspec
 
-from events.payloads.commands import RuntimeVersions
+from myolo.events.payloads.commands import RuntimeVersions
 
 
 def cudnn_text(version: int | None) -> str | None:

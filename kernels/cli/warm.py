@@ -1,12 +1,12 @@
-"""A warm standby worker: ``python -m kernels.cli.warm [--nice N]``, kept ready by the node agent.
+"""A warm standby worker: ``python -m myolo.kernels.cli.warm [--nice N]``, kept ready by the node agent.
 
 Why: a new job generation starts new worker processes, and most of a worker's start-up is the interpreter
 importing torch and the trainer. A standby pays that ahead of time, writes ``READY_LINE`` on stdout, and
-blocks on stdin for one ``WarmHandoff`` (``events.payloads.warm_handoff``). Then it appends its stdout and
+blocks on stdin for one ``WarmHandoff`` (``myolo.events.payloads.warm_handoff``). Then it appends its stdout and
 stderr to the handoff's log, moves to its directory, replaces its whole environment with the handoff's
-(the one a cold worker gets), and runs exactly what ``python -m kernels.cli.worker <argv>`` runs. Stdin
+(the one a cold worker gets), and runs exactly what ``python -m myolo.kernels.cli.worker <argv>`` runs. Stdin
 closed without a message: the agent retired it; it exits 0. It dies with the agent, before and after the
-handoff (``kernels.worker.orphan``).
+handoff (``myolo.kernels.worker.orphan``).
 
 What makes that equivalent to a cold start:
 
@@ -34,29 +34,29 @@ from typing import BinaryIO, NoReturn
 
 import msgspec
 
-from events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
-from kernels.worker.orphan import die_with_agent
-from kernels.worker.tracer import let_agent_trace
+from myolo.events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
+from myolo.kernels.worker.orphan import die_with_agent
+from myolo.kernels.worker.tracer import let_agent_trace
 
 # what a worker imports before its first step (its run imports the rest of these lazily)
 PRELOAD = (
     "torch",
     "torch.distributed",
-    "kernels.cli.worker",
-    "kernels.cli.control",
-    "kernels.worker.link",
-    "kernels.worker.control",
-    "kernels.train.loop",
-    "kernels.train.session",
-    "kernels.checkpoint",
-    "kernels.model.gpt",
-    "kernels.parallel.parallelize",
-    "kernels.data",
-    "kernels.ops.autotune.attention",
-    "kernels.ops.backends.apex_backend",
-    "kernels.ops.backends.native",
-    "kernels.ops.backends.reference",
-    "kernels.ops.backends.triton_backend",
+    "myolo.kernels.cli.worker",
+    "myolo.kernels.cli.control",
+    "myolo.kernels.worker.link",
+    "myolo.kernels.worker.control",
+    "myolo.kernels.train.loop",
+    "myolo.kernels.train.session",
+    "myolo.kernels.checkpoint",
+    "myolo.kernels.model.gpt",
+    "myolo.kernels.parallel.parallelize",
+    "myolo.kernels.data",
+    "myolo.kernels.ops.autotune.attention",
+    "myolo.kernels.ops.backends.apex_backend",
+    "myolo.kernels.ops.backends.native",
+    "myolo.kernels.ops.backends.reference",
+    "myolo.kernels.ops.backends.triton_backend",
 )
 EXIT_PRELOAD, EXIT_HANDOFF = 1, 2
 
@@ -75,10 +75,10 @@ def preload(modules: tuple[str, ...] = PRELOAD, nice: int = 0) -> None:
         try:
             for name in modules:
                 importlib.import_module(name)
-            if "kernels.cli.worker" in modules:
+            if "myolo.kernels.cli.worker" in modules:
                 import typer
 
-                from kernels.cli.worker import build_app
+                from myolo.kernels.cli.worker import build_app
 
                 typer.main.get_command(build_app())
         except BaseException as exc:  # re-raised in the caller's thread
@@ -158,7 +158,7 @@ def _fail(code: int, what: str) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m kernels.cli.warm", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m myolo.kernels.cli.warm", description=__doc__.splitlines()[0])
     parser.add_argument("--nice", type=int, default=10, choices=range(20), metavar="0..19")
     args = parser.parse_args(argv)
     die_with_agent()
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         become(handoff)
     except OSError as exc:
         _fail(EXIT_HANDOFF, f"cannot take the handoff: {exc}")
-    from kernels.cli import worker
+    from myolo.kernels.cli import worker
 
     worker.isolate_compile_cache(int(os.environ.get("RANK", "0") or 0))
     apply_thread_count()

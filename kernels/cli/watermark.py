@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.watermark keygen|embed|verify``: a model owner's keyed watermark, by hand."""
+"""``python -m myolo.kernels.cli.watermark keygen|embed|verify``: a model owner's keyed watermark, by hand."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Annotated
 import msgspec
 import typer
 
-from events.errors import ConfigError
-from events.logs import configure_logging
-from kernels.cli import app as cli_app
+from myolo.events.errors import ConfigError
+from myolo.events.logs import configure_logging
+from myolo.kernels.cli import app as cli_app
 
 PROG = "watermark"
 HELP = (
@@ -33,7 +33,7 @@ EXIT_NOT_MARKED = 3
 @app.command()
 def keygen(path: Annotated[Path, typer.Argument(help="Where to write the new key (never overwritten).")]) -> None:
     """Write a new random key file, mode 0600, and print its commitment (what records of it show)."""
-    from events.keys import watermark_commitment, write_secret
+    from myolo.events.keys import watermark_commitment, write_secret
 
     try:
         secret = write_secret(path)
@@ -61,9 +61,9 @@ def embed(
     data_dtype: Annotated[str, typer.Option(help="uint16 or uint32.")] = "uint16",
 ) -> None:
     """Mark SOURCE and write OUTPUT with its manifest (<output>.json, printed on stdout)."""
-    from kernels.export.weights import WeightsError
-    from kernels.watermark.files import EmbedSpec, embed_file
-    from kernels.watermark.mark import DigitalWatermark
+    from myolo.kernels.export.weights import WeightsError
+    from myolo.kernels.watermark.files import EmbedSpec, embed_file
+    from myolo.kernels.watermark.mark import DigitalWatermark
 
     say = _progress()
     try:
@@ -97,10 +97,10 @@ def verify(
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Read the mark of FILE with the key: bits matched, BER, p-value and the verdict."""
-    from kernels.export.weights import WeightsError
-    from kernels.watermark.files import verify_file
-    from kernels.watermark.mark import WatermarkSettings
-    from kernels.watermark.secret import WatermarkKey
+    from myolo.kernels.export.weights import WeightsError
+    from myolo.kernels.watermark.files import verify_file
+    from myolo.kernels.watermark.mark import WatermarkSettings
+    from myolo.kernels.watermark.secret import WatermarkKey
 
     try:
         key = WatermarkKey.from_file(key_file, "--key-file")

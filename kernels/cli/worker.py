@@ -1,9 +1,9 @@
-"""Worker entry point: ``python -m kernels.cli.worker [job options]`` under a torchrun-style environment.
+"""Worker entry point: ``python -m myolo.kernels.cli.worker [job options]`` under a torchrun-style environment.
 
-Rank and rendezvous come from RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (``kernels.worker``
+Rank and rendezvous come from RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (``myolo.kernels.worker``
 parses them); the job id, generation and the agent's ZeroMQ endpoints too. Rank 0 writes progress
 records on stdout for ``myolo-train``; every replica's reporting rank pushes progress to the agent.
-A warm standby (``kernels.cli.warm``) runs the same ``main`` once it is handed its environment and arguments.
+A warm standby (``myolo.kernels.cli.warm``) runs the same ``main`` once it is handed its environment and arguments.
 """
 
 from __future__ import annotations
@@ -32,18 +32,18 @@ isolate_compile_cache(int(os.environ.get("RANK", "0") or 0))
 
 import typer  # noqa: E402
 
-from events.logs import configure_logging  # noqa: E402
-from kernels.cli.control import agent_control  # noqa: E402
-from kernels.cli.options import make_command  # noqa: E402
-from kernels.train import progress  # noqa: E402
-from kernels.train.config import JobConfig, JobConfigError  # noqa: E402
-from kernels.worker.orphan import die_with_agent  # noqa: E402
-from kernels.worker.tracer import let_agent_trace  # noqa: E402
+from myolo.events.logs import configure_logging  # noqa: E402
+from myolo.kernels.cli.control import agent_control  # noqa: E402
+from myolo.kernels.cli.options import make_command  # noqa: E402
+from myolo.kernels.train import progress  # noqa: E402
+from myolo.kernels.train.config import JobConfig, JobConfigError  # noqa: E402
+from myolo.kernels.worker.orphan import die_with_agent  # noqa: E402
+from myolo.kernels.worker.tracer import let_agent_trace  # noqa: E402
 
 
 def run_worker(job: JobConfig, json_output: bool) -> None:
     del json_output  # the worker always writes machine records; the launcher renders them
-    from kernels.worker.env import WorkerEnv, WorkerEnvError
+    from myolo.kernels.worker.env import WorkerEnv, WorkerEnvError
 
     try:
         env = WorkerEnv.from_environ()
@@ -56,14 +56,14 @@ def run_worker(job: JobConfig, json_output: bool) -> None:
 
     import torch
 
-    from kernels.train.loop import run, shutdown
+    from myolo.kernels.train.loop import run, shutdown
 
     if env.world_size > 1 and torch.get_num_threads() > 1 and not torch.cuda.is_available():
         torch.set_num_threads(max(1, torch.get_num_threads() // env.local_world_size))
     control = agent_control(env)
     try:
         if job.task == "quantize":
-            from kernels.quantization.task import run_quantize
+            from myolo.kernels.quantization.task import run_quantize
 
             run_quantize(job, control)
         else:

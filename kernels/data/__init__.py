@@ -4,8 +4,8 @@ That is the contract that makes resizing safe: any data-parallel layout takes co
 the same global batch, and the position to resume from is just the step number.
 """
 
-from kernels.data.source import TokenSource, local_rows, open_source
-from kernels.data.synthetic import SyntheticTokens
-from kernels.data.tokenfile import TokenFile
+from myolo.kernels.data.source import TokenSource, local_rows, open_source
+from myolo.kernels.data.synthetic import SyntheticTokens
+from myolo.kernels.data.tokenfile import TokenFile
 
 __all__ = ["SyntheticTokens", "TokenFile", "TokenSource", "local_rows", "open_source"]

@@ -26,8 +26,8 @@ def open_source(
     path: str | None, vocab_size: int, global_batch: int, seq_len: int, seed: int, dtype: str = "uint16"
 ) -> TokenSource:
     """A token file when ``path`` is given, the seeded synthetic stream otherwise."""
-    from kernels.data.synthetic import SyntheticTokens
-    from kernels.data.tokenfile import TokenFile
+    from myolo.kernels.data.synthetic import SyntheticTokens
+    from myolo.kernels.data.tokenfile import TokenFile
 
     if path:
         return TokenFile(path, global_batch, seq_len, seed=seed, dtype=dtype, vocab_size=vocab_size)

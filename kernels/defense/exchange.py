@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from kernels.defense.compress import Compressor, Sent
+from myolo.kernels.defense.compress import Compressor, Sent
 
 
 @dataclass

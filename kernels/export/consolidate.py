@@ -4,7 +4,7 @@ Why read the checkpoint's metadata and load into tensors made from it (``dcp.loa
 ``format_utils.dcp_to_torch_save`` or the private ``_EmptyStateDictLoadPlanner``: only public API, and only the
 ``"model"`` part is allocated and read (the optimizer state, twice the model's size, stays on disk). DCP
 stores each tensor by its fully-qualified name and *global* shape, whatever the tp/pp/dp layout that wrote it
-(``kernels.checkpoint.state``), so loading into full-size plain tensors reassembles every shard.
+(``myolo.kernels.checkpoint.state``), so loading into full-size plain tensors reassembles every shard.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
 
-from kernels.checkpoint.layout import METADATA, parse_step
-from kernels.checkpoint.marker import read_marker
+from myolo.kernels.checkpoint.layout import METADATA, parse_step
+from myolo.kernels.checkpoint.marker import read_marker
 
 MODEL_KEY = "model"
 TRAIN_KEY = "train"

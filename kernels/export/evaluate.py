@@ -1,6 +1,6 @@
 """The held-out evaluation of exported weights: mean cross-entropy per token, and perplexity = exp(loss).
 
-Deterministic on purpose, unlike training's seeded walk (``kernels.data.tokenfile``): batch ``b`` holds the
+Deterministic on purpose, unlike training's seeded walk (``myolo.kernels.data.tokenfile``): batch ``b`` holds the
 file's consecutive windows ``b x rows ... (b + 1) x rows - 1`` of ``seq_len + 1`` tokens, so two models
 evaluated on the same file and settings see exactly the same tokens, and a champion and its challenger
 compare. A file shorter than ``batches x rows`` windows is read whole (the result counts its tokens).
@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from events.digest import sha256_file
-from events.payloads.models import EvalResult
-from kernels.data.tokenfile import TokenFile
+from myolo.events.digest import sha256_file
+from myolo.events.payloads.models import EvalResult
+from myolo.kernels.data.tokenfile import TokenFile
 
 MAX_LOSS = 700.0  # exp() of more overflows a float; no model that learned anything is near it
 

@@ -26,13 +26,13 @@ import structlog
 import torch
 import torch.distributed as dist
 
-from events.payloads.models import ModelExport, Watermark
-from kernels.checkpoint.layout import METADATA, SAVE_PREFIX, dir_name
-from kernels.export.pipeline import ExportSpec, export_checkpoint
-from kernels.train.config import JobConfig
+from myolo.events.payloads.models import ModelExport, Watermark
+from myolo.kernels.checkpoint.layout import METADATA, SAVE_PREFIX, dir_name
+from myolo.kernels.export.pipeline import ExportSpec, export_checkpoint
+from myolo.kernels.train.config import JobConfig
 
 if TYPE_CHECKING:
-    from kernels.checkpoint import Checkpointer
+    from myolo.kernels.checkpoint import Checkpointer
 
 log = structlog.get_logger("myolo.kernels.export")
 EXPORT_TIMEOUT = timedelta(hours=4)  # consolidating, hashing and evaluating a large model from slow storage

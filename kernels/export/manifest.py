@@ -1,7 +1,7 @@
-"""``<artifact>.json``: the export's manifest (``events.payloads.ModelExport``), written atomically.
+"""``<artifact>.json``: the export's manifest (``myolo.events.payloads.ModelExport``), written atomically.
 
 The agent of rank 0's node reads it when the job's workers exit and attaches it to the completion event, so
-a reader must never see half of one: temp file, fsync, rename (``events.files.atomic_write``).
+a reader must never see half of one: temp file, fsync, rename (``myolo.events.files.atomic_write``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import msgspec
 
-from events.files import atomic_write
-from events.payloads.models import ModelExport
-from kernels.export.files import file_mode
+from myolo.events.files import atomic_write
+from myolo.events.payloads.models import ModelExport
+from myolo.kernels.export.files import file_mode
 
 SUFFIX = ".json"
 

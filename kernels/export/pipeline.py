@@ -1,4 +1,4 @@
-"""One export, as both the trainer's rank 0 and an operator's ``python -m kernels.cli.export`` run it:
+"""One export, as both the trainer's rank 0 and an operator's ``python -m myolo.kernels.cli.export`` run it:
 consolidate the checkpoint, check it against the model, write the safetensors file, evaluate that file,
 and write the manifest beside it last (its presence means the rest is complete)."""
 
@@ -13,20 +13,20 @@ from typing import Any
 import structlog
 import torch
 
-from events.digest import sha256_file
-from events.payloads.models import EvalResult, ModelExport, Watermark
-from kernels.export.consolidate import consolidate
-from kernels.export.evaluate import evaluate
-from kernels.export.manifest import write_manifest
-from kernels.export.weights import (
+from myolo.events.digest import sha256_file
+from myolo.events.payloads.models import EvalResult, ModelExport, Watermark
+from myolo.kernels.export.consolidate import consolidate
+from myolo.kernels.export.evaluate import evaluate
+from myolo.kernels.export.manifest import write_manifest
+from myolo.kernels.export.weights import (
     check_compatible,
     describe_model,
     load_weights,
     weights_metadata,
     write_weights,
 )
-from kernels.model import GPT, ModelConfig, preset
-from kernels.watermark.header import with_watermark
+from myolo.kernels.model import GPT, ModelConfig, preset
+from myolo.kernels.watermark.header import with_watermark
 
 log = structlog.get_logger("myolo.kernels.export")
 

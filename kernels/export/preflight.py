@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kernels.data.tokenfile import TokenFile
-from kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.data.tokenfile import TokenFile
+from myolo.kernels.train.config import JobConfig, JobConfigError
 
 
 def check_export_inputs(job: JobConfig, rank: int) -> None:

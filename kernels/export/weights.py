@@ -17,9 +17,9 @@ import safetensors
 import torch
 from torch import nn
 
-from events.digest import sha256_file
-from events.files import fsync_dir
-from kernels.export.stfile import write_safetensors
+from myolo.events.digest import sha256_file
+from myolo.events.files import fsync_dir
+from myolo.kernels.export.stfile import write_safetensors
 
 META_MODEL = "myolo.model"
 META_MODEL_ARGS = "myolo.model_args"
@@ -38,7 +38,7 @@ class WrittenWeights:
 
 
 def weights_metadata(model: str, step: int, model_args: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """The header's text metadata: what ``python -m kernels.cli.export`` and a reader need to rebuild it."""
+    """The header's text metadata: what ``python -m myolo.kernels.cli.export`` and a reader need to rebuild it."""
     return {
         "format": "pt",
         META_MODEL: model,

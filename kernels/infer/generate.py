@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from kernels.model.config import ModelConfig
-from kernels.model.kv_cache import KVCache
+from myolo.kernels.model.config import ModelConfig
+from myolo.kernels.model.kv_cache import KVCache
 
 
 @dataclass(frozen=True)

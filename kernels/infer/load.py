@@ -10,9 +10,9 @@ from typing import Any
 import safetensors
 import torch
 
-from kernels.export.weights import META_MODEL, META_MODEL_ARGS, WeightsError, describe_model, load_weights
-from kernels.model import GPT, ModelConfig, preset
-from kernels.quantization.spec import META_QUANT
+from myolo.kernels.export.weights import META_MODEL, META_MODEL_ARGS, WeightsError, describe_model, load_weights
+from myolo.kernels.model import GPT, ModelConfig, preset
+from myolo.kernels.quantization.spec import META_QUANT
 
 
 def file_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -46,11 +46,11 @@ def load_model(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str = "cpu",
 ) -> tuple[GPT, ModelConfig]:
-    """The GPT of an export (``kernels.export``) or of a quantized file (``kernels.quantization``), in eval
+    """The GPT of an export (``myolo.kernels.export``) or of a quantized file (``myolo.kernels.quantization``), in eval
     mode on ``device``, its float weights in ``dtype``."""
     metadata = file_metadata(path)
     if META_QUANT in metadata:
-        from kernels.quantization.file import load_quantized
+        from myolo.kernels.quantization.file import load_quantized
 
         expect = {"model": model, "model_args": dict(model_args) if model_args is not None else None}
         quant, cfg, _ = load_quantized(path, dtype=dtype, device=device, expect=expect)

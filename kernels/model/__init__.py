@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernels.lazy import lazy_attributes
-from kernels.model.config import PRESETS, ModelConfig, preset
-from kernels.model.flops import flops_per_token, mfu
+from myolo.kernels.lazy import lazy_attributes
+from myolo.kernels.model.config import PRESETS, ModelConfig, preset
+from myolo.kernels.model.flops import flops_per_token, mfu
 
 if TYPE_CHECKING:
-    from kernels.model.gpt import GPT
+    from myolo.kernels.model.gpt import GPT
 
 __all__ = ["GPT", "PRESETS", "ModelConfig", "flops_per_token", "mfu", "preset"]
 
-__getattr__ = lazy_attributes(__name__, {"GPT": "kernels.model.gpt"})
+__getattr__ = lazy_attributes(__name__, {"GPT": "myolo.kernels.model.gpt"})

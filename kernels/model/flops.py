@@ -7,7 +7,7 @@ quoting it against a sparse peak would halve it silently.
 
 from __future__ import annotations
 
-from kernels.model.config import ModelConfig
+from myolo.kernels.model.config import ModelConfig
 
 # Dense bf16 tensor-core peaks, FLOP/s per device (not the 2:4-sparse figures).
 DENSE_PEAK_BF16: dict[str, float] = {"H100": 989e12, "H200": 989e12, "A100": 312e12}

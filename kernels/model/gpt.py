@@ -4,7 +4,7 @@ Layout choices serve the parallel plans: blocks sit in a ``ModuleDict`` keyed by
 pipeline stage can drop the blocks it does not own and keep the original parameter names (checkpoints
 then reshard across pipeline layouts by name). Head counts are inferred with ``-1`` in reshapes because
 under tensor parallelism each rank holds only ``n_heads / tp`` heads. Norms, attention and the residual
-fusion go through ``kernels.ops`` so the fused-backend registry decides what actually runs. A forward given a
+fusion go through ``myolo.kernels.ops`` so the fused-backend registry decides what actually runs. A forward given a
 ``KVCache`` (inference) reads the keys and values of earlier positions from it and adds its own.
 """
 
@@ -16,13 +16,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels import ops
-from kernels.model.config import ModelConfig
-from kernels.model.kv_cache import KVCache, LayerCache
+from myolo.kernels import ops
+from myolo.kernels.model.config import ModelConfig
+from myolo.kernels.model.kv_cache import KVCache, LayerCache
 
 
 class RMSNorm(nn.Module):
-    """Root-mean-square norm with a learned gain; the kernel is chosen by ``kernels.ops``."""
+    """Root-mean-square norm with a learned gain; the kernel is chosen by ``myolo.kernels.ops``."""
 
     def __init__(self, dim: int, eps: float) -> None:
         super().__init__()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.model.config import ModelConfig
+from myolo.kernels.model.config import ModelConfig
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from kernels.ops.registry import OPS, availability, configure, resolve, selected_backends
-from kernels.ops.registry import note_used as _note_used
-from kernels.ops.util import first_tensor as _first_tensor
-from kernels.ops.util import is_dtensor as _is_dtensor
+from myolo.kernels.ops.registry import OPS, availability, configure, resolve, selected_backends
+from myolo.kernels.ops.registry import note_used as _note_used
+from myolo.kernels.ops.util import first_tensor as _first_tensor
+from myolo.kernels.ops.util import is_dtensor as _is_dtensor
 
 __all__ = [
     "OPS",

@@ -1,7 +1,7 @@
 """GPU check of every op backend: numerics against the reference and speed, printed as one JSON object.
 
 For a session that has a CUDA device (written on a CPU-only machine, so never run there on a GPU):
-    python -m kernels.ops.gpu_check [--dtype bfloat16 --dtype float32] [--out result.json]
+    python -m myolo.kernels.ops.gpu_check [--dtype bfloat16 --dtype float32] [--out result.json]
 It reports which backends are usable on the device (apex needs its compiled extensions, triton needs CUDA),
 the max relative error of outputs and gradients against the fp32-accumulating reference (with pass/fail at
 the per-dtype tolerance), forward and forward+backward time per call, speedup vs reference, each SDPA
@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import torch
 
-from kernels import ops
-from kernels.ops import registry
-from kernels.ops.autotune import attention as autotune
+from myolo.kernels import ops
+from myolo.kernels.ops import registry
+from myolo.kernels.ops.autotune import attention as autotune
 
 TOLERANCE = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
 # (tokens, hidden, vocab, batch, heads, seq, head_dim): the 1b preset's activations at 8k tokens per GPU.
@@ -192,7 +192,7 @@ def _backend_ok(name: str, result: dict) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="numerics and speed of each kernels.ops backend vs reference")
+    parser = argparse.ArgumentParser(description="numerics and speed of each myolo.kernels.ops backend vs reference")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", action="append", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--small", action="store_true", help="tiny shapes (smoke test)")

@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 import torch
 
-from kernels.ops.backends.base import Backend
+from myolo.kernels.ops.backends.base import Backend
 
 OPS: tuple[str, ...] = ("rms_norm", "residual_rms_norm", "layer_norm", "cross_entropy", "attention", "adamw")
 DEFAULT_ORDER: tuple[str, ...] = ("apex", "native", "triton", "reference")
@@ -39,7 +39,7 @@ def backends() -> dict[str, Backend]:
     """name -> Backend, imported lazily (backends import torch submodules we do not want at import time)."""
     global _backends
     if _backends is None:
-        from kernels.ops.backends import apex_backend, native, reference, triton_backend
+        from myolo.kernels.ops.backends import apex_backend, native, reference, triton_backend
 
         found = (apex_backend.BACKEND, native.BACKEND, triton_backend.BACKEND, reference.BACKEND)
         _backends = {b.name: b for b in found}
@@ -114,11 +114,11 @@ def configure(
         for name in listed:
             if name not in names:
                 raise ValueError(
-                    f"kernels.ops.configure: unknown backend {name!r} in prefer[{op!r}]; "
+                    f"myolo.kernels.ops.configure: unknown backend {name!r} in prefer[{op!r}]; "
                     f"valid backends are {', '.join(names)}"
                 )
         if not listed:
-            raise ValueError(f"kernels.ops.configure: prefer[{op!r}] is empty; list at least one of {names}")
+            raise ValueError(f"myolo.kernels.ops.configure: prefer[{op!r}] is empty; list at least one of {names}")
         chosen = tuple(dict.fromkeys([*listed, "reference"]))
         for target in OPS if op == ALL_OPS_KEY else (op,):
             if op == ALL_OPS_KEY and target in (prefer or {}):
@@ -158,4 +158,4 @@ def reset() -> None:
 
 def _check_op(op: str) -> None:
     if op not in OPS:
-        raise ValueError(f"kernels.ops: unknown op {op!r}; valid ops are {', '.join(OPS)} (or '*' for all)")
+        raise ValueError(f"myolo.kernels.ops: unknown op {op!r}; valid ops are {', '.join(OPS)} (or '*' for all)")

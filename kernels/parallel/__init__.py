@@ -2,19 +2,19 @@
 
 ``Layout`` is plain data and imports eagerly; the torch-backed names load on first use, so job validation
 can use the layout without importing torch. The ``parallelize`` function is imported from its module
-(``kernels.parallel.parallelize``): here that name is the submodule, which a lazy attribute cannot shadow.
+(``myolo.kernels.parallel.parallelize``): here that name is the submodule, which a lazy attribute cannot shadow.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernels.lazy import lazy_attributes
-from kernels.parallel.layout import SCHEDULES, Layout
+from myolo.kernels.lazy import lazy_attributes
+from myolo.kernels.parallel.layout import SCHEDULES, Layout
 
 if TYPE_CHECKING:
-    from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed
-    from kernels.parallel.parallelize import ParallelModel
+    from myolo.kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed
+    from myolo.kernels.parallel.parallelize import ParallelModel
 
 __all__ = [
     "SCHEDULES",
@@ -28,9 +28,9 @@ __all__ = [
 __getattr__ = lazy_attributes(
     __name__,
     {
-        "MeshInfo": "kernels.parallel.mesh",
-        "build_mesh": "kernels.parallel.mesh",
-        "init_distributed": "kernels.parallel.mesh",
-        "ParallelModel": "kernels.parallel.parallelize",
+        "MeshInfo": "myolo.kernels.parallel.mesh",
+        "build_mesh": "myolo.kernels.parallel.mesh",
+        "init_distributed": "myolo.kernels.parallel.mesh",
+        "ParallelModel": "myolo.kernels.parallel.parallelize",
     },
 )

@@ -10,7 +10,7 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from kernels.model.gpt import GPT
+from myolo.kernels.model.gpt import GPT
 
 
 def apply_fsdp(model: GPT, dp_mesh: DeviceMesh, param_dtype: torch.dtype, pipelined: bool) -> None:

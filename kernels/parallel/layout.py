@@ -1,6 +1,6 @@
 """The parallel layout as plain data: the (pp, dp, tp) degrees and the pipeline schedules a job may name.
 
-Torch-free on purpose: job validation (``kernels.train.config``, ``python -m kernels.cli.check_job``) runs
+Torch-free on purpose: job validation (``myolo.kernels.train.config``, ``python -m myolo.kernels.cli.check_job``) runs
 in the node agent's checks before any worker starts, where importing torch would cost seconds.
 """
 

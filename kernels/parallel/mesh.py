@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
-from kernels.parallel.layout import Layout
+from myolo.kernels.parallel.layout import Layout
 
 
 @dataclass(frozen=True)

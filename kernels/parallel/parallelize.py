@@ -9,11 +9,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from kernels.model.gpt import GPT
-from kernels.parallel.fsdp import apply_fsdp
-from kernels.parallel.mesh import MeshInfo
-from kernels.parallel.pp import build_schedule, cut_stage, stage_ids
-from kernels.parallel.tp import apply_tp
+from myolo.kernels.model.gpt import GPT
+from myolo.kernels.parallel.fsdp import apply_fsdp
+from myolo.kernels.parallel.mesh import MeshInfo
+from myolo.kernels.parallel.pp import build_schedule, cut_stage, stage_ids
+from myolo.kernels.parallel.tp import apply_tp
 
 
 @dataclass

@@ -16,8 +16,8 @@ from torch import nn
 from torch.distributed import ProcessGroup
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
 
-from kernels.model.gpt import GPT
-from kernels.parallel.layout import SCHEDULES
+from myolo.kernels.model.gpt import GPT
+from myolo.kernels.parallel.layout import SCHEDULES
 
 
 def layer_ranges(n_layers: int, n_stages: int) -> list[range]:

@@ -18,7 +18,7 @@ from torch.distributed.tensor.parallel import (
     parallelize_module,
 )
 
-from kernels.model.gpt import GPT
+from myolo.kernels.model.gpt import GPT
 
 
 def apply_tp(model: GPT, tp_mesh: DeviceMesh, loss_parallel: bool) -> None:

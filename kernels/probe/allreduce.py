@@ -1,4 +1,4 @@
-"""All-reduce bandwidth sweep: ``python -m kernels.probe.allreduce --world-size 2 --sizes 4096,1048576``.
+"""All-reduce bandwidth sweep: ``python -m myolo.kernels.probe.allreduce --world-size 2 --sizes 4096,1048576``.
 
 Spawns ``world_size`` local processes that join one torch.distributed group (NCCL when there are enough
 GPUs, gloo on CPU otherwise) and time an all-reduce per message size: warm-up, then ``iters`` timed calls.
@@ -43,7 +43,7 @@ def _parse_sizes(text: str) -> list[int]:
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m kernels.probe.allreduce", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m myolo.kernels.probe.allreduce", description=__doc__.splitlines()[0])
     p.add_argument("--world-size", type=int, default=2, help="number of local processes (>= 2)")
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     p.add_argument("--sizes", type=_parse_sizes, default=_parse_sizes("4k,64k,1m,16m"), help="bytes, comma list")
@@ -62,7 +62,7 @@ def _worker(rank: int, args: argparse.Namespace, backend: str, init: str, out_pa
     import torch
     import torch.distributed as dist
 
-    from kernels.probe.timing import timed_allreduce
+    from myolo.kernels.probe.timing import timed_allreduce
 
     torch.set_num_threads(1)
     dist.init_process_group(backend, init_method=init, rank=rank, world_size=args.world_size)

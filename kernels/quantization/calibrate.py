@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from events.digest import sha256_file
-from kernels.export.evaluate import heldout_batches
+from myolo.events.digest import sha256_file
+from myolo.kernels.export.evaluate import heldout_batches
 
 
 @dataclass(frozen=True)

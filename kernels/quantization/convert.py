@@ -18,14 +18,14 @@ from functools import partial
 import torch
 from torch import nn
 
-from kernels.model.gpt import GPT, Block
-from kernels.quantization.calibrate import CalibrationSet, CalibSource, calibration_set
-from kernels.quantization.dfp import dynamic_fixed_point, fractional_length
-from kernels.quantization.gptq import Hessian, gptq
-from kernels.quantization.grid import Grid, QuantizedWeight, round_to_nearest
-from kernels.quantization.hqq import hqq
-from kernels.quantization.linear import QuantLinear
-from kernels.quantization.spec import CALIBRATED, DEFAULT_LAYERS, SCHEMES, LayerSpec, QuantSpec, selected
+from myolo.kernels.model.gpt import GPT, Block
+from myolo.kernels.quantization.calibrate import CalibrationSet, CalibSource, calibration_set
+from myolo.kernels.quantization.dfp import dynamic_fixed_point, fractional_length
+from myolo.kernels.quantization.gptq import Hessian, gptq
+from myolo.kernels.quantization.grid import Grid, QuantizedWeight, round_to_nearest
+from myolo.kernels.quantization.hqq import hqq
+from myolo.kernels.quantization.linear import QuantLinear
+from myolo.kernels.quantization.spec import CALIBRATED, DEFAULT_LAYERS, SCHEMES, LayerSpec, QuantSpec, selected
 
 STAGES: tuple[tuple[str, ...], ...] = (
     ("attention.wq", "attention.wk", "attention.wv"),

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight
+from myolo.kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight
 
 
 def fractional_length(max_abs: float, bits: int) -> int:

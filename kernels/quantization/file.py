@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 import torch
 
-from events.payloads.models import Watermark
-from kernels.export.weights import (
+from myolo.events.payloads.models import Watermark
+from myolo.kernels.export.weights import (
     META_MODEL,
     WeightsError,
     WrittenWeights,
@@ -28,11 +28,11 @@ from kernels.export.weights import (
     weights_metadata,
     write_weights,
 )
-from kernels.model import GPT, ModelConfig, preset
-from kernels.quantization.grid import Grid
-from kernels.quantization.linear import QuantLinear
-from kernels.quantization.spec import FORMAT, META_QUANT, QuantSpec
-from kernels.watermark.header import with_watermark
+from myolo.kernels.model import GPT, ModelConfig, preset
+from myolo.kernels.quantization.grid import Grid
+from myolo.kernels.quantization.linear import QuantLinear
+from myolo.kernels.quantization.spec import FORMAT, META_QUANT, QuantSpec
+from myolo.kernels.watermark.header import with_watermark
 
 
 def save_quantized(

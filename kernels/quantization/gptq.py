@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.quantization.grid import Grid, QuantizedWeight, codes, dequantize, minmax
+from myolo.kernels.quantization.grid import Grid, QuantizedWeight, codes, dequantize, minmax
 
 DAMP = 0.01  # of the mean diagonal, added to H: keeps the Cholesky factorisation stable
 BLOCK = 128

@@ -1,8 +1,8 @@
 """Check the quantized linear kernels on a device: the kernel chosen, its error against the dequantized
 reference, and its time against the float matmul, at decode (1 row) and prefill (512 rows) shapes. One JSON.
 
-    python -m kernels.quantization.gpu_check [--out result.json]     # on a CUDA device
-    python -m kernels.quantization.gpu_check --device cpu --small    # a smoke test (the unit tests run it)
+    python -m myolo.kernels.quantization.gpu_check [--out result.json]     # on a CUDA device
+    python -m myolo.kernels.quantization.gpu_check --device cpu --small    # a smoke test (the unit tests run it)
 
 Shapes are the ``1b`` preset's (2048 wide, 5632 hidden); ``--small`` uses 256 x 512. The bound: 2 % of the
 output's scale in bfloat16, 1e-4 in float32.
@@ -20,8 +20,8 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from kernels.quantization.grid import Grid, round_to_nearest
-from kernels.quantization.linear import PACKED_MAX_ROWS, QuantLinear
+from myolo.kernels.quantization.grid import Grid, round_to_nearest
+from myolo.kernels.quantization.linear import PACKED_MAX_ROWS, QuantLinear
 
 BOUND = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 GRIDS = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight, codes, minmax
+from myolo.kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight, codes, minmax
 
 P_NORM = 0.7
 BETA = 10.0

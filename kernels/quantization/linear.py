@@ -12,7 +12,7 @@ matmul whatever the kernel (the layer's memory stays packed): the packed kernels
 an H200 the CUDA int4 kernel took 20x the float matmul's time at 512 rows. The CPU packed kernels take their
 activations in bfloat16 (``cpu_dtype``), whatever the model's dtype: they are vectorised for it, and with
 float32 activations they fall back to a far slower path (figures in docs/quantization.md).
-The module's buffers are the file's tensors (``kernels.quantization.file``): codes packed two per byte at 4
+The module's buffers are the file's tensors (``myolo.kernels.quantization.file``): codes packed two per byte at 4
 bits, scales and zeros in bfloat16, so ``state_dict`` is what is saved.
 """
 
@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels.quantization.dfp import quantize_activation
-from kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight, dequantize, pack4, unpack4
+from myolo.kernels.quantization.dfp import quantize_activation
+from myolo.kernels.quantization.grid import PARAM_DTYPE, Grid, QuantizedWeight, dequantize, pack4, unpack4
 
 log = structlog.get_logger("myolo.kernels.quantization")
 INT4_GROUPS = (32, 64, 128, 256)

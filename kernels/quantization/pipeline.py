@@ -1,10 +1,10 @@
 """Quantize a model file end to end: source in, quantized file and its manifest out, both evaluated alike.
 
-The source is an export (``kernels.export``) or a training checkpoint (exported first, beside the output).
+The source is an export (``myolo.kernels.export``) or a training checkpoint (exported first, beside the output).
 The calibration and evaluation sets are read, checked disjoint (``overlap``), the model converted and saved,
 and both the source and the quantized model evaluated on the same held-out tokens, so the manifest
 (``<output>.json``, a ``ModelExport`` with its ``quantization``) holds the two perplexities side by side.
-What ``python -m kernels.cli.quantize`` and a quantization job run.
+What ``python -m myolo.kernels.cli.quantize`` and a quantization job run.
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from typing import Any
 
 import structlog
 
-from events.digest import sha256_file
-from events.payloads.models import EvalResult, ModelExport, Quantization
-from kernels.export.evaluate import evaluate
-from kernels.export.manifest import write_manifest
-from kernels.export.pipeline import ExportSpec, export_checkpoint
-from kernels.export.weights import describe_model
-from kernels.infer.load import file_metadata, load_model, model_of
-from kernels.quantization.calibrate import calibration_set
-from kernels.quantization.convert import PTQConverter
-from kernels.quantization.file import save_quantized
-from kernels.quantization.linear import QuantLinear
-from kernels.quantization.overlap import MAX_SHARED, WINDOW, file_prefix, shared_runs
-from kernels.quantization.spec import DEFAULT_LAYERS
-from kernels.watermark.header import file_watermark
+from myolo.events.digest import sha256_file
+from myolo.events.payloads.models import EvalResult, ModelExport, Quantization
+from myolo.kernels.export.evaluate import evaluate
+from myolo.kernels.export.manifest import write_manifest
+from myolo.kernels.export.pipeline import ExportSpec, export_checkpoint
+from myolo.kernels.export.weights import describe_model
+from myolo.kernels.infer.load import file_metadata, load_model, model_of
+from myolo.kernels.quantization.calibrate import calibration_set
+from myolo.kernels.quantization.convert import PTQConverter
+from myolo.kernels.quantization.file import save_quantized
+from myolo.kernels.quantization.linear import QuantLinear
+from myolo.kernels.quantization.overlap import MAX_SHARED, WINDOW, file_prefix, shared_runs
+from myolo.kernels.quantization.spec import DEFAULT_LAYERS
+from myolo.kernels.watermark.header import file_watermark
 
 log = structlog.get_logger("myolo.kernels.quantization")
 

@@ -7,7 +7,7 @@ from typing import get_args
 
 import msgspec
 
-from events.payloads.models import QuantScheme
+from myolo.events.payloads.models import QuantScheme
 
 SCHEMES: tuple[str, ...] = get_args(QuantScheme)
 CALIBRATED: tuple[str, ...] = ("gptq", "dynamic_fixed_point")  # dfp: for its activation formats

@@ -1,6 +1,6 @@
 """A job whose ``task`` is ``quantize``: one worker turns ``init_from`` into ``export_path`` and its manifest.
 
-The same pipeline as ``python -m kernels.cli.quantize`` (``pipeline.quantize_file``) with the job's fields:
+The same pipeline as ``python -m myolo.kernels.cli.quantize`` (``pipeline.quantize_file``) with the job's fields:
 ``calib_path`` and ``eval_data_path`` (read with ``seq_len``, ``eval_batches`` of ``global_batch`` rows, in
 ``data_dtype``), ``quant_bits``, ``quant_scheme``, ``quant_group_size``, ``calib_sequences``. The source is
 checked against ``init_from_sha256`` first. An export names its own model (``model`` and ``model_args`` are
@@ -15,10 +15,10 @@ import os
 
 import structlog
 
-from kernels.quantization.pipeline import QuantizeSpec, quantize_file
-from kernels.train.config import JobConfig
-from kernels.train.data_check import check_inputs_sha256
-from kernels.train.loop import Control
+from myolo.kernels.quantization.pipeline import QuantizeSpec, quantize_file
+from myolo.kernels.train.config import JobConfig
+from myolo.kernels.train.data_check import check_inputs_sha256
+from myolo.kernels.train.loop import Control
 
 log = structlog.get_logger("myolo.kernels.quantization")
 

@@ -1,5 +1,5 @@
 """Job configuration, the training step and loop, progress records."""
 
-from kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.train.config import JobConfig, JobConfigError
 
 __all__ = ["JobConfig", "JobConfigError"]

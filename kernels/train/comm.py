@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from events.payloads.reports import allreduce_bus_factor
-from kernels.probe.timing import timed_allreduce
+from myolo.events.payloads.reports import allreduce_bus_factor
+from myolo.kernels.probe.timing import timed_allreduce
 
 BYTES = {"cuda": 64 << 20, "cpu": 4 << 20}  # big enough for the bus to dominate; small beside training
 WARMUP, ITERS = 2, 5

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from events.payloads.models import QuantScheme
-from kernels.model.config import PRESETS, ModelConfig, preset
-from kernels.parallel.layout import SCHEDULES, Layout
+from myolo.events.payloads.models import QuantScheme
+from myolo.kernels.model.config import PRESETS, ModelConfig, preset
+from myolo.kernels.parallel.layout import SCHEDULES, Layout
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 TASKS = ("train", "quantize")
@@ -33,7 +33,7 @@ NCCL_ALGOS = ("auto", "ring", "tree")
 class JobConfigError(ValueError):
     """A training job's options are invalid; the message names the flag(s) and says what to change.
 
-    Not ``events.errors.ConfigError``: that one is a daemon's configuration key (one dotted key and its
+    Not ``myolo.events.errors.ConfigError``: that one is a daemon's configuration key (one dotted key and its
     environment variable, message "config key K: reason"), whereas most job errors are about a combination
     of flags against the world size (pp x tp vs --nproc, batch vs dp), which no single key names.
 
@@ -100,7 +100,7 @@ class JobConfig:
     eval_data_path: str | None = None  # held-out token file (data_path's format) the export is evaluated on
     eval_batches: int = 16  # batches of global_batch rows read from eval_data_path, in file order
     ops_prefer: dict[str, list[str]] = field(default_factory=dict)
-    # what the job does: train, or quantize init_from into export_path (kernels.quantization; one worker)
+    # what the job does: train, or quantize init_from into export_path (myolo.kernels.quantization; one worker)
     task: str = "train"
     init_from_sha256: str | None = None  # SHA-256 init_from must have: checked before it is read
     quant_bits: int = 4
@@ -108,7 +108,7 @@ class JobConfig:
     quant_group_size: int | None = None  # None: 128 at 4 bits, whole rows at 8
     calib_path: str | None = None  # calibration token file (data_path's format)
     calib_sequences: int = 128
-    # the gradient-leakage defense of the data-parallel exchange (kernels.defense): none | gradient_compression
+    # the gradient-leakage defense of the data-parallel exchange (myolo.kernels.defense): none | gradient_compression
     defense: str = "none"
     defense_param: float = 0.01  # gradient_compression: the share of coordinates each replica sends per step
     defense_momentum: float = 0.0  # its momentum correction (0: plain error feedback; AdamW keeps its own)
@@ -117,7 +117,7 @@ class JobConfig:
     defense_vocab_param: float | None = None  # share of the vocabulary's rows drawn per step (None: defense_param)
     watermark: str | None = None  # a watermark key file (0600): the mark is embedded while training
     nccl_algo: str = "auto"  # NCCL_ALGO for the job's communicators: auto (NCCL's choice), ring or tree
-    deterministic: bool = True  # bit-identical runs (kernels.train.determinism); False: the fastest kernels
+    deterministic: bool = True  # bit-identical runs (myolo.kernels.train.determinism); False: the fastest kernels
     job_id: str = "standalone"
 
     # ---- derived -------------------------------------------------------------------------------
@@ -343,7 +343,7 @@ class JobConfig:
 
     def _validate_data_sha256(self) -> None:
         """A digest must be one (64 lowercase hex digits) and have a file to be the digest of; whether the
-        file matches is checked on rank 0 at start (``kernels.train.data_check``), where the path resolves."""
+        file matches is checked on rank 0 at start (``myolo.kernels.train.data_check``), where the path resolves."""
         if self.data_sha256 is None:
             return
         if not (isinstance(self.data_sha256, str) and _SHA256.fullmatch(self.data_sha256)):

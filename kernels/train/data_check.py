@@ -9,8 +9,8 @@ asks each node's agent for before an upgrade.
 
 from __future__ import annotations
 
-from events.digest import sha256_file
-from kernels.train.config import JobConfig, JobConfigError
+from myolo.events.digest import sha256_file
+from myolo.kernels.train.config import JobConfig, JobConfigError
 
 CHECKED = (
     ("data_path", "data_sha256", "--data", "dataSha256"),

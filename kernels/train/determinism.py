@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
+from myolo.events.payloads.trainer_job import CUBLAS_WORKSPACE_CONFIG
 
 
 def apply(deterministic: bool, seed: int) -> None:

@@ -6,14 +6,14 @@ import functools
 
 import torch
 
-from events.errors import ConfigError
-from kernels.defense.compress import Compressor
-from kernels.defense.exchange import SparseExchange
-from kernels.model import GPT, ModelConfig
-from kernels.parallel.mesh import MeshInfo
-from kernels.parallel.parallelize import ParallelModel
-from kernels.train.config import JobConfig, JobConfigError
-from kernels.watermark.mark import DigitalWatermark
+from myolo.events.errors import ConfigError
+from myolo.kernels.defense.compress import Compressor
+from myolo.kernels.defense.exchange import SparseExchange
+from myolo.kernels.model import GPT, ModelConfig
+from myolo.kernels.parallel.mesh import MeshInfo
+from myolo.kernels.parallel.parallelize import ParallelModel
+from myolo.kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.watermark.mark import DigitalWatermark
 
 
 def open_defense(job: JobConfig, pm: ParallelModel, info: MeshInfo) -> SparseExchange | None:

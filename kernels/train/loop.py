@@ -17,17 +17,17 @@ import msgspec
 import torch
 import torch.distributed as dist
 
-from events.payloads import ModelExport, TrainingProgress
-from kernels import ops
-from kernels.data import local_rows
-from kernels.export.final import export_after_training
-from kernels.model import mfu
-from kernels.train.comm import allreduce_busbw_gbps
-from kernels.train.config import JobConfig
-from kernels.train.guards import add_watermark_gradient
-from kernels.train.records import EndRecord, Record, StartRecord, StepRecord, progress_payload
-from kernels.train.session import Session, prepare
-from kernels.train.step import clip_global_norm, forward_backward
+from myolo.events.payloads import ModelExport, TrainingProgress
+from myolo.kernels import ops
+from myolo.kernels.data import local_rows
+from myolo.kernels.export.final import export_after_training
+from myolo.kernels.model import mfu
+from myolo.kernels.train.comm import allreduce_busbw_gbps
+from myolo.kernels.train.config import JobConfig
+from myolo.kernels.train.guards import add_watermark_gradient
+from myolo.kernels.train.records import EndRecord, Record, StartRecord, StepRecord, progress_payload
+from myolo.kernels.train.session import Session, prepare
+from myolo.kernels.train.step import clip_global_norm, forward_backward
 
 Emit = Callable[[Record], None]
 

@@ -13,7 +13,7 @@ from typing import TextIO
 
 import msgspec
 
-from kernels.train.records import EndRecord, Record, StartRecord, StepRecord
+from myolo.kernels.train.records import EndRecord, Record, StartRecord, StepRecord
 
 RECORD_PREFIX = "@myolo "  # marks worker records so stray prints from libraries are not mistaken
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from events.payloads import TrainingProgress
+from myolo.events.payloads import TrainingProgress
 
 
 class StartRecord(msgspec.Struct, tag="start", tag_field="event", kw_only=True):

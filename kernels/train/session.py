@@ -16,25 +16,25 @@ import torch
 import torch.distributed as dist
 from torch.optim.lr_scheduler import LambdaLR
 
-from kernels import ops
-from kernels.data import TokenSource, open_source
-from kernels.export.preflight import check_export_inputs
-from kernels.export.weights import WeightsError, describe_model, load_weights
-from kernels.model import GPT, ModelConfig
-from kernels.model.flops import peak_flops
-from kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device, pin_nccl_algo
-from kernels.parallel.parallelize import ParallelModel, parallelize
-from kernels.train import determinism
-from kernels.train.config import JobConfig, JobConfigError
-from kernels.train.data_check import check_inputs_sha256
-from kernels.train.guards import open_defense, open_watermark
-from kernels.train.staleness import LocalSGD
-from kernels.train.step import lm_loss
+from myolo.kernels import ops
+from myolo.kernels.data import TokenSource, open_source
+from myolo.kernels.export.preflight import check_export_inputs
+from myolo.kernels.export.weights import WeightsError, describe_model, load_weights
+from myolo.kernels.model import GPT, ModelConfig
+from myolo.kernels.model.flops import peak_flops
+from myolo.kernels.parallel.mesh import MeshInfo, build_mesh, init_distributed, pick_device, pin_nccl_algo
+from myolo.kernels.parallel.parallelize import ParallelModel, parallelize
+from myolo.kernels.train import determinism
+from myolo.kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.train.data_check import check_inputs_sha256
+from myolo.kernels.train.guards import open_defense, open_watermark
+from myolo.kernels.train.staleness import LocalSGD
+from myolo.kernels.train.step import lm_loss
 
 if TYPE_CHECKING:
-    from kernels.checkpoint import Checkpointer
-    from kernels.defense.exchange import SparseExchange
-    from kernels.watermark.mark import DigitalWatermark
+    from myolo.kernels.checkpoint import Checkpointer
+    from myolo.kernels.defense.exchange import SparseExchange
+    from myolo.kernels.watermark.mark import DigitalWatermark
 
 
 @dataclass
@@ -146,7 +146,7 @@ def open_checkpointer(
     """The checkpointer when the job saves or snapshots, and the step to continue after (0: from scratch)."""
     if not (job.checkpoint_dir or job.snapshot_every):
         return None, 0
-    from kernels.checkpoint import Checkpointer  # distributed checkpointing: only for runs that save
+    from myolo.kernels.checkpoint import Checkpointer  # distributed checkpointing: only for runs that save
 
     ckpt = Checkpointer(
         job.checkpoint_dir,

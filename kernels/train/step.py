@@ -10,8 +10,8 @@ import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import loss_parallel
 
-from kernels import ops
-from kernels.parallel.parallelize import ParallelModel
+from myolo.kernels import ops
+from myolo.kernels.parallel.parallelize import ParallelModel
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

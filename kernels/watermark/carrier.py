@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from kernels.watermark.secret import WatermarkKey
+from myolo.kernels.watermark.secret import WatermarkKey
 
 CANDIDATE = re.compile(r"^layers\.(\d+)\.feed_forward\.(w1|w2|w3)$")
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import torch
 
-from events.payloads.models import EvalResult, ModelExport, Watermark
-from kernels.watermark.header import file_watermark, with_watermark
-from kernels.watermark.mark import Batch, DigitalWatermark, EmbedReport, Verification, WatermarkSettings
-from kernels.watermark.secret import WatermarkKey
+from myolo.events.payloads.models import EvalResult, ModelExport, Watermark
+from myolo.kernels.watermark.header import file_watermark, with_watermark
+from myolo.kernels.watermark.mark import Batch, DigitalWatermark, EmbedReport, Verification, WatermarkSettings
+from myolo.kernels.watermark.secret import WatermarkKey
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Embedded:
 
 
 def _batches(spec: EmbedSpec, vocab: int) -> Iterator[Batch]:
-    from kernels.data.tokenfile import TokenFile
+    from myolo.kernels.data.tokenfile import TokenFile
 
     tokens = TokenFile(spec.data, spec.batch, spec.seq_len, seed=spec.seed, dtype=spec.data_dtype, vocab_size=vocab)
     step = 0
@@ -55,11 +55,11 @@ def _batches(spec: EmbedSpec, vocab: int) -> Iterator[Batch]:
 def embed_file(mark: DigitalWatermark, spec: EmbedSpec, progress: Callable[[str], None] = lambda _: None) -> Embedded:
     """Mark the float export ``spec.source`` by a short fine-tune on ``spec.data`` and write ``spec.output``
     (with its manifest); with ``eval_data`` both are evaluated on the same held-out tokens."""
-    from kernels.export.evaluate import evaluate
-    from kernels.export.manifest import write_manifest
-    from kernels.export.weights import META_STEP, saved_model, write_weights
-    from kernels.infer.load import file_metadata, load_model
-    from kernels.quantization.spec import META_QUANT
+    from myolo.kernels.export.evaluate import evaluate
+    from myolo.kernels.export.manifest import write_manifest
+    from myolo.kernels.export.weights import META_STEP, saved_model, write_weights
+    from myolo.kernels.infer.load import file_metadata, load_model
+    from myolo.kernels.quantization.spec import META_QUANT
 
     metadata = file_metadata(spec.source)
     if META_QUANT in metadata:
@@ -110,8 +110,8 @@ def verify_file(
     """Check the model file ``path`` (float or quantized) with ``key``: with the settings its header names,
     else ``settings`` (or the defaults). ``reference``: the owner's export, to undo a permutation first.
     Returns the verification and the header's record."""
-    from kernels.export.weights import read_weights
-    from kernels.infer.load import file_metadata, load_model
+    from myolo.kernels.export.weights import read_weights
+    from myolo.kernels.infer.load import file_metadata, load_model
 
     record = file_watermark(file_metadata(path))
     mark = DigitalWatermark.for_record(key, record) if record else DigitalWatermark(key, settings)

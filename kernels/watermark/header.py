@@ -1,5 +1,5 @@
 """The mark a model file names in its safetensors header: ``myolo.watermark``, the commitment and the settings
-(never the key). A quantized file made from a marked export names the same mark (``kernels.quantization``).
+(never the key). A quantized file made from a marked export names the same mark (``myolo.kernels.quantization``).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from events.payloads.models import Watermark
+from myolo.events.payloads.models import Watermark
 
 META_WATERMARK = "myolo.watermark"
 

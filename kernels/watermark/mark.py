@@ -20,13 +20,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from events.payloads.models import Watermark
-from kernels.quantization.convert import dequantize_model
-from kernels.quantization.linear import QuantLinear
-from kernels.watermark import stats
-from kernels.watermark.align import realign
-from kernels.watermark.carrier import CarrierPlan, bit_sums, plan, projections
-from kernels.watermark.secret import WatermarkKey
+from myolo.events.payloads.models import Watermark
+from myolo.kernels.quantization.convert import dequantize_model
+from myolo.kernels.quantization.linear import QuantLinear
+from myolo.kernels.watermark import stats
+from myolo.kernels.watermark.align import realign
+from myolo.kernels.watermark.carrier import CarrierPlan, bit_sums, plan, projections
+from myolo.kernels.watermark.secret import WatermarkKey
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

@@ -4,7 +4,7 @@ Nothing derived is stored: the bits, the projection and the carrier weights come
 HMAC-SHA256 (one label per use) and SHAKE-256 streams, so they are the same on every machine and every version
 of numpy or torch. The key leaves this process only as its commitment, HMAC(key, "commitment"): it says which
 key marked a model without telling the key. A short passphrase could be guessed from it offline, so a key file
-(32 random bytes, ``python -m kernels.cli.watermark keygen``) is the way to use it.
+(32 random bytes, ``python -m myolo.kernels.cli.watermark keygen``) is the way to use it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from events.keys import MIN_SECRET_BYTES, load_secret, watermark_commitment
+from myolo.events.keys import MIN_SECRET_BYTES, load_secret, watermark_commitment
 
 KEY_FIELD = "watermark.key_file"
 

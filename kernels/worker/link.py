@@ -18,10 +18,10 @@ import msgspec
 import structlog
 import zmq
 
-from events.payloads import TrainingProgress
-from kernels.worker.control import CHECKPOINT_BIT, STOP_BIT, ControlRequest, agree
-from kernels.worker.env import WorkerEnv
-from kernels.worker.protocol import (
+from myolo.events.payloads import TrainingProgress
+from myolo.kernels.worker.control import CHECKPOINT_BIT, STOP_BIT, ControlRequest, agree
+from myolo.kernels.worker.env import WorkerEnv
+from myolo.kernels.worker.protocol import (
     HEARTBEAT_TOPIC,
     PROGRESS_TOPIC,
     WorkerHeartbeat,

@@ -6,7 +6,7 @@ memory and a share of the CPU for as long as its collectives let it run. The age
 ``MYOLO_AGENT_PID``; the worker (or warm standby) asks the kernel for SIGKILL when its parent dies
 (``PR_SET_PDEATHSIG``), and leaves at once if the parent is already gone (it died before the request).
 Started without the variable (``myolo-train``, torchrun) nothing changes. The agent's own sweep of the
-processes a previous run left (``agent.trainer.leftovers``) covers what this cannot.
+processes a previous run left (``myolo.agent.trainer.leftovers``) covers what this cannot.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from kernels.worker.orphan import agent_pid
+from myolo.kernels.worker.orphan import agent_pid
 
 _PR_SET_PTRACER = 0x59616D61
 

@@ -34,15 +34,15 @@ from pathlib import Path
 import msgspec
 import psutil
 
-from agent.config import load_agent_config
-from agent.daemon.assemble import build_runtime
-from agent.daemon.main import serve
-from agent.gpu import SimBackend
-from agent.metrics.exporter import AgentMetrics
-from agent.notify import Notifier
-from events.clock import SimClock
-from events.codec import encode
-from events.payloads.compact import compact_sample
+from myolo.agent.config import load_agent_config
+from myolo.agent.daemon.assemble import build_runtime
+from myolo.agent.daemon.main import serve
+from myolo.agent.gpu import SimBackend
+from myolo.agent.metrics.exporter import AgentMetrics
+from myolo.agent.notify import Notifier
+from myolo.events.clock import SimClock
+from myolo.events.codec import encode
+from myolo.events.payloads.compact import compact_sample
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import write_result
 
@@ -155,7 +155,7 @@ def deployed(scrape: bool) -> dict:
             )
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             proc = subprocess.Popen(
-                [sys.executable, "-m", "agent", "run", "--config", str(d / "agent.toml"), "--log-json"],
+                [sys.executable, "-m", "myolo.agent", "run", "--config", str(d / "agent.toml"), "--log-json"],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,

@@ -18,13 +18,13 @@ import uuid
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from events.bus import EventConsumer, EventProducer
-from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
-from events.codec import encode
-from events.envelope import new_event
-from events.examples import node_sample
-from events.settings import KafkaSettings
-from events.topics import Topic, ensure_topics
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.bus.producer import DEFAULT_PRODUCER_OPTIONS
+from myolo.events.codec import encode
+from myolo.events.envelope import new_event
+from myolo.events.examples import node_sample
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import Topic, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, spread, write_result
 

@@ -44,11 +44,11 @@ import traceback
 import uuid
 from pathlib import Path
 
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import topic_specs
-from events.keys import public_key_from_pem
-from events.settings import KafkaSettings
-from events.topics import NODE_SAMPLES, ensure_topics
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import topic_specs
+from myolo.events.keys import public_key_from_pem
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import NODE_SAMPLES, ensure_topics
 from tests.benchmarks.bench_coordinator import (
     GPUS,
     LagSampler,
@@ -233,7 +233,7 @@ async def real_time(
     faults = max(1, min(faults, sizes[0], int(duration - warmup - 5)))  # one a second, all inside the run
     with (tmp / "coordinator.log").open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(cfg), "--log-json"],
+            [sys.executable, "-m", "myolo.coordinator.cli_daemon", "run", "--config", str(cfg), "--log-json"],
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
-from events.codec import decode, encode
-from events.envelope import new_event
-from events.examples import example_payloads, node_sample
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import new_event
+from myolo.events.examples import example_payloads, node_sample
 from tests.benchmarks import sample_bytes
 from tests.benchmarks.common import write_result
 

@@ -36,23 +36,23 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from agent.fleetsim.simulator import FleetSimulator
-from coordinator.api.config import ApiConfig
-from coordinator.cli.client import ApiClient
-from coordinator.components import COMPONENTS
-from coordinator.config import default_config
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.core.config import CoreConfig, SigningConfig
-from coordinator.core.coordinator import Coordinator, state_codec, topic_specs
-from coordinator.core.gc_tuning import tune_gc
-from coordinator.core.leadership import TERM_KEY, LeaderTerm
-from coordinator.fleet.component import Fleet
-from coordinator.fleet.config import FleetConfig
-from coordinator.localstack.identity import enroll_nodes
-from events.codec import decode
-from events.payloads import Command
-from events.settings import KafkaSettings
-from events.topics import COMMANDS, NODE_SAMPLES, ensure_topics
+from myolo.agent.fleetsim.simulator import FleetSimulator
+from myolo.coordinator.api.config import ApiConfig
+from myolo.coordinator.cli.client import ApiClient
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import default_config
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.core.config import CoreConfig, SigningConfig
+from myolo.coordinator.core.coordinator import Coordinator, state_codec, topic_specs
+from myolo.coordinator.core.gc_tuning import tune_gc
+from myolo.coordinator.core.leadership import TERM_KEY, LeaderTerm
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.fleet.config import FleetConfig
+from myolo.coordinator.localstack.identity import enroll_nodes
+from myolo.events.codec import decode
+from myolo.events.payloads import Command
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import COMMANDS, NODE_SAMPLES, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, spread, write_result
 from tests.support.helpers import new_ed25519_key
@@ -322,7 +322,7 @@ def _coordinator_config(tmp: Path, bootstrap: str, key_file: str, instance: str)
 async def wait_for_leader(
     settings: KafkaSettings, instance: str, proc: subprocess.Popen, timeout_s: float = 60
 ) -> LeaderTerm:
-    from coordinator.core.leadership import STATE_COORDINATOR
+    from myolo.coordinator.core.leadership import STATE_COORDINATOR
 
     c = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False, group_id=None)
     await c.start()
@@ -377,7 +377,7 @@ async def fault_latency(settings: KafkaSettings, bootstrap: str, key_file: str, 
     cfg = _coordinator_config(tmp, bootstrap, key_file, instance)
     log = (tmp / "coordinator.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(cfg), "--log-json"],
+        [sys.executable, "-m", "myolo.coordinator.cli_daemon", "run", "--config", str(cfg), "--log-json"],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=Path(__file__).resolve().parents[2],

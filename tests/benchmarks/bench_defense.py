@@ -4,7 +4,7 @@ Attacks (``leakage.py``): token-set recovery from the embedding's gradient, DLG/
 nearest token followed by LAMP's discrete search on hard tokens, and an adaptive DLG matched on the transmitted coordinates only; each on a fresh ``tiny``
 client (warmed on text for ``--warm-steps``) holding a batch of 1-8 held-out sequences of 16-32 bytes, drawn
 per trial, ``--trials`` (50) per setting. Settings: no defense, plain top-k of every tensor, and
-``kernels.defense`` (``--defense gradient_compression``), each at keep 10 %, 1 %, 0.1 %. Rates carry Wilson
+``myolo.kernels.defense`` (``--defense gradient_compression``), each at keep 10 %, 1 %, 0.1 %. Rates carry Wilson
 95 % intervals; "blocked" is defined before the run (``leakage.RECONSTRUCTED``, ``leakage.TOKEN_SET_HIT``).
 Convergence: ``myolo-train`` on 2 gloo replicas, dense against the defense at 1 %, same data, seed and steps:
 held-out loss of both exports and the bytes each replica sent per step.
@@ -32,9 +32,9 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kernels import ops  # noqa: E402
-from kernels.data.tokenfile import TokenFile  # noqa: E402
-from kernels.model import GPT, preset  # noqa: E402
+from myolo.kernels import ops  # noqa: E402
+from myolo.kernels.data.tokenfile import TokenFile  # noqa: E402
+from myolo.kernels.model import GPT, preset  # noqa: E402
 from tests.benchmarks import leakage, quant_corpus  # noqa: E402
 from tests.benchmarks.common import wilson, write_result  # noqa: E402
 
@@ -209,7 +209,7 @@ def convergence(corpus: quant_corpus.Corpus, steps: int, work: Path, names: list
         run = work / name
         shutil.rmtree(run, ignore_errors=True)  # a fresh run each time: the same steps from the same seed
         cmd = [
-            sys.executable, "-m", "kernels.cli.launch", "--nproc", "2", "--model", "tiny", "--steps", str(steps),
+            sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "2", "--model", "tiny", "--steps", str(steps),
             "--global-batch", "16", "--seq-len", "128", "--lr", "2e-3", "--warmup-steps", str(max(1, steps // 10)),
             "--data", str(corpus.train), "--device", "cpu", "--seed", "0", "--checkpoint-dir", str(run / "ckpt"),
             "--export-path", str(run / "model.safetensors"), "--eval-data", str(corpus.eval), "--eval-batches", "8",

@@ -2,7 +2,7 @@
 
 The stream: 1,000 requests an hour, 20 numeric features, each standard normal and independent. Each feature's
 reference is learned from its first ``reference_count`` values (5,000: five hours), then the window (one hour
-in six 10-minute buckets) is evaluated every 10 minutes, as ``coordinator.drift.monitor.Monitor`` does.
+in six 10-minute buckets) is evaluated every 10 minutes, as ``myolo.coordinator.drift.monitor.Monitor`` does.
 
 - Delay: a mean shift of 0.3 standard deviations on 3 of the 20 features, starting at a uniformly random time
   between hours 6 and 30; the delay is from the shift to the first detection (median and p95 over
@@ -33,11 +33,11 @@ import msgspec
 import numpy as np
 import scipy.stats
 
-from coordinator.drift.monitor import Monitor, Streak
-from coordinator.drift.reference import NumericReference, Values, numeric_reference
-from coordinator.drift.rule import DriftRule, evaluate
-from coordinator.drift.stats import PSI_EPSILON
-from events.payloads.external import DriftSample, FeatureSummary
+from myolo.coordinator.drift.monitor import Monitor, Streak
+from myolo.coordinator.drift.reference import NumericReference, Values, numeric_reference
+from myolo.coordinator.drift.rule import DriftRule, evaluate
+from myolo.coordinator.drift.stats import PSI_EPSILON
+from myolo.events.payloads.external import DriftSample, FeatureSummary
 from tests.benchmarks.common import percentile, write_result
 
 HOUR = 3600.0

@@ -2,7 +2,7 @@
 
 A cell's fleet view of 10,000 nodes in three node classes (8,000 x 8 H100, 1,500 x 8 H200, 500 x 8 A100; 1 %
 Lost, 0.5 % Suspect, 0.5 % cordoned, two agent releases, 100 nodes on trial, a quarter of the GPUs held by
-jobs) is summarised by ``coordinator.federation.summary.summarize``, as a cell leader does at most once a
+jobs) is summarised by ``myolo.coordinator.federation.summary.summarize``, as a cell leader does at most once a
 second: its time (median of 21 runs), its JSON size and its size in an lz4 record batch. From those, the bytes a second from
 10 cells (100,000 nodes) to the federation, against what the samples themselves would be (docs/scale.md).
 """
@@ -14,10 +14,10 @@ import time
 
 import msgspec
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.federation.summary import summarize
-from coordinator.fleet.model import NodeState
-from events.examples import node_sample
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.federation.summary import summarize
+from myolo.coordinator.fleet.model import NodeState
+from myolo.events.examples import node_sample
 from tests.benchmarks.common import write_result
 from tests.benchmarks.sample_bytes import lz4_batches
 

@@ -1,4 +1,4 @@
-"""Per-op, per-backend CPU timings of kernels.ops -> tests/benchmarks/results/kernels_cpu.json.
+"""Per-op, per-backend CPU timings of myolo.kernels.ops -> tests/benchmarks/results/kernels_cpu.json.
 
 Shapes are those of the `small` preset (hidden 768, 12 heads of 64, vocab 32000) at 1024 tokens per step,
 so the figures say what each backend costs the trainer per call; a last section times whole `small`-preset
@@ -27,9 +27,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kernels import ops  # noqa: E402
-from kernels.ops import registry  # noqa: E402
-from kernels.ops.autotune import attention as autotune  # noqa: E402
+from myolo.kernels import ops  # noqa: E402
+from myolo.kernels.ops import registry  # noqa: E402
+from myolo.kernels.ops.autotune import attention as autotune  # noqa: E402
 
 TOKENS, HIDDEN, HEADS, HEAD_DIM, VOCAB, BATCH = 1024, 768, 12, 64, 32000, 4
 SEQ = TOKENS // BATCH
@@ -163,10 +163,10 @@ def bench_model(prefers: dict[str, dict | None], steps: int = 3) -> dict:
     timed_interleaved; tokens/s uses the fastest step of each.
     """
     try:
-        from kernels.model.config import preset
-        from kernels.model.gpt import GPT
+        from myolo.kernels.model.config import preset
+        from myolo.kernels.model.gpt import GPT
     except ImportError as e:  # the model lives in kernels/model (trainer core); report, do not crash
-        return {"error": f"kernels.model unavailable: {e}"}
+        return {"error": f"myolo.kernels.model unavailable: {e}"}
     torch.manual_seed(0)
     model = GPT(preset("small"))
     tokens = torch.randint(0, model.cfg.vocab_size, (1, MODEL_TOKENS + 1))

@@ -25,9 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from agent.leak.config import LeakConfig
-from agent.leak.series import LeakSeries
-from agent.leak.synthetic import Profile, synthetic_series
+from myolo.agent.leak.config import LeakConfig
+from myolo.agent.leak.series import LeakSeries
+from myolo.agent.leak.synthetic import Profile, synthetic_series
 
 CAP = 141e9
 GPUS_PER_NODE = 8

@@ -1,9 +1,9 @@
 """Model FLOPs utilisation of the trainer -> results/mfu.json: ``1b`` in bf16 on one GPU (target >= 45 % of the
 dense bf16 peak, 989 TFLOP/s on an H100/H200).
 
-Runs ``myolo-train`` (``python -m kernels.cli.launch --json``) for ``--steps`` steps, drops the first
+Runs ``myolo-train`` (``python -m myolo.kernels.cli.launch --json``) for ``--steps`` steps, drops the first
 ``--warmup`` (compilation, allocator warm-up) and reports the median tokens/s and MFU of the rest, as the
-trainer computes it (``kernels.model.flops``: 6 x non-embedding parameters + attention, against the dense peak).
+trainer computes it (``myolo.kernels.model.flops``: 6 x non-embedding parameters + attention, against the dense peak).
 Without a CUDA device it writes why and exits 0 (``make bench`` on this machine); ``--device cpu --model tiny``
 runs the same path as a smoke test.
 Run: python tests/benchmarks/bench_mfu.py [--model 1b --seq-len 4096 --global-batch 4 --steps 30 --no-compile]
@@ -43,7 +43,7 @@ def main() -> None:
             write_result("mfu", {"skipped": "no CUDA device on this machine", "target": TARGET})
             return
     cmd = [
-        sys.executable, "-m", "kernels.cli.launch", "--nproc", "1", "--model", opts.model, "--device", opts.device,
+        sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "1", "--model", opts.model, "--device", opts.device,
         "--seq-len", str(opts.seq_len), "--global-batch", str(opts.global_batch), "--steps", str(opts.steps),
         "--compile" if opts.compile else "--no-compile", "--json",
     ]  # fmt: skip

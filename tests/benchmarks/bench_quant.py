@@ -30,15 +30,15 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kernels.cli.options import parse_model_args  # noqa: E402
-from kernels.export.evaluate import evaluate  # noqa: E402
-from kernels.infer.generate import generate  # noqa: E402
-from kernels.infer.load import load_model  # noqa: E402
-from kernels.model import GPT, preset  # noqa: E402
-from kernels.quantization import PTQConverter, save_quantized  # noqa: E402
-from kernels.quantization.calibrate import calibration_set  # noqa: E402
-from kernels.quantization.linear import QuantLinear  # noqa: E402
-from kernels.quantization.overlap import file_prefix, shared_runs  # noqa: E402
+from myolo.kernels.cli.options import parse_model_args  # noqa: E402
+from myolo.kernels.export.evaluate import evaluate  # noqa: E402
+from myolo.kernels.infer.generate import generate  # noqa: E402
+from myolo.kernels.infer.load import load_model  # noqa: E402
+from myolo.kernels.model import GPT, preset  # noqa: E402
+from myolo.kernels.quantization import PTQConverter, save_quantized  # noqa: E402
+from myolo.kernels.quantization.calibrate import calibration_set  # noqa: E402
+from myolo.kernels.quantization.linear import QuantLinear  # noqa: E402
+from myolo.kernels.quantization.overlap import file_prefix, shared_runs  # noqa: E402
 from tests.benchmarks import quant_corpus  # noqa: E402
 from tests.benchmarks.common import write_result  # noqa: E402
 
@@ -93,7 +93,7 @@ def on_disk(model: GPT, tmp: Path, v: Variant) -> dict[str, float]:
     """File bytes, the quantized layers' bits per weight, their bytes against the same layers in bf16."""
     path = tmp / "m.safetensors"
     if v.scheme is None:
-        from kernels.export.weights import write_weights
+        from myolo.kernels.export.weights import write_weights
 
         write_weights(model.state_dict(), path, {"format": "pt"})
         linear = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n.startswith("layers.")]
@@ -128,7 +128,7 @@ def text_model(corpus: quant_corpus.Corpus, steps: int, quick: bool) -> Path:
     if export.exists():
         return export
     cmd = [
-        sys.executable, "-m", "kernels.cli.launch", "--nproc", "1", "--model", "tiny",
+        sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "1", "--model", "tiny",
         *[a for arg in TEXT_MODEL for a in ("--model-arg", arg)],
         "--steps", str(steps), "--global-batch", str(TEXT_BATCH), "--seq-len", str(SEQ), "--lr", "2e-3",
         "--warmup-steps", str(min(100, steps // 10)), "--data", str(corpus.train), "--device", "cpu",

@@ -5,7 +5,7 @@
   was accepted before), and a NodeSample through decode + guard (telemetry: not guarded, a dict miss).
 - Agent: signing a fault (envelope, Ed25519 signature, encode) next to encoding it unsigned.
 - Coordinator, state: decode + HMAC-SHA256 verification of a state record (a cordon) with a key derived from
-  the coordinators' key (``events.keys.derive_hmac``), next to decode alone.
+  the coordinators' key (``myolo.events.keys.derive_hmac``), next to decode alone.
 
 Rates are per second of this process's CPU time (best of 5), so other load on the machine does not count.
 ``--nodes`` enrolled keys, faults spread over all of them; results/signing.json.
@@ -18,20 +18,20 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from coordinator.components import COMPONENTS
-from coordinator.cordons.policy import AUTO_FAULT, record
-from coordinator.core.context import Context
-from coordinator.core.coordinator import state_codec
-from coordinator.core.ingest_guard import IngestGuard
-from coordinator.nodes.component import Nodes
-from coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
-from events.codec import decode, encode
-from events.envelope import new_event
-from events.examples import node_sample
-from events.keys import Ed25519Signer, HmacKey, derive_hmac
-from events.payloads import NodeFault
-from events.signing import SIGNED_NODE_EVENTS, sign, verify_with
-from events.sources import agent_source
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.policy import AUTO_FAULT, record
+from myolo.coordinator.core.context import Context
+from myolo.coordinator.core.coordinator import state_codec
+from myolo.coordinator.core.ingest_guard import IngestGuard
+from myolo.coordinator.nodes.component import Nodes
+from myolo.coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import new_event
+from myolo.events.examples import node_sample
+from myolo.events.keys import Ed25519Signer, HmacKey, derive_hmac
+from myolo.events.payloads import NodeFault
+from myolo.events.signing import SIGNED_NODE_EVENTS, sign, verify_with
+from myolo.events.sources import agent_source
 from tests.benchmarks.common import write_result
 
 

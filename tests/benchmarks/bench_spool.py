@@ -33,14 +33,14 @@ from pathlib import Path
 
 import psutil
 
-from agent.gpu import SimBackend
-from agent.gpu.sample import build_sample
-from agent.health import HealthState
-from agent.spool import Spool, SpoolRecord
-from events.clock import SimClock
-from events.codec import encode
-from events.envelope import new_event
-from events.topics import topic_for_type
+from myolo.agent.gpu import SimBackend
+from myolo.agent.gpu.sample import build_sample
+from myolo.agent.health import HealthState
+from myolo.agent.spool import Spool, SpoolRecord
+from myolo.events.clock import SimClock
+from myolo.events.codec import encode
+from myolo.events.envelope import new_event
+from myolo.events.topics import topic_for_type
 from tests.benchmarks.common import write_result
 
 GPUS = 8
@@ -285,8 +285,8 @@ def _evenly(places, n: int) -> list[tuple[str, int]]:
 def _places(kind: str, directory: Path) -> list[tuple[str, int]]:
     """The bytes that hold the format together."""
     if kind == "segments":
-        from agent.spool.record import HEADER
-        from agent.spool.segment import SegmentFile
+        from myolo.agent.spool.record import HEADER
+        from myolo.agent.spool.segment import SegmentFile
 
         out = []
         for path in sorted(directory.glob("seg-*.spool")):

@@ -37,9 +37,9 @@ from typing import Any
 import psutil
 from pytest import MonkeyPatch
 
-from events.payloads import CommandAck, Payload, TrainingFault, TrainingProgress
-from events.settings import KafkaSettings
-from events.topics import CATALOGUE, ensure_topics
+from myolo.events.payloads import CommandAck, Payload, TrainingFault, TrainingProgress
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import CATALOGUE, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import write_result
 from tests.support.agent.agent_proc import ROOT
@@ -228,7 +228,7 @@ def launch_argv(ckpt: Path) -> list[str]:
     """``myolo-train`` flags of the job the agent gets (one definition: TINY_JOB)."""
     spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
     flags = [arg for k, v in spec.items() for arg in (f"--{k.replace('_', '-')}", str(v))]
-    return [sys.executable, "-m", "kernels.cli.launch", "--nproc", "2", *flags, "--json"]
+    return [sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "2", *flags, "--json"]
 
 
 async def launch_start(procs: Procs, ckpt: Path, log: Path) -> dict:
@@ -265,7 +265,7 @@ async def launcher_import_s() -> float:
     """What ``myolo-train`` does before it spawns a worker (its imports pull in torch): the part of the
     baseline the running agent does not pay."""
     t0 = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "import kernels.cli.launch", cwd=ROOT)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "import myolo.kernels.cli.launch", cwd=ROOT)
     assert await proc.wait() == 0
     return r3(time.monotonic() - t0)
 

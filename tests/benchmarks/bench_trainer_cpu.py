@@ -28,9 +28,9 @@ def single_process(name: str, **job_kw) -> dict:
     """Train ``small`` in this process (no process group); tokens/s over the steps after warm-up."""
     import torch
 
-    from kernels.train.config import JobConfig
-    from kernels.train.loop import run
-    from kernels.train.records import StepRecord
+    from myolo.kernels.train.config import JobConfig
+    from myolo.kernels.train.loop import run
+    from myolo.kernels.train.records import StepRecord
 
     torch.set_num_threads(os.cpu_count() or 1)
     job = JobConfig(model="small", global_batch=4, seq_len=64, steps=WARMUP + MEASURED, **job_kw)
@@ -81,7 +81,7 @@ LAYOUTS = {
 
 def layout(name: str, args: list[str]) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "kernels.cli.launch", *LAYOUT_ARGS, *args],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", *LAYOUT_ARGS, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -19,10 +19,10 @@ import tracemalloc
 import urllib.request
 from pathlib import Path
 
-from coordinator.ui.assets import load, weight
-from coordinator.ui.config import UiConfig
-from coordinator.ui.history import NodeRings
-from events.examples import node_sample
+from myolo.coordinator.ui.assets import load, weight
+from myolo.coordinator.ui.config import UiConfig
+from myolo.coordinator.ui.history import NodeRings
+from myolo.events.examples import node_sample
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import percentile, write_result
 from tests.support.ui import binaries, chrome, loads, login

@@ -36,15 +36,15 @@ from scipy import stats as scipy_stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kernels.data.tokenfile import TokenFile  # noqa: E402
-from kernels.export.evaluate import evaluate  # noqa: E402
-from kernels.infer.load import load_model  # noqa: E402
-from kernels.model import GPT  # noqa: E402
-from kernels.quantization import PTQConverter  # noqa: E402
-from kernels.quantization.calibrate import calibration_set  # noqa: E402
-from kernels.watermark import DigitalWatermark  # noqa: E402
-from kernels.watermark import stats as wm_stats  # noqa: E402
-from kernels.watermark.mark import Verification  # noqa: E402
+from myolo.kernels.data.tokenfile import TokenFile  # noqa: E402
+from myolo.kernels.export.evaluate import evaluate  # noqa: E402
+from myolo.kernels.infer.load import load_model  # noqa: E402
+from myolo.kernels.model import GPT  # noqa: E402
+from myolo.kernels.quantization import PTQConverter  # noqa: E402
+from myolo.kernels.quantization.calibrate import calibration_set  # noqa: E402
+from myolo.kernels.watermark import DigitalWatermark  # noqa: E402
+from myolo.kernels.watermark import stats as wm_stats  # noqa: E402
+from myolo.kernels.watermark.mark import Verification  # noqa: E402
 from tests.benchmarks import quant_corpus  # noqa: E402
 from tests.benchmarks.bench_quant import CACHE, SEQ, TEXT_BATCH, TEXT_STEPS, text_model  # noqa: E402
 from tests.benchmarks.common import wilson, write_result  # noqa: E402

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 
 import torch
 
-from kernels.model import GPT
-from kernels.model.config import preset
-from kernels.watermark import DigitalWatermark
+from myolo.kernels.model import GPT
+from myolo.kernels.model.config import preset
+from myolo.kernels.watermark import DigitalWatermark
 from tests.benchmarks.bench_watermark import KEY, null_distribution
 from tests.benchmarks.common import write_result
 

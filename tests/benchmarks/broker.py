@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.localstack.broker import LocalBroker
 
 
 @contextmanager

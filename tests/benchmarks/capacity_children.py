@@ -26,9 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
-from agent.fleetsim.simulator import FleetSimulator, SentFault
-from events.clock import Clock, SimClock
-from events.settings import KafkaSettings
+from myolo.agent.fleetsim.simulator import FleetSimulator, SentFault
+from myolo.events.clock import Clock, SimClock
+from myolo.events.settings import KafkaSettings
 
 FAIL_XIDS = (79, 48)  # fell off the bus, double-bit ECC: both cordon a node at once
 

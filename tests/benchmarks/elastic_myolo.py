@@ -31,12 +31,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coordinator.cli.auth import stack_token
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
-from events.payloads.trainer_job import TrainerJob
-from kernels.train import progress
-from kernels.train.records import StartRecord, StepRecord
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker, state
+from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.kernels.train import progress
+from myolo.kernels.train.records import StartRecord, StepRecord
 from tests.benchmarks.elastic_torchrun import goodput, r3
 from tests.support.helpers import pids_mentioning
 
@@ -120,7 +120,7 @@ class Stack:
     def inject(self, node: str, *args: str) -> None:
         sock = self.records[node].info["socket"]
         subprocess.run(
-            [sys.executable, "-m", "agent", "inject", "--socket", sock, *args],
+            [sys.executable, "-m", "myolo.agent", "inject", "--socket", sock, *args],
             cwd=ROOT,
             check=True,
             capture_output=True,

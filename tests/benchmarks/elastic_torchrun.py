@@ -40,9 +40,9 @@ import msgspec
 import psutil
 import structlog
 
-from events.payloads.trainer_job import TrainerJob
-from kernels.train import progress
-from kernels.train.records import Record, StartRecord, StepRecord
+from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.kernels.train import progress
+from myolo.kernels.train.records import Record, StartRecord, StepRecord
 from tests.benchmarks.common import write_result
 
 log = structlog.get_logger("myolo.bench.elastic")
@@ -247,7 +247,7 @@ class Cluster:
             f"--log-dir={logs}",
             *conf,
             "-m",
-            "kernels.cli.worker",
+            "myolo.kernels.cli.worker",
             "--config",
             str(self.job_file),
         ]

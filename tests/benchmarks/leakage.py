@@ -1,7 +1,7 @@
 """The gradient-leakage harness: what an honest-but-curious aggregator sees of one client, and its attacks.
 
 A client holds one batch of text; the aggregator receives its gradient message for one step, under one of
-three exchanges: dense (no defense), plain top-k of every tensor, or ``kernels.defense`` (top-k with error
+three exchanges: dense (no defense), plain top-k of every tensor, or ``myolo.kernels.defense`` (top-k with error
 feedback, the vocabulary's rows drawn). The client is fresh (nothing accumulated yet), so its first message is
 the most its data can show: the worst case for the defense. The aggregator knows the model, the batch's shape
 and the exchange (the defense's row draw is public: it depends on no data). Attacks:
@@ -36,8 +36,8 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 from torch.func import functional_call, grad, vmap
 
-from kernels.defense.compress import Compressor
-from kernels.model import GPT
+from myolo.kernels.defense.compress import Compressor
+from myolo.kernels.model import GPT
 
 # pre-registered: what counts as an attack that got through (anything else is "blocked")
 RECONSTRUCTED = 0.5  # a reconstruction recovering at least this share of positions (or one whole sequence)
@@ -82,7 +82,7 @@ def plain_topk(grads: dict[str, torch.Tensor], keep: float) -> Message:
 def defended(
     model: GPT, grads: dict[str, torch.Tensor], keep: float, step: int = 1, vocab_keep: float | None = None
 ) -> Message:
-    """What ``kernels.defense`` sends for ``grads`` as a fresh client's first message."""
+    """What ``myolo.kernels.defense`` sends for ``grads`` as a fresh client's first message."""
     named = list(model.named_parameters())
     comp = Compressor(named, keep, seed=0, vocab_keep=vocab_keep)
     for name, p in named:

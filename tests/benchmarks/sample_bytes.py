@@ -1,7 +1,7 @@
 """Bytes of the node sample on the wire: JSON, and lz4 record batches built the way the producer builds them.
 
 Samples come from the agent's simulated backend (``build_sample``), one node each, as read (every NVLink listed)
-and as published (:func:`events.payloads.compact.compact_sample`). Kafka compresses whole record batches, so
+and as published (:func:`myolo.events.payloads.compact.compact_sample`). Kafka compresses whole record batches, so
 lz4 is measured on aiokafka's own batch builder, with the producer's compression and batch size: a batch of
 one record (an agent sends about one sample per linger window) and ``nodes`` samples of distinct nodes
 filling batches of the producer's ``max_batch_size`` in turn (``lz4_batches_built`` of them: a producer speaking
@@ -17,15 +17,15 @@ from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from agent.gpu.sample import build_sample
-from agent.gpu.sim import SimBackend
-from agent.health.state import HealthState
-from events.bus.producer import DEFAULT_PRODUCER_OPTIONS
-from events.clock import SimClock
-from events.codec import decode, encode
-from events.envelope import new_event
-from events.payloads import NodeSample
-from events.payloads.compact import compact_sample
+from myolo.agent.gpu.sample import build_sample
+from myolo.agent.gpu.sim import SimBackend
+from myolo.agent.health.state import HealthState
+from myolo.events.bus.producer import DEFAULT_PRODUCER_OPTIONS
+from myolo.events.clock import SimClock
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import new_event
+from myolo.events.payloads import NodeSample
+from myolo.events.payloads.compact import compact_sample
 
 LZ4 = 3  # the record batch's compression code
 Record = tuple[bytes | None, bytes, list[tuple[str, bytes]]]

@@ -1,4 +1,4 @@
-"""A SQLite spool (standard-library ``sqlite3``, WAL mode) behind the interface of :class:`agent.spool.Spool`:
+"""A SQLite spool (standard-library ``sqlite3``, WAL mode) behind the interface of :class:`myolo.agent.spool.Spool`:
 the candidate the spool benchmark measures against the segment files.
 
 One table ``records(seq INTEGER PRIMARY KEY, body BLOB, crc INTEGER)``; the body is the same msgpack as a
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from agent.spool import SpoolEntry, SpoolRecord, SpoolStats
-from agent.spool.fsync import FsyncPolicy, FsyncSchedule
-from events.clock import Clock, SystemClock
+from myolo.agent.spool import SpoolEntry, SpoolRecord, SpoolStats
+from myolo.agent.spool.fsync import FsyncPolicy, FsyncSchedule
+from myolo.events.clock import Clock, SystemClock
 
 _ENC = msgspec.msgpack.Encoder()
 _DEC = msgspec.msgpack.Decoder(SpoolRecord)

@@ -17,11 +17,11 @@ step() {  # name seconds command...
     tail -n 25 "$out/$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.txt"
-step real_gpu_check 90 "$py" -m agent.gpu.real_gpu_check
-step ops_gpu_check 150 "$py" -m kernels.ops.gpu_check --out "$out/ops_gpu_check.json"
+step real_gpu_check 90 "$py" -m myolo.agent.gpu.real_gpu_check
+step ops_gpu_check 150 "$py" -m myolo.kernels.ops.gpu_check --out "$out/ops_gpu_check.json"
 step mfu 200 "$py" tests/benchmarks/bench_mfu.py
 cp tests/benchmarks/results/mfu.json "$out/" 2>/dev/null
-step quant_gpu_check 60 "$py" -m kernels.quantization.gpu_check --out "$out/quant_gpu_check.json"
+step quant_gpu_check 60 "$py" -m myolo.kernels.quantization.gpu_check --out "$out/quant_gpu_check.json"
 step quant_bench 90 "$py" tests/benchmarks/bench_quant.py --device cuda --skip-quality --runs 3
 cp tests/benchmarks/results/quant.json "$out/" 2>/dev/null
 exit 0

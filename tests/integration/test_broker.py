@@ -13,10 +13,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from typer.testing import CliRunner
 
-from coordinator.cli import local
-from coordinator.localstack.broker import BrokerError, LocalBroker, answers_metadata, fetch_metadata, state
-from coordinator.localstack.broker.jars import ensure_jars
-from coordinator.localstack.broker.java import find_java, parse_major
+from myolo.coordinator.cli import local
+from myolo.coordinator.localstack.broker import BrokerError, LocalBroker, answers_metadata, fetch_metadata, state
+from myolo.coordinator.localstack.broker.jars import ensure_jars
+from myolo.coordinator.localstack.broker.java import find_java, parse_major
 
 
 def _host_port(bootstrap: str) -> tuple[str, int]:

@@ -24,21 +24,21 @@ from aiokafka.errors import (
     TopicAuthorizationFailedError,
 )
 
-from coordinator.commands.records import STATE_COMMANDS
-from coordinator.components import COMPONENTS
-from coordinator.cordons.records import STATE_NODES
-from coordinator.core.coordinator import topic_specs
-from coordinator.core.leadership import STATE_COORDINATOR
-from coordinator.localstack.broker import BrokerError, LocalBroker, admin, security
-from coordinator.localstack.broker.ports import HOST
-from coordinator.localstack.broker.probe import ProbeError, fetch_metadata
-from coordinator.localstack.broker.security import StackSecurity
-from coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
-from events import acls
-from events import topics as t
-from events.bus import EventProducer
-from events.settings import KafkaSettings
-from events.topics import ensure_topics
+from myolo.coordinator.commands.records import STATE_COMMANDS
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.records import STATE_NODES
+from myolo.coordinator.core.coordinator import topic_specs
+from myolo.coordinator.core.leadership import STATE_COORDINATOR
+from myolo.coordinator.localstack.broker import BrokerError, LocalBroker, admin, security
+from myolo.coordinator.localstack.broker.ports import HOST
+from myolo.coordinator.localstack.broker.probe import ProbeError, fetch_metadata
+from myolo.coordinator.localstack.broker.security import StackSecurity
+from myolo.coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
+from myolo.events import acls
+from myolo.events import topics as t
+from myolo.events.bus import EventProducer
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import ensure_topics
 from tests.support.helpers import KCAT
 
 pytestmark = pytest.mark.kafka

@@ -30,11 +30,11 @@ def _cwd(pid: int) -> str:
 
 
 def role(cmd: str) -> str | None:
-    if "-m agent.launcher" in cmd:
+    if "-m myolo.agent.launcher" in cmd:
         return "launcher"
-    if "-m agent run" in cmd:
+    if "-m myolo.agent run" in cmd:
         return "agent"
-    if "coordinator.cli_daemon" in cmd:
+    if "myolo.coordinator.cli_daemon" in cmd:
         return "coordinator"
     if "kernels." in cmd:
         return "worker"

@@ -29,13 +29,13 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from agent.control import ControlError, StatusRequest, call
-from coordinator.cli.main import app as myoloctl_app
-from coordinator.localstack.broker import LocalBroker, state
-from events.codec import decode
-from events.payloads import TrainingProgress
-from events.settings import KafkaSettings
-from events.topics import TRAINING_PROGRESS
+from myolo.agent.control import ControlError, StatusRequest, call
+from myolo.coordinator.cli.main import app as myoloctl_app
+from myolo.coordinator.localstack.broker import LocalBroker, state
+from myolo.events.codec import decode
+from myolo.events.payloads import TrainingProgress
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import TRAINING_PROGRESS
 from tests.soak.procs import Watch, ours
 from tests.support import evidence
 from tests.support.coordinator import local
@@ -166,7 +166,7 @@ class Soak:
     # ------------------------------------------------------------------ faults
     def xid(self, node: str) -> Handled:
         socket = self.records()[node].info["socket"]
-        inject = [sys.executable, "-m", "agent", "inject", "--socket", socket]
+        inject = [sys.executable, "-m", "myolo.agent", "inject", "--socket", socket]
         subprocess.run([*inject, "--gpu", "0", "--xid", "79"], check=True, capture_output=True, timeout=30)
         cordoned, took = self.until(
             f"{node} cordoned",

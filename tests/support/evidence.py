@@ -8,10 +8,10 @@ import asyncio
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from events.codec import decode
-from events.payloads import CommandAck, NodeSample
-from events.settings import KafkaSettings
-from events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_SAMPLES
+from myolo.events.codec import decode
+from myolo.events.payloads import CommandAck, NodeSample
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_SAMPLES
 from tests.support.helpers import read_topic
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from events.codec import encode_structured
-from events.envelope import new_event
-from events.keys import Ed25519Signer, ensure_ed25519
-from events.payloads import Payload
-from events.settings import KafkaSettings
+from myolo.events.codec import encode_structured
+from myolo.events.envelope import new_event
+from myolo.events.keys import Ed25519Signer, ensure_ed25519
+from myolo.events.payloads import Payload
+from myolo.events.settings import KafkaSettings
 
 DROP = object()  # in ``structured(...)``: remove the field
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
@@ -115,7 +115,7 @@ def pid_gone(pid: int) -> bool:
 def pids_mentioning(text: str) -> list[int]:
     """Live processes (not zombies, not this one) whose command line or working directory contains ``text``:
     a test's strays. The directory too: a warm standby handed a job keeps its own command line
-    (``kernels.cli.warm``) but works in the job's directory."""
+    (``myolo.kernels.cli.warm``) but works in the job's directory."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

@@ -2,7 +2,7 @@
 
 Every ``import`` counts, wherever it stands: at the top of a module, inside a function (a "late" import that
 dodges a cycle at load time still ties the two modules together) and under ``if TYPE_CHECKING:``. A package's
-``__init__`` is an edge only when a module names it (``from agent import __version__``), not because Python
+``__init__`` is an edge only when a module names it (``from pkg import __version__``), not because Python
 runs it on the way to a submodule: otherwise every package that re-exports its modules would be a cycle.
 
 Use: ``assert not import_cycles(ROOT / "agent")``; each cycle is a list of module names.
@@ -14,18 +14,19 @@ import ast
 from pathlib import Path
 
 
-def module_name(path: Path, root: Path) -> str:
-    """``root/agent/daemon/main.py`` -> ``agent.daemon.main``; a package's ``__init__.py`` is the package."""
+def module_name(path: Path, root: Path, prefix: str = "") -> str:
+    """``root/agent/daemon/main.py`` -> ``<prefix>agent.daemon.main``; a package's ``__init__.py`` is the package."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    return prefix + ".".join(parts)
 
 
-def import_graph(package_dir: Path) -> dict[str, set[str]]:
-    """Each module of the package (under ``package_dir``) -> the modules of the same package it imports."""
+def import_graph(package_dir: Path, prefix: str = "") -> dict[str, set[str]]:
+    """Each module of the package (under ``package_dir``, imported as ``<prefix><its folder>``) -> the modules of
+    the same package it imports."""
     root = package_dir.parent
-    files = {module_name(p, root): p for p in sorted(package_dir.rglob("*.py"))}
+    files = {module_name(p, root, prefix): p for p in sorted(package_dir.rglob("*.py"))}
     return {name: _imports(name, path, files) for name, path in files.items()}
 
 
@@ -51,9 +52,9 @@ def _absolute(name: str, is_package: bool, module: str | None, level: int) -> st
     return ".".join([*base, module] if module else base)
 
 
-def import_cycles(package_dir: Path) -> list[list[str]]:
+def import_cycles(package_dir: Path, prefix: str = "") -> list[list[str]]:
     """The package's import cycles: each strongly connected set of two or more modules, sorted."""
-    return sorted(sorted(c) for c in _strongly_connected(import_graph(package_dir)) if len(c) > 1)
+    return sorted(sorted(c) for c in _strongly_connected(import_graph(package_dir, prefix)) if len(c) > 1)
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:

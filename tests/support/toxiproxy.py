@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.localstack.broker.jars import cache_root
+from myolo.coordinator.localstack.broker.jars import cache_root
 from tests.support.helpers import free_port
 
 MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"

@@ -12,17 +12,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.fleetsim.simulator import FleetSimulator
-from coordinator.api import tokens
-from coordinator.api.config import ApiConfig
-from coordinator.components import COMPONENTS
-from coordinator.config import default_config
-from coordinator.core.config import LeaderConfig, SigningConfig
-from coordinator.core.coordinator import Coordinator, topic_specs
-from coordinator.fleet.component import Fleet
-from coordinator.fleet.config import FleetConfig
-from events.settings import KafkaSettings
-from events.topics import ensure_topics
+from myolo.agent.fleetsim.simulator import FleetSimulator
+from myolo.coordinator.api import tokens
+from myolo.coordinator.api.config import ApiConfig
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import default_config
+from myolo.coordinator.core.config import LeaderConfig, SigningConfig
+from myolo.coordinator.core.coordinator import Coordinator, topic_specs
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.fleet.config import FleetConfig
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import ensure_topics
 from tests.support.helpers import new_ed25519_key, wait_until
 
 

@@ -13,5 +13,5 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("package", ["events", "agent", "coordinator", "kernels"])
 def test_the_package_has_no_import_cycle(package: str) -> None:
-    assert (ROOT / package / "__init__.py").is_file()
-    assert import_cycles(ROOT / package) == []
+    assert (ROOT / package).is_dir()
+    assert import_cycles(ROOT / package, prefix="myolo.") == []

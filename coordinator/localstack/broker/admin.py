@@ -13,9 +13,16 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from coordinator.localstack.broker import scram
-from coordinator.localstack.broker.wire import Connection, ProbeError, compact_bytes, compact_string, string, uvarint
-from events.acls import Acl
+from myolo.coordinator.localstack.broker import scram
+from myolo.coordinator.localstack.broker.wire import (
+    Connection,
+    ProbeError,
+    compact_bytes,
+    compact_string,
+    string,
+    uvarint,
+)
+from myolo.events.acls import Acl
 
 API_CREATE_ACLS = 30
 API_DESCRIBE_ACLS = 29

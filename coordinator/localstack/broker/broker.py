@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.localstack.broker import config, jars, ports, process, security, state
-from coordinator.localstack.broker.errors import BrokerError
-from coordinator.localstack.broker.java import find_java
-from coordinator.localstack.broker.probe import ClusterMetadata, ProbeError, answers_metadata
-from events.files import atomic_write
+from myolo.coordinator.localstack.broker import config, jars, ports, process, security, state
+from myolo.coordinator.localstack.broker.errors import BrokerError
+from myolo.coordinator.localstack.broker.java import find_java
+from myolo.coordinator.localstack.broker.probe import ClusterMetadata, ProbeError, answers_metadata
+from myolo.events.files import atomic_write
 
 NAME = "kafka"
 ROLE = "broker"
@@ -54,7 +54,7 @@ class LocalBroker:
     (tests); the CLI leaves it False so the broker outlives `myoloctl local up`.
 
     `secure` sets a new broker up with SASL/SCRAM, the StandardAuthorizer and (with `tls`) TLS on its client
-    listener; `users` (name -> role of events.acls) are created with it, and on every start their SCRAM
+    listener; `users` (name -> role of myolo.events.acls) are created with it, and on every start their SCRAM
     credentials and ACLs are applied. A broker once secured stays secured (the stack state file records it).
     """
 

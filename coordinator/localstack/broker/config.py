@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.localstack.broker.ports import HOST
+from myolo.coordinator.localstack.broker.ports import HOST
 
 # Chosen for one-node development and tests, not for production.
 _BASE_PROPERTIES = {

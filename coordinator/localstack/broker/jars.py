@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from coordinator.localstack.broker.errors import BrokerError
+from myolo.coordinator.localstack.broker.errors import BrokerError
 
 DEFAULT_KAFKA_VERSION = "4.1.2"
 POM = Path(__file__).with_name("pom.xml")

@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.localstack.broker.errors import BrokerError
+from myolo.coordinator.localstack.broker.errors import BrokerError
 
 MIN_JAVA = 17  # Kafka 4.x brokers require Java 17
 _INSTALL_HINT = "install Java 17 or newer (Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"

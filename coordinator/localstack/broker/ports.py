@@ -9,7 +9,7 @@ import contextlib
 import errno
 import socket
 
-from coordinator.localstack.broker.errors import BrokerError
+from myolo.coordinator.localstack.broker.errors import BrokerError
 
 HOST = "127.0.0.1"
 

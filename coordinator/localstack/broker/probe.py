@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from coordinator.localstack.broker.wire import Connection, Credentials, ProbeError
+from myolo.coordinator.localstack.broker.wire import Connection, Credentials, ProbeError
 
 __all__ = ["BrokerAddress", "ClusterMetadata", "ProbeError", "answers_metadata", "fetch_metadata"]
 

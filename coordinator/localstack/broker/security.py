@@ -10,7 +10,7 @@ The broker then has two listeners on 127.0.0.1, neither of which lets anyone in 
   nonce in its SCRAM answer, which Kafka 4 rightly refuses, so external producers on such builds use PLAIN;
 - the controller listener, SASL_PLAINTEXT with PLAIN for the admin alone (KRaft cannot use SCRAM there: the
   SCRAM credentials live in the metadata log the controller serves), on loopback.
-``super.users`` is the admin only; everyone else gets exactly the grants of events.acls.
+``super.users`` is the admin only; everyone else gets exactly the grants of myolo.events.acls.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from coordinator.localstack.broker import admin, tls
-from coordinator.localstack.broker.ports import HOST
-from coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
-from events import acls
-from events.acls import Role
+from myolo.coordinator.localstack.broker import admin, tls
+from myolo.coordinator.localstack.broker.ports import HOST
+from myolo.coordinator.localstack.broker.wire import AuthenticationError, Connection, Credentials
+from myolo.events import acls
+from myolo.events.acls import Role
 
 ADMIN = "admin"
 MECHANISM = "SCRAM-SHA-512"
@@ -65,7 +65,7 @@ class StackSecurity:
         return Credentials(name, self.password(name), self.mechanism, ca)
 
     def client_fields(self, name: str) -> dict[str, str]:
-        """The ``[kafka]`` settings (events.settings.KafkaSettings) that connect as ``name``."""
+        """The ``[kafka]`` settings (myolo.events.settings.KafkaSettings) that connect as ``name``."""
         fields = {
             "security_protocol": self.protocol,
             "sasl_mechanism": self.mechanism,
@@ -161,7 +161,7 @@ def format_arguments(sec: StackSecurity) -> list[str]:
 
 
 def apply(sec: StackSecurity, port: int, timeout: float = 20.0) -> int:
-    """Create the SCRAM credential of every user who cannot log in yet and every ACL of events.acls for
+    """Create the SCRAM credential of every user who cannot log in yet and every ACL of myolo.events.acls for
     their roles, as the admin, and wait until the broker enforces both (they travel through the metadata log
     first: a process started at once would be refused). Returns the number of ACLs. Idempotent: run on every
     ``up``; users who can log in keep their credential, so their open connections are left alone."""

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.localstack.broker.scram import ScramClient, ScramError
+from myolo.coordinator.localstack.broker.scram import ScramClient, ScramError
 
 API_SASL_HANDSHAKE = 17
 API_VERSIONS = 18

@@ -1,1 +1,1 @@
-"""The op backends, one module each. Each exposes BACKEND: a `kernels.ops.backends.base.Backend`."""
+"""The op backends, one module each. Each exposes BACKEND: a `myolo.kernels.ops.backends.base.Backend`."""

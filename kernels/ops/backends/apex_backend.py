@@ -14,7 +14,7 @@ import importlib
 
 import torch
 
-from kernels.ops.backends.base import Backend
+from myolo.kernels.ops.backends.base import Backend
 
 _NEEDS = {
     "rms_norm": ("apex.normalization.fused_layer_norm", "fused_layer_norm_cuda"),

@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernels.ops.autotune import attention_autotuner
-from kernels.ops.backends.base import Backend
-from kernels.ops.util import is_dtensor
+from myolo.kernels.ops.autotune import attention_autotuner
+from myolo.kernels.ops.backends.base import Backend
+from myolo.kernels.ops.util import is_dtensor
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

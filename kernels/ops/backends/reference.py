@@ -10,8 +10,8 @@ import math
 
 import torch
 
-from kernels.ops.backends.base import Backend
-from kernels.ops.backends.reference_adamw import ReferenceAdamW
+from myolo.kernels.ops.backends.base import Backend
+from myolo.kernels.ops.backends.reference_adamw import ReferenceAdamW
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -2,7 +2,7 @@
 
 Usable on CUDA, or on CPU under the Triton interpreter when TRITON_INTERPRET=1 was set before the kernels
 were first imported (tests do that in a subprocess). The kernels package is imported lazily so that merely
-importing kernels.ops never compiles or decorates a kernel.
+importing myolo.kernels.ops never compiles or decorates a kernel.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from kernels.ops.backends.base import Backend
+from myolo.kernels.ops.backends.base import Backend
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -38,7 +38,7 @@ def _unavailable(op: str, device: torch.device, dtype: torch.dtype) -> str | Non
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    from kernels.ops.triton_kernels import fused_residual_rms_norm
+    from myolo.kernels.ops.triton_kernels import fused_residual_rms_norm
 
     return fused_residual_rms_norm(x, None, weight, eps)[0]
 
@@ -46,13 +46,13 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def residual_rms_norm(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    from kernels.ops.triton_kernels import fused_residual_rms_norm
+    from myolo.kernels.ops.triton_kernels import fused_residual_rms_norm
 
     return fused_residual_rms_norm(x, residual, weight, eps)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
-    from kernels.ops.triton_kernels import fused_cross_entropy
+    from myolo.kernels.ops.triton_kernels import fused_cross_entropy
 
     return fused_cross_entropy(logits, targets, ignore_index)
 

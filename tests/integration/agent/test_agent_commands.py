@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from events.bus import EventConsumer, EventProducer
-from events.payloads import Command, CommandAck, NodeSample
-from events.topics import COMMAND_ACKS, NODE_SAMPLES
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.payloads import Command, CommandAck, NodeSample
+from myolo.events.topics import COMMAND_ACKS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc, read_topic
 from tests.support.helpers import new_ed25519_key, wait_until
 

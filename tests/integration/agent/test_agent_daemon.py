@@ -8,9 +8,9 @@ import signal
 
 import pytest
 
-from agent.spool import Spool
-from events.payloads import NodeFault, NodeSample
-from events.topics import NODE_FAULTS, NODE_SAMPLES
+from myolo.agent.spool import Spool
+from myolo.events.payloads import NodeFault, NodeSample
+from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc, read_topic
 from tests.support.helpers import wait_until
 

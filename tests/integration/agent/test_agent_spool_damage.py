@@ -8,12 +8,12 @@ import signal
 
 import pytest
 
-from agent.publish import Publisher
-from agent.spool import Spool
-from agent.spool.segment import Frame, SegmentFile
-from events.clock import SystemClock
-from events.payloads import NodeFault, NodeSample
-from events.topics import NODE_FAULTS, NODE_SAMPLES
+from myolo.agent.publish import Publisher
+from myolo.agent.spool import Spool
+from myolo.agent.spool.segment import Frame, SegmentFile
+from myolo.events.clock import SystemClock
+from myolo.events.payloads import NodeFault, NodeSample
+from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc, read_topic
 from tests.support.helpers import wait_until
 

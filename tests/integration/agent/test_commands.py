@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from agent.commands import CommandExecutor, build_command_consumer
-from events.bus import EventConsumer, EventProducer
-from events.clock import SystemClock
-from events.codec import encode
-from events.keys import Ed25519Signer
-from events.payloads import Command, CommandAck
-from events.settings import KafkaSettings
-from events.signing import Verifier, sign
-from events.topics import COMMAND_ACKS, COMMANDS
+from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.clock import SystemClock
+from myolo.events.codec import encode
+from myolo.events.keys import Ed25519Signer
+from myolo.events.payloads import Command, CommandAck
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier, sign
+from myolo.events.topics import COMMAND_ACKS, COMMANDS
 from tests.support.helpers import wait_until
 
 pytestmark = pytest.mark.kafka

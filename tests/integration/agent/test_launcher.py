@@ -1,7 +1,7 @@
 """The launcher takes a release that never commits itself back, from outside that release's code.
 
-Real processes: ``python -m agent.launcher`` from this tree, starting the agent from a release directory the
-way it starts a real one (``python -P -m agent run`` with ``<releases>/agent/current`` first on PYTHONPATH).
+Real processes: ``python -m myolo.agent.launcher`` from this tree, starting the agent from a release directory the
+way it starts a real one (``python -P -m myolo.agent run`` with ``<releases>/agent/current`` first on PYTHONPATH).
 The releases here are small ``agent`` packages that behave as a broken or a good agent does on the
 notification socket: one raises at import, one never commits, one goes READY and then hangs, one works (READY,
 commit, watchdog pets, exits 0 on SIGTERM). The real agent's releases are tested on the local stack
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.launcher import state as trial
-from agent.releases.store import ReleaseStore
+from myolo.agent.launcher import state as trial
+from myolo.agent.releases.store import ReleaseStore
 from tests.support.helpers import poll_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -83,7 +83,7 @@ class Node:
         env |= {"PYTHONPATH": str(ROOT), "FAKE_LOG": str(self.starts), **extra}
         self.log = open(self.tmp / "launcher.log", "ab")  # noqa: SIM115  # closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent.launcher", "--config", str(self.tmp / "agent.toml"), "--log-json"],
+            [sys.executable, "-m", "myolo.agent.launcher", "--config", str(self.tmp / "agent.toml"), "--log-json"],
             cwd=self.tmp,
             env=env,
             stdout=self.log,

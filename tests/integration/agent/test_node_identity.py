@@ -11,11 +11,11 @@ import stat
 
 import pytest
 
-from agent.control import StatusRequest, call
-from events.keys import load_verify_key
-from events.payloads import NodeFault
-from events.signing import SIG, verify_with
-from events.topics import NODE_FAULTS, NODE_SAMPLES
+from myolo.agent.control import StatusRequest, call
+from myolo.events.keys import load_verify_key
+from myolo.events.payloads import NodeFault
+from myolo.events.signing import SIG, verify_with
+from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc, read_topic
 from tests.support.helpers import refused_port, wait_until
 

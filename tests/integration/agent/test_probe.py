@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agent.nccl.probe import ProbeError, ProbeSpec, run_probe
+from myolo.agent.nccl.probe import ProbeError, ProbeSpec, run_probe
 from tests.support.helpers import wait_until
 
 ROOT = str(Path(__file__).resolve().parents[3])

@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-import agent as source_agent
-from events.bus import EventConsumer, EventProducer
-from events.payloads import Command, CommandAck, NodeSample
-from events.topics import COMMAND_ACKS, NODE_SAMPLES
+import myolo as source_myolo
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.payloads import Command, CommandAck, NodeSample
+from myolo.events.topics import COMMAND_ACKS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc
 from tests.support.helpers import new_ed25519_key, wait_until
 from tests.support.wheel import build_project_wheel
 
 pytestmark = pytest.mark.kafka
 NEW = "4.0.1.dev0"
-OLD = source_agent.SOURCE_VERSION
+OLD = source_myolo.SOURCE_VERSION
 
 
 async def test_an_agent_upgrades_itself_to_a_wheel_of_this_project_and_rolls_back(

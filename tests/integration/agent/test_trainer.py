@@ -71,8 +71,8 @@ async def test_a_signed_start_trains_to_completion_with_progress_and_checkpoints
 
 async def wait_for_sample_with_workers(r, agent) -> list:
     """The workers in the node's published samples (``myolo.node.samples``)."""
-    from events.payloads import NodeSample
-    from events.topics import NODE_SAMPLES
+    from myolo.events.payloads import NodeSample
+    from myolo.events.topics import NODE_SAMPLES
     from tests.support.agent.agent_proc import read_topic
 
     async def found() -> list:
@@ -86,7 +86,7 @@ async def wait_for_sample_with_workers(r, agent) -> list:
 
 def sample_json(agent) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "agent", "sample", "--json", "--config", str(agent.config)],
+        [sys.executable, "-m", "myolo.agent", "sample", "--json", "--config", str(agent.config)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -113,7 +113,7 @@ async def test_a_job_across_two_agents_matches_myolo_train(settings, kafka, tmp_
         [
             sys.executable,
             "-m",
-            "kernels.cli.launch",
+            "myolo.kernels.cli.launch",
             "--nproc",
             "2",
             "--dp",

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import msgspec
 
-from events.codec import encode_structured
-from events.envelope import new_event
-from events.examples import example_payloads, node_sample
+from myolo.events.codec import encode_structured
+from myolo.events.envelope import new_event
+from myolo.events.examples import example_payloads, node_sample
 
-MYOLOCTL = [sys.executable, "-m", "coordinator.cli.main"]
+MYOLOCTL = [sys.executable, "-m", "myolo.coordinator.cli.main"]
 
 
 def myoloctl(*args: str, bootstrap: str | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess:

@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from coordinator.cli.main import app
-from coordinator.commands.component import Commands
-from coordinator.components import COMPONENTS
-from coordinator.config import load_coordinator_config
-from coordinator.cordons.component import Cordons
-from coordinator.core.component import Component
-from coordinator.core.config import CoreConfig
-from coordinator.core.coordinator import Coordinator, state_codec
-from coordinator.fleet.component import Fleet
-from coordinator.localstack.broker import LocalBroker
-from events.bus import EventProducer
-from events.clock import Clock, SimClock
-from events.settings import KafkaSettings
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.commands.component import Commands
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import load_coordinator_config
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.core.component import Component
+from myolo.coordinator.core.config import CoreConfig
+from myolo.coordinator.core.coordinator import Coordinator, state_codec
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.localstack.broker import LocalBroker
+from myolo.events.bus import EventProducer
+from myolo.events.clock import Clock, SimClock
+from myolo.events.settings import KafkaSettings
 from tests.support.api_auth import write_tokens
 from tests.support.helpers import new_ed25519_key, wait_until
 from tests.support.helpers import read_topic as read_records

@@ -7,9 +7,9 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from coordinator.commands.records import STATE_COMMANDS
-from events.aiokafka_internals import group_generation, load_metadata
-from events.topics import LEADER
+from myolo.coordinator.commands.records import STATE_COMMANDS
+from myolo.events.aiokafka_internals import group_generation, load_metadata
+from myolo.events.topics import LEADER
 from tests.support.helpers import wait_until
 
 
@@ -43,7 +43,7 @@ async def test_metadata_updates_of_a_real_client_are_paced(settings) -> None:
     waits for the rest of the client's back-off before it starts."""
     from aiokafka import AIOKafkaProducer
 
-    from events.aiokafka_internals import pace_metadata_updates
+    from myolo.events.aiokafka_internals import pace_metadata_updates
 
     waits: list[float] = []
 

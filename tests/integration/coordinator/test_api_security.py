@@ -15,11 +15,11 @@ from typing import Any
 import aiohttp
 from typer.testing import CliRunner
 
-from coordinator.cli.main import app
-from events.codec import decode
-from events.payloads import AuditRecord
-from events.settings import KafkaSettings
-from events.topics import AUDIT
+from myolo.coordinator.cli.main import app
+from myolo.events.codec import decode
+from myolo.events.payloads import AuditRecord
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import AUDIT
 from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, write_tokens
 from tests.support.coordinator.procs import Procs, start_coordinator, status
 from tests.support.helpers import read_topic, wait_until

@@ -21,19 +21,19 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from coordinator.backup.state_read import existing_topics
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import topic_specs
-from coordinator.core.leadership import STATE_COORDINATOR
-from coordinator.jobs.interface import JobsAPI
-from coordinator.jobs.records import STATE_JOBS
-from coordinator.localstack.broker import LocalBroker
-from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import STATE_REGISTRY
-from coordinator.rollouts.records import STATE_ROLLOUTS
-from events.clock import SimClock
-from events.settings import KafkaSettings
-from events.topics import ensure_topics
+from myolo.coordinator.backup.state_read import existing_topics
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import topic_specs
+from myolo.coordinator.core.leadership import STATE_COORDINATOR
+from myolo.coordinator.jobs.interface import JobsAPI
+from myolo.coordinator.jobs.records import STATE_JOBS
+from myolo.coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
+from myolo.coordinator.registry.records import STATE_REGISTRY
+from myolo.coordinator.rollouts.records import STATE_ROLLOUTS
+from myolo.events.clock import SimClock
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import ensure_topics
 from tests.integration.coordinator.conftest import Services, cluster_config, one_leader
 from tests.support.helpers import read_topic
 
@@ -58,7 +58,7 @@ async def myoloctl(tmp_path: Path, *args: str) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYOLO_")}
     env["MYOLO_STATE_DIR"] = str(tmp_path / "no-stack")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "coordinator.cli.main", *args,
+        sys.executable, "-m", "myolo.coordinator.cli.main", *args,
         cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await proc.communicate()

@@ -13,20 +13,20 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from coordinator.backup import restore as rs
-from coordinator.backup.archive import read_archive
-from coordinator.backup.key_check import check_seals
-from coordinator.backup.make import BackupRequest, default_topics, make_backup
-from coordinator.components import COMPONENTS
-from coordinator.core.component import Component, StateTopic
-from coordinator.core.coordinator import Coordinator, state_topics, topic_specs
-from coordinator.fleet.interface import FleetNodes
-from coordinator.localstack.broker import LocalBroker
-from coordinator.state import StateKeys
-from events.clock import SimClock
-from events.keys import load_signer
-from events.settings import KafkaSettings
-from events.topics import ensure_topics
+from myolo.coordinator.backup import restore as rs
+from myolo.coordinator.backup.archive import read_archive
+from myolo.coordinator.backup.key_check import check_seals
+from myolo.coordinator.backup.make import BackupRequest, default_topics, make_backup
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.component import Component, StateTopic
+from myolo.coordinator.core.coordinator import Coordinator, state_topics, topic_specs
+from myolo.coordinator.fleet.interface import FleetNodes
+from myolo.coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.state import StateKeys
+from myolo.events.clock import SimClock
+from myolo.events.keys import load_signer
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import ensure_topics
 from tests.integration.coordinator.conftest import cluster_config, one_leader
 from tests.support.helpers import read_topic
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import uuid
 
-from agent.fleetsim.simulator import FleetSimulator
-from events.clock import SimClock
-from events.deadletter import dead_letter_info
-from events.examples import node_sample
-from events.payloads import NodeFault
-from events.topics import DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
+from myolo.agent.fleetsim.simulator import FleetSimulator
+from myolo.events.clock import SimClock
+from myolo.events.deadletter import dead_letter_info
+from myolo.events.examples import node_sample
+from myolo.events.payloads import NodeFault
+from myolo.events.topics import DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
 from tests.integration.coordinator.conftest import fleet, read_topic
 from tests.support.coordinator.identity import enroll, signed_structured
 from tests.support.helpers import DROP, kcat, structured, wait_until

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-import agent
-from coordinator.localstack.broker import LocalBroker, state
+import myolo
+from myolo.coordinator.localstack.broker import LocalBroker, state
 from tests.support.coordinator import local
 from tests.support.helpers import poll_until
 from tests.support.wheel import build_project_wheel
@@ -60,7 +60,7 @@ def test_a_release_that_cannot_start_is_taken_back_by_the_node_and_stops_the_rol
     myoloctl = local_myoloctl
     patch, cause = BROKEN[version]
     wheel = build_project_wheel(tmp_path / "build", version, append=patch)
-    base = agent.__version__
+    base = myolo.__version__
     broker = LocalBroker(tmp_path, tied_to_parent=True)
     try:
         broker.start(timeout=120)

@@ -14,10 +14,10 @@ import signal
 import uuid
 from pathlib import Path
 
-from coordinator.components import COMPONENTS
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.core.coordinator import state_codec
-from coordinator.localstack.identity import agent_public_keys
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.core.coordinator import state_codec
+from myolo.coordinator.localstack.identity import agent_public_keys
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.support.coordinator.identity import enroll_over_api
 from tests.support.coordinator.procs import Procs, start_coordinator, status

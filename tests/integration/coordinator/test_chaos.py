@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-import agent
-from coordinator.localstack.broker import LocalBroker
-from events.settings import KafkaSettings
-from kernels.checkpoint.marker import read_marker
-from kernels.checkpoint.retention import is_complete
+import myolo
+from myolo.coordinator.localstack.broker import LocalBroker
+from myolo.events.settings import KafkaSettings
+from myolo.kernels.checkpoint.marker import read_marker
+from myolo.kernels.checkpoint.retention import is_complete
 from tests.support import evidence
 from tests.support.coordinator import local
 from tests.support.helpers import free_port, poll_until
@@ -101,7 +101,7 @@ def chaos_broker(tmp_path: Path, proxy_port: int) -> LocalBroker:
 def test_an_upgrade_and_a_job_under_a_wrecked_network_lose_nothing(tmp_path: Path, local_myoloctl) -> None:
     myoloctl = local_myoloctl
     wheel = build_project_wheel(tmp_path / "build", NEW)
-    base = agent.__version__
+    base = myolo.__version__
     proxy_port = free_port()
     broker = chaos_broker(tmp_path, proxy_port)
     toxi = Toxiproxy(tmp_path / "toxiproxy.log")

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from coordinator.api.app import serve
-from coordinator.cli.main import app
+from myolo.coordinator.api.app import serve
+from myolo.coordinator.cli.main import app
 from tests.support.api_auth import OPERATOR, VIEWER, security, token
 from tests.support.coordinator.api_fleet import MemoryFleet, node, parts_for, sick_node
 from tests.support.helpers import refused_port

@@ -8,14 +8,14 @@ import uuid
 
 import pytest
 
-from coordinator.commands.records import STATE_COMMANDS, CommandIntent
-from coordinator.core.errors import NotLeader
-from events.codec import decode
-from events.keys import load_verify_key
-from events.payloads import Command, CommandAck, GpuReading, NodeSample
-from events.payloads.commands import ReportSampleArgs, SetIntervalArgs
-from events.signing import Verifier
-from events.topics import COMMANDS
+from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
+from myolo.coordinator.core.errors import NotLeader
+from myolo.events.codec import decode
+from myolo.events.keys import load_verify_key
+from myolo.events.payloads import Command, CommandAck, GpuReading, NodeSample
+from myolo.events.payloads.commands import ReportSampleArgs, SetIntervalArgs
+from myolo.events.signing import Verifier
+from myolo.events.topics import COMMANDS
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, read_topic, state_records, wait_until
 from tests.support.coordinator.identity import PlayedNodes
 

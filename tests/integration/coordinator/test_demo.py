@@ -1,4 +1,4 @@
-"""`make demo` (`python -m coordinator.localstack.demo --down`): a job runs, a GPU fails, it shrinks and grows back."""
+"""`make demo` (`python -m myolo.coordinator.localstack.demo --down`): a job runs, a GPU fails, it shrinks and grows back."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker
 from tests.support.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
@@ -26,7 +26,7 @@ def test_demo_shrinks_the_job_on_a_gpu_failure_grows_it_back_and_stops_cleanly(t
             [
                 sys.executable,
                 "-m",
-                "coordinator.localstack.demo",
+                "myolo.coordinator.localstack.demo",
                 "--state-dir",
                 str(tmp_path),
                 "--down",

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker
-from events.payloads import DriftSample, FeatureSummary
-from events.topics import DRIFT_SAMPLES
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker
+from myolo.events.payloads import DriftSample, FeatureSummary
+from myolo.events.topics import DRIFT_SAMPLES
 from tests.support.helpers import kcat, pids_mentioning, poll_until, structured
 
 REPO = Path(__file__).resolve().parents[3]
@@ -56,7 +56,7 @@ def _tokens(path: Path, n: int, seed: int) -> Path:
 def _champion(tmp_path: Path, data: Path, heldout: Path) -> Path:
     """Version 1: a real training run's export (safetensors and its manifest)."""
     out = tmp_path / "v1" / "model.safetensors"
-    cmd = [sys.executable, "-m", "kernels.cli.launch", "--nproc", "1", "--model", "tiny", "--steps", "2"]
+    cmd = [sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "1", "--model", "tiny", "--steps", "2"]
     cmd += ["--global-batch", "4", "--seq-len", "32", "--data", str(data), "--device", "cpu"]
     cmd += ["--checkpoint-dir", str(tmp_path / "v1" / "ckpt"), "--export-path", str(out), "--eval-data", str(heldout)]
     cmd += ["--eval-batches", "2"]

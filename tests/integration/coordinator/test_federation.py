@@ -8,14 +8,14 @@ import uuid
 import msgspec
 from aiokafka import AIOKafkaProducer
 
-from coordinator.federation.board import SummaryBoard
-from coordinator.federation.inbox import CellInbox
-from coordinator.federation.records import CellIntent, FederationTerm, PlaceJob, RolloutWave
-from coordinator.federation.summary import summarize
-from coordinator.fleet.model import NodeState
-from events.examples import node_sample
-from events.settings import KafkaSettings
-from events.topics import Topic, ensure_topics
+from myolo.coordinator.federation.board import SummaryBoard
+from myolo.coordinator.federation.inbox import CellInbox
+from myolo.coordinator.federation.records import CellIntent, FederationTerm, PlaceJob, RolloutWave
+from myolo.coordinator.federation.summary import summarize
+from myolo.coordinator.fleet.model import NodeState
+from myolo.events.examples import node_sample
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import Topic, ensure_topics
 from tests.support.helpers import read_topic
 
 GPUS = tuple(node_sample(gpus=8).gpus)

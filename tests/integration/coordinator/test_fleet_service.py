@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from events.clock import SimClock
-from events.payloads import GpuReading, NodeFault, NodeSample
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.events.clock import SimClock
+from myolo.events.payloads import GpuReading, NodeFault, NodeSample
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
 from tests.support.api_auth import VIEWER
 from tests.support.coordinator.identity import PlayedNodes
@@ -98,7 +98,7 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
 
 
 async def test_the_service_serves_its_http_api(make_config, services, api_tokens) -> None:
-    """The wiring of coordinator.api into the service: an ephemeral port, advertised as the leader's URL."""
+    """The wiring of myolo.coordinator.api into the service: an ephemeral port, advertised as the leader's URL."""
     import aiohttp
 
     tag = uuid.uuid4().hex[:6]

@@ -18,17 +18,17 @@ import msgspec
 from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.v1.event import CloudEvent
 
-from coordinator.nodes.component import Nodes
-from coordinator.nodes.interface import NodeKeys
-from events.codec import decode
-from events.deadletter import DLQ_PREFIX, dead_letter_info
-from events.envelope import Event, new_event
-from events.keys import Ed25519Signer
-from events.payloads import CommandAck, GpuReading, NodeFault, NodeSample
-from events.payloads.commands import ReportSampleArgs
-from events.signing import sign
-from events.sources import agent_source
-from events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_FAULTS
+from myolo.coordinator.nodes.component import Nodes
+from myolo.coordinator.nodes.interface import NodeKeys
+from myolo.events.codec import decode
+from myolo.events.deadletter import DLQ_PREFIX, dead_letter_info
+from myolo.events.envelope import Event, new_event
+from myolo.events.keys import Ed25519Signer
+from myolo.events.payloads import CommandAck, GpuReading, NodeFault, NodeSample
+from myolo.events.payloads.commands import ReportSampleArgs
+from myolo.events.signing import sign
+from myolo.events.sources import agent_source
+from myolo.events.topics import COMMAND_ACKS, DEAD_LETTER, NODE_FAULTS
 from tests.integration.coordinator.conftest import commands, fleet, read_topic, wait_until
 from tests.support.coordinator.identity import PlayedNodes
 from tests.support.helpers import kcat

@@ -17,11 +17,11 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from events.bus import EventProducer
-from events.codec import decode
-from events.keys import load_signer
-from events.payloads import Command, CommandAck
-from events.topics import COMMAND_ACKS
+from myolo.events.bus import EventProducer
+from myolo.events.codec import decode
+from myolo.events.keys import load_signer
+from myolo.events.payloads import Command, CommandAck
+from myolo.events.topics import COMMAND_ACKS
 from tests.integration.coordinator.conftest import read_topic, wait_until
 from tests.support.coordinator.identity import enroll_over_api
 from tests.support.coordinator.procs import Procs, one_settled_leader, status
@@ -95,7 +95,8 @@ async def test_kill_leader_standby_takes_over(kafka, settings, tmp_path: Path) -
         procs.start_agent("agent", node, kafka.bootstrap, tmp_path / "agent", gpus=2)
         for name in ("a", "b"):
             procs.start(
-                f"coord-{name}", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / f"{name}.toml")]
+                f"coord-{name}",
+                ["-m", "myolo.coordinator.cli_daemon", "run", "--config", str(tmp_path / f"{name}.toml")],
             )
 
         def settled() -> bool:

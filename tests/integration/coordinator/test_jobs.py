@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from coordinator.cli.auth import stack_token
-from coordinator.cli.main import app
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker, state
 from tests.support.helpers import pids_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
@@ -130,7 +130,7 @@ def _steps(records: list[dict]) -> dict[int, float]:
 
 def _inject(record: state.ProcessRecord, *args: str) -> None:
     subprocess.run(
-        [sys.executable, "-m", "agent", "inject", "--socket", record.info["socket"], *args],
+        [sys.executable, "-m", "myolo.agent", "inject", "--socket", record.info["socket"], *args],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -138,7 +138,7 @@ def _inject(record: state.ProcessRecord, *args: str) -> None:
 
 
 def _leader(records: dict[str, state.ProcessRecord]) -> str:
-    from coordinator.localstack.health import coordinator_health
+    from myolo.coordinator.localstack.health import coordinator_health
 
     return next(
         n for n, r in records.items() if r.role == "coordinator" and coordinator_health(r.info["api_url"]) == "leader"
@@ -150,7 +150,7 @@ def _reference(last: int) -> dict[int, float]:
     (myolo-train, real gloo processes), read until it finished step ``last``."""
     args = ["--model", "tiny", "--steps", "3000", "--seed", "0", "--global-batch", "12", "--seq-len", "64"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernels.cli.launch", *args, "--nproc", "2", "--dp", "2", "--json"],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", *args, "--nproc", "2", "--dp", "2", "--json"],
         cwd=REPO,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         stdout=subprocess.PIPE,
@@ -284,7 +284,7 @@ def test_an_elastic_job_shrinks_survives_failover_grows_and_waits_for_capacity(t
 
 
 def test_manifest_errors_read_like_the_issue() -> None:
-    from coordinator.jobs.manifest import ManifestError, parse_manifest
+    from myolo.coordinator.jobs.manifest import ManifestError, parse_manifest
 
     with pytest.raises(ManifestError, match=re.escape("spec.maxReplicas: must be >= minReplicas (4)")):
         parse_manifest(MANIFEST.format(name="x", lo=4, ckpt="/c"))

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from agent.metrics.plan import GPU_LABELS
-from coordinator.localstack import prometheus as local_prometheus
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
+from myolo.agent.metrics.plan import GPU_LABELS
+from myolo.coordinator.localstack import prometheus as local_prometheus
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker, state
 from tests.support.helpers import pids_mentioning, poll_until
 from tests.support.prometheus import Prometheus, check_metrics, prometheus
 
@@ -131,7 +131,7 @@ def test_local_stack_up_get_status_failover_down(tmp_path: Path, local_myoloctl)
 
 
 def _health(record: state.ProcessRecord) -> str:
-    from coordinator.localstack.health import coordinator_health
+    from myolo.coordinator.localstack.health import coordinator_health
 
     return coordinator_health(record.info["api_url"])
 

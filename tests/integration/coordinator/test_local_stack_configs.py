@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.api.tokens import TokenStore
-from coordinator.cli.auth import stack_token
-from coordinator.components import COMPONENTS
-from coordinator.config import load_coordinator_config
-from coordinator.localstack import configs, stack
-from coordinator.localstack.broker import state
-from events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
+from myolo.coordinator.api.tokens import TokenStore
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import load_coordinator_config
+from myolo.coordinator.localstack import configs, stack
+from myolo.coordinator.localstack.broker import state
+from myolo.events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
 from tests.support.helpers import write_key
 
 
@@ -85,7 +85,7 @@ def test_the_url_a_member_listens_on_is_read_from_its_latest_launch(tmp_path: Pa
 
     def launch(*lines: dict) -> None:
         with log.open("a") as out:
-            out.write("\n=== 2026-01-01T00:00:00 python -m agent run --config agent.toml --log-json\n")
+            out.write("\n=== 2026-01-01T00:00:00 python -m myolo.agent run --config agent.toml --log-json\n")
             out.writelines(json.dumps(line) + "\n" for line in lines)
 
     launch({"event": "health endpoint listening", "url": "http://127.0.0.1:41001/healthz"})

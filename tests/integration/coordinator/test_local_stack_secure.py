@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from aiokafka.errors import TopicAuthorizationFailedError
 
-from coordinator.cordons.records import STATE_NODES
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
-from events import topics as t
-from events.bus import EventProducer
-from events.settings import KafkaSettings
+from myolo.coordinator.cordons.records import STATE_NODES
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker, state
+from myolo.events import topics as t
+from myolo.events.bus import EventProducer
+from myolo.events.settings import KafkaSettings
 from tests.support.helpers import pids_mentioning
 
 

@@ -17,19 +17,19 @@ from typing import Any
 
 import pytest
 
-from agent.commands import CommandExecutor, build_command_consumer
-from coordinator.commands.records import CommandIntent
-from coordinator.core.coordinator import Coordinator
-from coordinator.jobs.component import Jobs
-from coordinator.rollouts.component import Rollouts
-from coordinator.rollouts.config import Plan
-from events.bus import EventProducer
-from events.clock import SimClock
-from events.keys import load_verify_key
-from events.payloads import CommandAck, GpuReading, NodeSample, Payload, WorkerInfo
-from events.payloads.commands import StartWorkersArgs, UpgradeArgs
-from events.settings import KafkaSettings
-from events.signing import Verifier
+from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.jobs.component import Jobs
+from myolo.coordinator.rollouts.component import Rollouts
+from myolo.coordinator.rollouts.config import Plan
+from myolo.events.bus import EventProducer
+from myolo.events.clock import SimClock
+from myolo.events.keys import load_verify_key
+from myolo.events.payloads import CommandAck, GpuReading, NodeSample, Payload, WorkerInfo
+from myolo.events.payloads.commands import StartWorkersArgs, UpgradeArgs
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, wait_until
 from tests.support.coordinator.identity import PlayedNodes
 from tests.support.coordinator.jobs_sim import manifest

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker
 from tests.support.helpers import pids_mentioning, poll_until
 
 MANIFEST = """\

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from coordinator.localstack.broker import LocalBroker
-from kernels.export.weights import weights_metadata, write_weights
-from kernels.model import GPT, preset
-from kernels.quantization import load_quantized
+from myolo.coordinator.localstack.broker import LocalBroker
+from myolo.kernels.export.weights import weights_metadata, write_weights
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.quantization import load_quantized
 from tests.support.coordinator import local
 
 

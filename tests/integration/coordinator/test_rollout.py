@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.cli.auth import stack_token
-from coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.localstack.broker import LocalBroker
 from tests.support.coordinator import local
 from tests.support.coordinator.rollout_trace import RolloutTrace
 from tests.support.helpers import poll_until

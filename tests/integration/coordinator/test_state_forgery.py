@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.commands.records import STATE_COMMANDS, CommandIntent
-from coordinator.components import COMPONENTS
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.core.coordinator import Coordinator, state_codec
-from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
-from coordinator.state import StateKeys
-from coordinator.state.codec import KIND_HEADER
-from events.bus import EventProducer
-from events.codec import decode
-from events.keys import Ed25519Signer
-from events.payloads import GpuReading, NodeSample
-from events.payloads.commands import ReportSampleArgs
-from events.topics import COMMANDS
+from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.core.coordinator import Coordinator, state_codec
+from myolo.coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
+from myolo.coordinator.state import StateKeys
+from myolo.coordinator.state.codec import KIND_HEADER
+from myolo.events.bus import EventProducer
+from myolo.events.codec import decode
+from myolo.events.keys import Ed25519Signer
+from myolo.events.payloads import GpuReading, NodeSample
+from myolo.events.payloads.commands import ReportSampleArgs
+from myolo.events.topics import COMMANDS
 from tests.integration.coordinator.conftest import commands, cordons, fleet, one_leader, read_topic, wait_until
 from tests.support.helpers import new_ed25519_key
 

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from events.bus import EventConsumer, EventProducer
-from events.deadletter import dead_letter_info
-from events.settings import KafkaSettings
-from events.topics import DEAD_LETTER, Topic, ensure_topics
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.deadletter import dead_letter_info
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import DEAD_LETTER, Topic, ensure_topics
 from tests.support.helpers import read_topic, wait_until  # noqa: F401 (wait_until: re-exported for the tests here)
 
 

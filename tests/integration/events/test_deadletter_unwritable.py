@@ -13,8 +13,8 @@ import uuid
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
-from events.bus import EventConsumer
-from events.examples import node_sample
+from myolo.events.bus import EventConsumer
+from myolo.events.examples import node_sample
 from tests.integration.events.conftest import Running, dead_letters_from, wait_until
 
 

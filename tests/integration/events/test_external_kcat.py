@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-from events.bus import EventConsumer
-from events.examples import node_sample
-from events.payloads import NodeFault
+from myolo.events.bus import EventConsumer
+from myolo.events.examples import node_sample
+from myolo.events.payloads import NodeFault
 from tests.integration.events.conftest import Running, dead_letters_from
 from tests.support.helpers import DROP, KCAT, kcat, structured, wait_until
 

@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from events.bus import EventProducer
-from events.deadletter import dead_letter_info
-from events.examples import node_sample
-from events.keys import Ed25519Signer, load_signer
-from events.payloads import Command, NodeFault
-from events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
+from myolo.events.bus import EventProducer
+from myolo.events.deadletter import dead_letter_info
+from myolo.events.examples import node_sample
+from myolo.events.keys import Ed25519Signer, load_signer
+from myolo.events.payloads import Command, NodeFault
+from myolo.events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc
 from tests.support.agent.agent_proc import read_topic as agent_events
 from tests.support.api_auth import ADMIN, VIEWER, write_tokens
@@ -118,7 +118,14 @@ class Coordinators:
     def start(self) -> None:
         for i in range(self.n):
             log = (self.tmp / f"c{i}.log").open("w")
-            args = [sys.executable, "-m", "coordinator.cli_daemon", "run", "--config", str(self.tmp / f"c{i}.toml")]
+            args = [
+                sys.executable,
+                "-m",
+                "myolo.coordinator.cli_daemon",
+                "run",
+                "--config",
+                str(self.tmp / f"c{i}.toml"),
+            ]
             self.procs.append(subprocess.Popen([*args, "--log-json"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
 
     def get_all(self, path: str, who: str = VIEWER) -> list[tuple[int, Any]]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from events.bus import EventConsumer, EventProducer
-from events.examples import node_sample
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.examples import node_sample
 from tests.integration.events.conftest import Running, wait_until
 
 

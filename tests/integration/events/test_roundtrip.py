@@ -8,8 +8,8 @@ from aiokafka import AIOKafkaConsumer
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from events.bus import EventConsumer
-from events.examples import example_payloads
+from myolo.events.bus import EventConsumer
+from myolo.events.examples import example_payloads
 from tests.integration.events.conftest import Running, wait_until
 
 _provider = TracerProvider()
@@ -20,7 +20,7 @@ async def test_every_type_round_trips_with_trace_context(settings, producer, fre
     topic = await fresh_topic()
     tracer = trace.get_tracer("test")
     sent = {}
-    with tracer.start_as_current_span("agent.publish") as span:
+    with tracer.start_as_current_span("myolo.agent.publish") as span:
         trace_id = span.get_span_context().trace_id
         for type_, payload in example_payloads().items():
             event = producer.event(payload, subject=f"subject-of-{type_}")

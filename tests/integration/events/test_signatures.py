@@ -9,11 +9,11 @@ import uuid
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from events.bus import EventConsumer, EventProducer
-from events.codec import decode, encode
-from events.examples import example_payloads
-from events.keys import Ed25519Signer, HmacKey
-from events.signing import Verifier, sign
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.codec import decode, encode
+from myolo.events.examples import example_payloads
+from myolo.events.keys import Ed25519Signer, HmacKey
+from myolo.events.signing import Verifier, sign
 from tests.integration.events.conftest import Running, dead_letters_from, wait_until
 from tests.support.helpers import read_topic
 

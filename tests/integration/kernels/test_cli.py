@@ -13,8 +13,8 @@ import msgspec
 import pytest
 import zmq
 
-from events.payloads import TrainingProgress
-from kernels.parallel import rendezvous
+from myolo.events.payloads import TrainingProgress
+from myolo.kernels.parallel import rendezvous
 
 REPO = Path(__file__).resolve().parents[3]
 TINY = ["--model", "tiny", "--seed", "0", "--global-batch", "4", "--seq-len", "16"]
@@ -22,7 +22,7 @@ TINY = ["--model", "tiny", "--seed", "0", "--global-batch", "4", "--seq-len", "1
 
 def myolo_train(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.cli.launch", *args],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", *args],
         cwd=REPO,
         env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
         capture_output=True,
@@ -119,7 +119,7 @@ def test_worker_reports_to_an_agent_and_obeys_stop(tmp_path: Path) -> None:
     store = rendezvous.host_store()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "kernels.cli.worker", *TINY, "--dp", "2", "--steps", "1000"],
+            [sys.executable, "-m", "myolo.kernels.cli.worker", *TINY, "--dp", "2", "--steps", "1000"],
             cwd=REPO,
             env={
                 **os.environ,

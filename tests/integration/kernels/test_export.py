@@ -21,23 +21,23 @@ import safetensors.torch
 import torch
 import torch.nn.functional as F
 
-from events.payloads import ModelExport
-from kernels.data import TokenFile
-from kernels.model import GPT, preset
-from kernels.parallel import rendezvous
+from myolo.events.payloads import ModelExport
+from myolo.kernels.data import TokenFile
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.parallel import rendezvous
 
 REPO = Path(__file__).resolve().parents[3]
 STEPS, ROWS, SEQ, EVAL_BATCHES = 3, 4, 16, 2
 
-# Runs the real loop (``kernels.train.loop.run``) with the job given, then gathers this rank's full parameters
+# Runs the real loop (``myolo.kernels.train.loop.run``) with the job given, then gathers this rank's full parameters
 # from the live model (DTensor shards all-gathered) and saves them with the run's export.
 RUN_AND_GATHER = """
 import json, sys, msgspec, torch
 torch.set_num_threads(1)
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-from kernels.train import loop
-from kernels.train.config import JobConfig
-from kernels.train.session import prepare
+from myolo.kernels.train import loop
+from myolo.kernels.train.config import JobConfig
+from myolo.kernels.train.session import prepare
 sessions = []
 loop.prepare = lambda job: sessions.append(prepare(job)) or sessions[-1]
 result = loop.run(JobConfig.from_dict(json.loads(sys.argv[1])))
@@ -161,7 +161,7 @@ def test_an_operators_export_of_the_checkpoint_is_the_same_file(trained: dict[st
         [
             sys.executable,
             "-m",
-            "kernels.cli.export",
+            "myolo.kernels.cli.export",
             trained["job"]["checkpoint_dir"],
             "-o",
             str(out),
@@ -201,7 +201,7 @@ def test_a_run_from_an_export_starts_from_its_weights(trained: dict[str, Any], d
     args = ["--nproc", "2", *other, "--model", "tiny", "--steps", "1", "--seed", "0", "--json", "--init-from", init]
     args += ["--global-batch", str(ROWS), "--seq-len", str(SEQ), "--data", str(data["train"])]
     proc = subprocess.run(
-        [sys.executable, "-m", "kernels.cli.launch", *args],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", *args],
         cwd=REPO,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         capture_output=True,

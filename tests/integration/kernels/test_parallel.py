@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.model import GPT, preset
-from kernels.parallel import rendezvous
-from kernels.parallel.mesh import Layout
-from kernels.parallel.pp import layer_ranges
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.parallel import rendezvous
+from myolo.kernels.parallel.mesh import Layout
+from myolo.kernels.parallel.pp import layer_ranges
 
 REPO = Path(__file__).resolve().parents[3]
 STEPS = 5
@@ -29,7 +29,7 @@ COMMON = ["--model", "tiny", "--steps", str(STEPS), "--seed", "0", "--global-bat
 def train(*args: str, env: dict[str, str] | None = None) -> list[dict]:
     """Run myolo-train --json and return its step records."""
     proc = subprocess.run(
-        [sys.executable, "-m", "kernels.cli.launch", *COMMON, "--json", *args],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", *COMMON, "--json", *args],
         cwd=REPO,
         env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
         capture_output=True,
@@ -96,9 +96,9 @@ SHARD_DUMP = """
 import json, sys, torch
 torch.set_num_threads(1)
 from torch.distributed.tensor import DTensor
-from kernels.train.config import JobConfig
-from kernels.train.loop import shutdown
-from kernels.train.session import build_model, setup
+from myolo.kernels.train.config import JobConfig
+from myolo.kernels.train.loop import shutdown
+from myolo.kernels.train.session import build_model, setup
 job = JobConfig.from_dict(json.loads(sys.argv[1]))
 info, dtype = setup(job)
 pm, _ = build_model(job, info, dtype, use_fsdp=True)

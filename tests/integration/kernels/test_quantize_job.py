@@ -14,11 +14,11 @@ import msgspec
 import pytest
 import torch
 
-from events.payloads import ModelExport
-from kernels.cli.check_job import judge, read_request
-from kernels.export.weights import weights_metadata, write_weights
-from kernels.model import GPT, preset
-from kernels.quantization import load_quantized
+from myolo.events.payloads import ModelExport
+from myolo.kernels.cli.check_job import judge, read_request
+from myolo.kernels.export.weights import weights_metadata, write_weights
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.quantization import load_quantized
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -52,7 +52,7 @@ def train(job: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "job.json"
     config.write_text(json.dumps(job))
     return subprocess.run(
-        [sys.executable, "-m", "kernels.cli.launch", "--nproc", "1", "--config", str(config)],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "1", "--config", str(config)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from kernels.checkpoint import read_marker
-from kernels.checkpoint.layout import default_snapshot_root
-from kernels.checkpoint.marker import Marker, write_marker
+from myolo.kernels.checkpoint import read_marker
+from myolo.kernels.checkpoint.layout import default_snapshot_root
+from myolo.kernels.checkpoint.marker import Marker, write_marker
 
 REPO = Path(__file__).resolve().parents[3]
 STEPS = 10
@@ -33,7 +33,7 @@ RTOL, ATOL = 1e-5, 1e-6  # fp32: same math, different reduction order
 def run(*args: str, env: dict[str, str] | None = None, ok: bool = True) -> list[dict]:
     """Run myolo-train and return its JSON records (start/step/end)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "kernels.cli.launch", *COMMON, *args],
+        [sys.executable, "-m", "myolo.kernels.cli.launch", *COMMON, *args],
         cwd=REPO,
         env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
         capture_output=True,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from coordinator.api import tokens
-from coordinator.localstack import prometheus as local_prometheus
-from coordinator.localstack.broker import state
+from myolo.coordinator.api import tokens
+from myolo.coordinator.localstack import prometheus as local_prometheus
+from myolo.coordinator.localstack.broker import state
 from tests.support.prometheus import binary
 
 

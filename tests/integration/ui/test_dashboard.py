@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from coordinator.api import tokens
-from coordinator.cli.auth import stack_token
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
-from coordinator.localstack.health import coordinator_health
+from myolo.coordinator.api import tokens
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker, state
+from myolo.coordinator.localstack.health import coordinator_health
 from tests.support.helpers import pids_mentioning
 from tests.support.ui import (
     browser_fetch,
@@ -190,7 +190,7 @@ def test_the_dashboard_in_a_browser_shows_the_api_live_and_never_writes(tmp_path
             [
                 sys.executable,
                 "-m",
-                "agent",
+                "myolo.agent",
                 "inject",
                 "--socket",
                 records["node-2"].info["socket"],

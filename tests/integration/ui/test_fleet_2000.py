@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.fleet.component import Fleet
-from coordinator.localstack.broker import LocalBroker
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.localstack.broker import LocalBroker
 from tests.support.coordinator.identity import enroll
 from tests.support.helpers import wait_until
 from tests.support.ui import chrome, console_errors, gpu_colour, login, open_page, shot, text_of

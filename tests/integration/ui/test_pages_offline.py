@@ -14,10 +14,10 @@ import pytest
 from aiohttp import web
 from selenium.webdriver.common.by import By
 
-from coordinator.api.app import SHUTDOWN_GRACE_S, create_app
-from coordinator.core.coordinator import Coordinator
-from coordinator.drift.records import STATE_DRIFT, StatusRecord
-from coordinator.registry.records import (
+from myolo.coordinator.api.app import SHUTDOWN_GRACE_S, create_app
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.drift.records import STATE_DRIFT, StatusRecord
+from myolo.coordinator.registry.records import (
     STATE_REGISTRY,
     AliasChange,
     AliasRecord,
@@ -29,12 +29,12 @@ from coordinator.registry.records import (
     ModelRecord,
     VersionRecord,
 )
-from coordinator.rollouts.records import STATE_ROLLOUTS, Change, RolloutRecord, RolloutSpec, RolloutStatus, Wave
-from events.bus import RecordInfo
-from events.clock import SystemClock
-from events.envelope import new_event
-from events.payloads import GpuReading, NodeFault, NodeSample
-from events.payloads.models import FeatureDrift, GateResult
+from myolo.coordinator.rollouts.records import STATE_ROLLOUTS, Change, RolloutRecord, RolloutSpec, RolloutStatus, Wave
+from myolo.events.bus import RecordInfo
+from myolo.events.clock import SystemClock
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, NodeFault, NodeSample
+from myolo.events.payloads.models import FeatureDrift, GateResult
 from tests.support.api_auth import VIEWER, security, shared
 from tests.support.coordinator.memory_jobs import running_job
 from tests.support.coordinator.offline import offline_coordinator

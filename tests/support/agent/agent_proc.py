@@ -18,17 +18,17 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from agent.control import ControlError, StatusRequest, call
-from events.codec import decode
-from events.envelope import Event
-from events.settings import KafkaSettings
+from myolo.agent.control import ControlError, StatusRequest, call
+from myolo.events.codec import decode
+from myolo.events.envelope import Event
+from myolo.events.settings import KafkaSettings
 from tests.support.helpers import read_topic as read_records
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 class AgentProc:
-    """`python -m agent run` with simulated GPUs against ``bootstrap``; notifications collected as they come."""
+    """`python -m myolo.agent run` with simulated GPUs against ``bootstrap``; notifications collected as they come."""
 
     def __init__(self, bootstrap: str, *, gpus: int = 2, interval_s: float = 0.25, extra_toml: str = "") -> None:
         self.node_id = f"it-{uuid.uuid4().hex[:8]}"
@@ -62,7 +62,7 @@ class AgentProc:
         env.pop("WATCHDOG_PID", None)
         self.log = open(self.dir / "agent.log", "wb")  # noqa: SIM115 - closed in cleanup
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent", "run", "--config", str(self.config), "--log-text"],
+            [sys.executable, "-m", "myolo.agent", "run", "--config", str(self.config), "--log-text"],
             cwd=ROOT,
             env=env,
             stdout=self.log,
@@ -114,7 +114,7 @@ class AgentProc:
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "agent", *args],
+            [sys.executable, "-m", "myolo.agent", *args],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,

@@ -1,5 +1,5 @@
 """A stand-in trainer worker for the supervisor's unit tests: a real process that speaks the real ZeroMQ
-protocol, without torch. Run as ``python fake_worker.py -m kernels.cli.worker --config job.json`` (the
+protocol, without torch. Run as ``python fake_worker.py -m myolo.kernels.cli.worker --config job.json`` (the
 supervisor's argv with this script as the "interpreter").
 
 Its behaviour comes from ``FAKE_<RANK>`` (else ``FAKE``) in the environment: ``steps:N`` (train N steps, then
@@ -8,8 +8,8 @@ steps and sleep), ``stubborn`` (train forever, ignore SIGTERM), ``forever`` (tra
 ``starting`` (never through its start-up: no heartbeat, as a rank waiting for peers that are gone).
 ``FAKE_STEP_S`` is the step time (default 0.02 s).
 
-Run as ``python fake_worker.py -m kernels.cli.warm`` it is a warm standby: it takes the handoff with the real
-``kernels.cli.warm`` code (ready line, handoff on stdin, log, directory, environment) and then runs as the
+Run as ``python fake_worker.py -m myolo.kernels.cli.warm`` it is a warm standby: it takes the handoff with the real
+``myolo.kernels.cli.warm`` code (ready line, handoff on stdin, log, directory, environment) and then runs as the
 worker it was handed. ``FAKE_WARM`` in the standby's environment: ``ok`` (default), ``fail`` (exit 1 before
 ready, as an interpreter without torch would), ``slow`` (never ready), ``child`` (before ready, starts a
 ``sleep`` that inherits its stdout and outlives it; its pid in ``grandchild.pid`` of the standby's directory).
@@ -25,7 +25,7 @@ import time
 import msgspec
 import zmq
 
-from events.payloads import ControlMessage, TrainingProgress, WorkerHeartbeat
+from myolo.events.payloads import ControlMessage, TrainingProgress, WorkerHeartbeat
 
 
 def standby() -> int | None:
@@ -42,24 +42,24 @@ def standby() -> int | None:
         child = subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL)  # stdout: the standby's
         with open("grandchild.pid", "w") as f:
             f.write(str(child.pid))
-    from kernels.cli.warm import become
-    from kernels.cli.warm import standby as wait_for_handoff
+    from myolo.kernels.cli.warm import become
+    from myolo.kernels.cli.warm import standby as wait_for_handoff
 
     print("a library's import chatter on stdout", flush=True)  # before the ready line: passed over
     handoff = wait_for_handoff()
     if handoff is None:
         return 0
     become(handoff)
-    sys.argv = [sys.argv[0], "-m", "kernels.cli.worker", *handoff.argv]
+    sys.argv = [sys.argv[0], "-m", "myolo.kernels.cli.worker", *handoff.argv]
     print(f"fake standby pid {os.getpid()} took rank {os.environ.get('RANK')}", flush=True)
     return None
 
 
 def main() -> int:
-    if sys.argv[1:3] == ["-m", "kernels.cli.check_job"]:  # the agent's admission check: every job is fine
+    if sys.argv[1:3] == ["-m", "myolo.kernels.cli.check_job"]:  # the agent's admission check: every job is fine
         print('{"ok": true}')
         return 0
-    if sys.argv[1:3] == ["-m", "kernels.cli.warm"]:
+    if sys.argv[1:3] == ["-m", "myolo.kernels.cli.warm"]:
         code = standby()
         if code is not None:
             return code
@@ -69,7 +69,7 @@ def main() -> int:
     limit = int(arg) if arg else 10**9
     step_s = float(os.environ.get("FAKE_STEP_S", "0.02"))
     job, gen = os.environ["MYOLO_JOB_ID"], int(os.environ["MYOLO_GENERATION"])
-    assert sys.argv[1:4] == ["-m", "kernels.cli.worker", "--config"], sys.argv
+    assert sys.argv[1:4] == ["-m", "myolo.kernels.cli.worker", "--config"], sys.argv
     cuda = os.environ.get("CUDA_VISIBLE_DEVICES")
     print(f"fake worker rank {rank} job {job} mode {mode} cuda={cuda!r} cwd={os.getcwd()}", flush=True)
     if kind == "stubborn":

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.spool import Spool, SpoolRecord
-from agent.spool.segment import Frame, SegmentFile
+from myolo.agent.spool import Spool, SpoolRecord
+from myolo.agent.spool.segment import Frame, SegmentFile
 
 KIB = 1024
 

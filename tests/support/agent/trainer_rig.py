@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from events.bus import EventConsumer, EventProducer
-from events.keys import Ed25519Signer
-from events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
-from events.settings import KafkaSettings
-from events.topics import COMMAND_ACKS, TRAINING_PROGRESS
+from myolo.events.bus import EventConsumer, EventProducer
+from myolo.events.keys import Ed25519Signer
+from myolo.events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
+from myolo.events.settings import KafkaSettings
+from myolo.events.topics import COMMAND_ACKS, TRAINING_PROGRESS
 from tests.support.agent.agent_proc import AgentProc
 from tests.support.helpers import free_port, new_ed25519_key, wait_until
 

@@ -15,17 +15,17 @@ from dataclasses import dataclass
 import msgspec
 from aiohttp import web
 
-from coordinator.api.app import create_app
-from coordinator.cordons import routes as cordon_routes
-from coordinator.cordons.component import Cordons
-from coordinator.cordons.records import CordonRecord
-from coordinator.core.component import RouteSet
-from coordinator.core.errors import NotLeader, UnknownNode
-from coordinator.fleet import routes as fleet_routes
-from coordinator.fleet.component import Fleet
-from coordinator.fleet.model import FaultEntry, NodeState
-from events.clock import SimClock
-from events.payloads import GpuReading, LeakReport, NcclReport
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.cordons import routes as cordon_routes
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.core.component import RouteSet
+from myolo.coordinator.core.errors import NotLeader, UnknownNode
+from myolo.coordinator.fleet import routes as fleet_routes
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.fleet.model import FaultEntry, NodeState
+from myolo.events.clock import SimClock
+from myolo.events.payloads import GpuReading, LeakReport, NcclReport
 from tests.support.api_auth import MemoryAudit, security
 
 GIB = 1 << 30
@@ -143,8 +143,8 @@ class MemoryFleet:
 
     def metrics_text(self) -> str:
         """The fleet's series only, as a coordinator renders them."""
-        from coordinator.core.metrics import CoordinatorMetrics
-        from coordinator.fleet.series import series
+        from myolo.coordinator.core.metrics import CoordinatorMetrics
+        from myolo.coordinator.fleet.series import series
 
         return CoordinatorMetrics(self.instance_id, [("fleet", lambda: series(self.fleet.values()))]).render()
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import msgspec
 
-from coordinator.state import StateStore
+from myolo.coordinator.state import StateStore
 
 
 class WriteRefused(Exception):

@@ -17,11 +17,11 @@ from pathlib import Path
 import psutil
 from aiokafka.structs import ConsumerRecord
 
-from coordinator.fleet.component import Fleet
-from events.codec import encode
-from events.envelope import new_event
-from events.examples import node_sample
-from events.topics import NODE_SAMPLES
+from myolo.coordinator.fleet.component import Fleet
+from myolo.events.codec import encode
+from myolo.events.envelope import new_event
+from myolo.events.examples import node_sample
+from myolo.events.topics import NODE_SAMPLES
 from tests.support.coordinator.offline import offline_coordinator
 
 

@@ -1,6 +1,6 @@
 """A process that plays the command side of an agent for the HA test, with helper I's real executor.
 
-Until the agent daemon wires ``agent.commands`` in, this runs the real ``CommandExecutor`` (ledger, epoch
+Until the agent daemon wires ``myolo.agent.commands`` in, this runs the real ``CommandExecutor`` (ledger, epoch
 fence, once-only ids, acks) behind the real command consumer, and appends every action it actually
 executes to ``--log`` as ``command_id action``, so the test can count executions.
 
@@ -17,12 +17,12 @@ import os
 import signal
 from pathlib import Path
 
-from agent.commands import CommandExecutor, build_command_consumer
-from events.bus import EventProducer
-from events.keys import ensure_ed25519, load_verify_key
-from events.settings import KafkaSettings
-from events.signing import Verifier
-from events.sources import agent_source
+from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.events.bus import EventProducer
+from myolo.events.keys import ensure_ed25519, load_verify_key
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier
+from myolo.events.sources import agent_source
 
 # the executor starts each action in a task created inside its handler, so the task inherits this
 current_command: contextvars.ContextVar[str] = contextvars.ContextVar("current_command", default="?")

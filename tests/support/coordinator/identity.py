@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 
-from coordinator.cli.auth import Token
-from coordinator.cli.client import ApiClient
-from coordinator.core.coordinator import Coordinator
-from coordinator.localstack.identity import enroll_nodes
-from coordinator.nodes.interface import NodeKeys
-from events.bus import EventProducer
-from events.clock import Clock
-from events.codec import encode_structured
-from events.envelope import Event, new_event
-from events.keys import Ed25519Public, Ed25519Signer
-from events.payloads import Payload
-from events.signing import sign
-from events.sources import agent_source
+from myolo.coordinator.cli.auth import Token
+from myolo.coordinator.cli.client import ApiClient
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.localstack.identity import enroll_nodes
+from myolo.coordinator.nodes.interface import NodeKeys
+from myolo.events.bus import EventProducer
+from myolo.events.clock import Clock
+from myolo.events.codec import encode_structured
+from myolo.events.envelope import Event, new_event
+from myolo.events.keys import Ed25519Public, Ed25519Signer
+from myolo.events.payloads import Payload
+from myolo.events.signing import sign
+from myolo.events.sources import agent_source
 from tests.support.helpers import wait_until
 
 Key = Ed25519Public | Ed25519Signer | str

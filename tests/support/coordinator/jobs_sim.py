@@ -6,18 +6,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from coordinator.commands.component import Commands
-from coordinator.cordons.component import Cordons
-from coordinator.core.coordinator import Coordinator
-from coordinator.core.ingest import IngestState
-from coordinator.core.leadership import LeaderTerm
-from coordinator.fleet.component import Fleet
-from coordinator.jobs.component import Jobs
-from coordinator.jobs.records import STATE_JOBS, JobRecord
-from events.bus import RecordInfo
-from events.clock import SimClock
-from events.envelope import new_event
-from events.payloads import (
+from myolo.coordinator.commands.component import Commands
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.core.ingest import IngestState
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.jobs.component import Jobs
+from myolo.coordinator.jobs.records import STATE_JOBS, JobRecord
+from myolo.events.bus import RecordInfo
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.payloads import (
     Command,
     CommandAck,
     GpuReading,

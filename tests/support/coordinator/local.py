@@ -8,9 +8,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from coordinator.cli.auth import stack_token
-from coordinator.localstack import stack
-from coordinator.localstack.broker import LocalBroker, state
+from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.localstack import stack
+from myolo.coordinator.localstack.broker import LocalBroker, state
 from tests.support.helpers import pids_mentioning
 
 NODES = ("node-1", "node-2", "node-3")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from coordinator.api.app import create_app
-from coordinator.core.component import RouteSet
-from coordinator.core.errors import NotLeader
-from coordinator.fleet.model import NodeState
-from coordinator.jobs import routes as job_routes
-from coordinator.jobs.interface import JobConflict, UnknownJob
-from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.nccl import NcclView, nccl_view
-from coordinator.jobs.records import (
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.core.component import RouteSet
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.fleet.model import NodeState
+from myolo.coordinator.jobs import routes as job_routes
+from myolo.coordinator.jobs.interface import JobConflict, UnknownJob
+from myolo.coordinator.jobs.manifest import parse_manifest
+from myolo.coordinator.jobs.nccl import NcclView, nccl_view
+from myolo.coordinator.jobs.records import (
     Decision,
     Generation,
     JobProgress,
@@ -29,7 +29,7 @@ from coordinator.jobs.records import (
     with_spec,
     with_status,
 )
-from events.clock import SimClock
+from myolo.events.clock import SimClock
 from tests.support.api_auth import MemoryAudit, security
 from tests.support.coordinator.api_fleet import MemoryFleet
 from tests.unit.coordinator.jobs.test_manifest import EXAMPLE as MANIFEST  # the tiny-pretrain example

@@ -12,11 +12,11 @@ from typing import Any
 
 import msgspec
 
-from agent.tfrecord.check import check_stream
-from coordinator.preflight.component import Preflight
-from coordinator.preflight.records import PreflightReport
-from events.payloads import CommandAck, GpuReading, NodeSample
-from events.payloads.commands import RuntimeVersions
+from myolo.agent.tfrecord.check import check_stream
+from myolo.coordinator.preflight.component import Preflight
+from myolo.coordinator.preflight.records import PreflightReport
+from myolo.events.payloads import CommandAck, GpuReading, NodeSample
+from myolo.events.payloads.commands import RuntimeVersions
 from tests.support.coordinator.jobs_sim import JobSim
 
 GIB = 2**30

@@ -10,7 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from coordinator.localstack.health import settled_leader
+from myolo.coordinator.localstack.health import settled_leader
 from tests.support.helpers import new_ed25519_key
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,7 +29,9 @@ def start_coordinator(procs: Procs, tmp_path: Path, bootstrap: str, api: str, ex
         f'[kafka]\nbootstrap = "{bootstrap}"\n[signing]\nkey_file = "{key}"\n[leader]\ngroup_id = "{name}-{tag}"\n'
         f"[api]\nport = 0\n{api}\n{extra}"
     )
-    procs.start("coordinator", ["-m", "coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")])
+    procs.start(
+        "coordinator", ["-m", "myolo.coordinator.cli_daemon", "run", "--config", str(tmp_path / "coordinator.toml")]
+    )
     return status_file
 
 
@@ -56,7 +58,7 @@ class Procs:
             "MYOLO_DATA_DIR": str(data_dir),
             "MYOLO_HEALTH_ENABLED": "false",
         }
-        return self.start(name, ["-m", "agent", "run", "--simulate-gpus", str(gpus), "--log-json"], base | env)
+        return self.start(name, ["-m", "myolo.agent", "run", "--simulate-gpus", str(gpus), "--log-json"], base | env)
 
     def signal(self, name: str, sig: int) -> None:
         self.running[name].send_signal(sig)

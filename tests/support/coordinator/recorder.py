@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import state_codec
-from events.envelope import Event, new_event
-from events.payloads import Payload
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import state_codec
+from myolo.events.envelope import Event, new_event
+from myolo.events.payloads import Payload
 
 
 class RecordingProducer:

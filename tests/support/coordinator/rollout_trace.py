@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from coordinator.localstack.broker.state import ProcessRecord
+from myolo.coordinator.localstack.broker.state import ProcessRecord
 
 # what the agent logs on its way through an upgrade, and how the timeline names it
 AGENT_MARKS = {

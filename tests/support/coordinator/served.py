@@ -10,9 +10,9 @@ from contextlib import asynccontextmanager
 from aiohttp.test_utils import TestServer
 from typer.testing import CliRunner, Result
 
-from coordinator.api.app import create_app
-from coordinator.cli.main import app
-from coordinator.core.coordinator import Coordinator
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.core.coordinator import Coordinator
 from tests.support.api_auth import OPERATOR, security, token
 
 

@@ -18,17 +18,17 @@ from typing import Any
 import msgspec
 from aiokafka import ConsumerRecord
 
-from events.bus import EventConsumer
-from events.clock import SimClock
-from events.codec import encode, encode_structured
-from events.envelope import Event, new_event
-from events.examples import example_payloads
-from events.keys import HmacKey
-from events.limits import MAX_REASON_BYTES
-from events.settings import KafkaSettings
-from events.signing import Verifier, sign
-from events.topics import COMMANDS, topic_for_type
-from events.types import PAYLOAD_TYPES
+from myolo.events.bus import EventConsumer
+from myolo.events.clock import SimClock
+from myolo.events.codec import encode, encode_structured
+from myolo.events.envelope import Event, new_event
+from myolo.events.examples import example_payloads
+from myolo.events.keys import HmacKey
+from myolo.events.limits import MAX_REASON_BYTES
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier, sign
+from myolo.events.topics import COMMANDS, topic_for_type
+from myolo.events.types import PAYLOAD_TYPES
 
 NODE = "gpu-node-001"
 KEY = HmacKey("fuzz", b"k" * 32)

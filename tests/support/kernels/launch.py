@@ -13,7 +13,7 @@ BASE = ["--nproc", "2", "--model", "tiny", "--model-arg", "n_layers=2", "--globa
 
 def run(*flags: str) -> subprocess.CompletedProcess[str]:
     """The finished run (exit 0 asserted): its stdout holds the records, its stderr every rank's log."""
-    cmd = [sys.executable, "-m", "kernels.cli.launch", *BASE, "--device", "cpu", "--json", *flags]
+    cmd = [sys.executable, "-m", "myolo.kernels.cli.launch", *BASE, "--device", "cpu", "--json", *flags]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done

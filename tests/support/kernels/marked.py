@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 
-from kernels.export.weights import weights_metadata, write_weights
-from kernels.model import GPT, preset
+from myolo.kernels.export.weights import weights_metadata, write_weights
+from myolo.kernels.model import GPT, preset
 
 ARGS = {"n_layers": 2, "max_seq_len": 64}
 

@@ -1,4 +1,4 @@
-"""One rank of tests/unit/kernels/ops/test_dtensor.py: sequence-parallel (Shard(1)) inputs through kernels.ops on a gloo mesh.
+"""One rank of tests/unit/kernels/ops/test_dtensor.py: sequence-parallel (Shard(1)) inputs through myolo.kernels.ops on a gloo mesh.
 Prints one JSON line with the checks' results; the test asserts on them."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tenso
 sys.path.insert(0, os.path.dirname(__file__))
 from ops_checks import assert_close
 
-from kernels import ops
-from kernels.ops import registry
+from myolo.kernels import ops
+from myolo.kernels.ops import registry
 
 
 def main() -> None:

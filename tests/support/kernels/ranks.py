@@ -11,7 +11,7 @@ from typing import Any
 
 from torch.distributed import TCPStore
 
-from kernels.parallel import rendezvous
+from myolo.kernels.parallel import rendezvous
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import load_agent_config
-from events.errors import ConfigError
+from myolo.agent.config import load_agent_config
+from myolo.events.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "systemd" / "agent.toml"

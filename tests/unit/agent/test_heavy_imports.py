@@ -13,8 +13,8 @@ HEAVY = ("numpy", "pydantic", "torch")
 PROBE = r"""
 import sys
 sys.argv = ["myolo-agent", "sample", "--simulate-gpus", "2", "--json"]
-import agent.daemon.assemble, agent.daemon.main, agent.daemon.watchers, agent.nccl.probe
-from agent.cli import app
+import myolo.agent.daemon.assemble, myolo.agent.daemon.main, myolo.agent.daemon.watchers, myolo.agent.nccl.probe
+from myolo.agent.cli import app
 try:
     app()
 finally:
@@ -25,6 +25,6 @@ finally:
 def test_the_daemon_and_its_cli_load_no_numpy_pydantic_or_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
     loaded = proc.stderr.rpartition("\nLOADED=")[2].strip().split(",")
-    assert len(loaded) > 20 and "agent" in loaded, proc.stderr[-2000:]
+    assert len(loaded) > 20 and "myolo" in loaded, proc.stderr[-2000:]
     assert sorted(set(loaded) & set(HEAVY)) == []
     assert '"backend":"sim"' in proc.stdout.replace(" ", ""), proc.stdout[:500]

@@ -29,7 +29,7 @@ def report():
     sys.stderr.write("TORCH-LOADED=" + str(any(m == "torch" or m.startswith("torch.") for m in sys.modules)) + "\n")
 
 sys.argv = ["myolo-agent"] + sys.argv[1:]
-from agent.cli import app
+from myolo.agent.cli import app
 app()
 """
 
@@ -50,7 +50,7 @@ def test_sample_json_never_imports_torch():
 def test_the_daemon_modules_never_import_torch():
     """The `run` path (daemon, publisher, NCCL, leak, health endpoint) is imported, not just `sample`."""
     code = (
-        "import sys, agent.cli, agent.daemon.main, agent.daemon.watchers, agent.nccl.probe;"
+        "import sys, myolo.agent.cli, myolo.agent.daemon.main, myolo.agent.daemon.watchers, myolo.agent.nccl.probe;"
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -19,8 +19,8 @@ INSTALLED = "/opt/myolo/venv/bin/myolo-agent-launcher"
 @pytest.mark.parametrize(
     ("name", "installed", "here"),
     [
-        ("myolo-agent.service", INSTALLED, "-m agent.launcher"),
-        ("myolo-coordinator.service", "/opt/myolo/venv/bin/myolo-coordinator", "-m coordinator.cli_daemon"),
+        ("myolo-agent.service", INSTALLED, "-m myolo.agent.launcher"),
+        ("myolo-coordinator.service", "/opt/myolo/venv/bin/myolo-coordinator", "-m myolo.coordinator.cli_daemon"),
     ],
 )
 def test_the_units_as_shipped_pass_systemd_analyze_verify(tmp_path, name: str, installed: str, here: str):
@@ -62,7 +62,7 @@ def test_unit_has_notify_watchdog_restart_state_and_hardening():
 def test_a_stop_lets_the_agent_stop_its_workers_first():
     """SIGTERM goes to the agent alone (it checkpoints and stops its workers), and systemd waits longer than
     the agent's own stop sequence (the workers' stop timeout, then SIGTERM's grace) before it kills."""
-    from agent.trainer.config import TrainerConfig
+    from myolo.agent.trainer.config import TrainerConfig
 
     lines = {
         line.split("=", 1)[0]: line.split("=", 1)[1]

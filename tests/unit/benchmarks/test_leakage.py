@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from kernels import ops
-from kernels.model import GPT, preset
-from kernels.ops import registry
+from myolo.kernels import ops
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.ops import registry
 from tests.benchmarks import leakage
 
 

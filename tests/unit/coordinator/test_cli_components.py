@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 from typer.testing import CliRunner
 
-from coordinator.cli_daemon import app
-from coordinator.components import COMPONENTS
+from myolo.coordinator.cli_daemon import app
+from myolo.coordinator.components import COMPONENTS
 
 
 def test_the_text_lists_each_component_with_its_declarations() -> None:

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.components import COMPONENTS
-from coordinator.core.assembly import members
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.assembly import members
 from tests.support.import_graph import import_graph
 
 ROOT = Path(__file__).resolve().parents[3]
-GRAPH = import_graph(ROOT / "coordinator")
-FOLDERS = {comp.__module__.split(".")[1] for comp in COMPONENTS}  # coordinator.<folder>.component
+GRAPH = import_graph(ROOT / "coordinator", prefix="myolo.")
+FOLDERS = {comp.__module__.split(".")[2] for comp in COMPONENTS}  # myolo.coordinator.<folder>.component
 
 
 def folder(module: str) -> str | None:
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 else None
+    return parts[2] if len(parts) > 3 else None
 
 
 def test_every_component_lives_in_a_folder_with_an_interface() -> None:
     assert len(FOLDERS) == len(COMPONENTS)
     for name in FOLDERS:
-        assert f"coordinator.{name}.interface" in GRAPH, name
+        assert f"myolo.coordinator.{name}.interface" in GRAPH, name
 
 
 def test_a_component_imports_from_another_only_its_interface() -> None:
@@ -34,17 +34,19 @@ def test_a_component_imports_from_another_only_its_interface() -> None:
         for target in targets
         if folder(target) in FOLDERS
         and folder(target) != folder(module)
-        and target != f"coordinator.{folder(target)}.interface"
+        and target != f"myolo.coordinator.{folder(target)}.interface"
     )
     assert crossing == []
 
 
 def test_the_core_imports_no_component_and_not_the_composition_root() -> None:
-    core = {m: t for m, t in GRAPH.items() if m.startswith("coordinator.core.") or m == "coordinator.config"}
+    core = {
+        m: t for m, t in GRAPH.items() if m.startswith("myolo.coordinator.core.") or m == "myolo.coordinator.config"
+    }
     assert core  # the rule reads real modules
     reached = sorted(f"{m} -> {t}" for m, ts in core.items() for t in ts if folder(t) in FOLDERS)
     assert reached == []
-    assert [m for m, ts in core.items() if "coordinator.components" in ts] == []
+    assert [m for m, ts in core.items() if "myolo.coordinator.components" in ts] == []
 
 
 def test_no_interface_hands_out_a_list_or_a_dict() -> None:
@@ -70,7 +72,10 @@ def test_the_rule_sees_a_crossing_import(tmp_path: Path) -> None:
         (pkg / name / "model.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "jobs" / "component.py").write_text(
-        "from coordinator.fleet.model import NodeState\nfrom coordinator.fleet import interface\n"
+        "from myolo.coordinator.fleet.model import NodeState\nfrom myolo.coordinator.fleet import interface\n"
     )
-    graph = import_graph(pkg)
-    assert graph["coordinator.jobs.component"] == {"coordinator.fleet.model", "coordinator.fleet.interface"}
+    graph = import_graph(pkg, prefix="myolo.")
+    assert graph["myolo.coordinator.jobs.component"] == {
+        "myolo.coordinator.fleet.model",
+        "myolo.coordinator.fleet.interface",
+    }

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.components import COMPONENTS
-from coordinator.config import load_coordinator_config
-from events.errors import ConfigError
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import load_coordinator_config
+from myolo.events.errors import ConfigError
 from tests.support.api_auth import shared
 from tests.support.helpers import write_key
 
@@ -87,7 +87,7 @@ def test_the_example_config_is_valid(key) -> None:
     cfg = load_coordinator_config(example, components=COMPONENTS, env={**TOKENS, "MYOLO_SIGNING_KEY_FILE": key})
     assert cfg.api.port == 8480 and cfg.leader.session_timeout_ms == 6000
     assert cfg.fleet.lost_after_s == 10.0 and cfg.commands.retry_after_s == 5.0 and not cfg.cordons.act_on_warn
-    from coordinator.drift.rule import DriftRule
+    from myolo.coordinator.drift.rule import DriftRule
 
     assert cfg.drift.rule == DriftRule()  # the file states the defaults as they are
     assert cfg.drift.retrain and cfg.registry.max_models == 1000

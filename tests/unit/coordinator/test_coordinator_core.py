@@ -13,21 +13,21 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api import openapi
-from coordinator.api.app import create_app
-from coordinator.commands.component import Commands
-from coordinator.components import COMPONENTS
-from coordinator.cordons.component import Cordons
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.core.component import Component, RouteSet, StateTopic
-from coordinator.core.coordinator import Coordinator
-from coordinator.core.errors import ComponentError, NotLeader, UnknownNode
-from coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
-from coordinator.fleet.interface import FleetNodes
-from events.bus import RecordInfo
-from events.clock import SimClock
-from events.envelope import new_event
-from events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
+from myolo.coordinator.api import openapi
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.commands.component import Commands
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.core.component import Component, RouteSet, StateTopic
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.core.errors import ComponentError, NotLeader, UnknownNode
+from myolo.coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
+from myolo.coordinator.fleet.interface import FleetNodes
+from myolo.events.bus import RecordInfo
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
 from tests.support.api_auth import VIEWER, bearer, security
 from tests.support.coordinator.offline import offline_coordinator
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from coordinator.cli_daemon import app
+from myolo.coordinator.cli_daemon import app
 
 
 def test_missing_key_file_is_named(tmp_path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from coordinator.core.gc_tuning import YOUNG_THRESHOLD, tune_gc
+from myolo.coordinator.core.gc_tuning import YOUNG_THRESHOLD, tune_gc
 
 
 def test_tune_gc_freezes_and_raises_the_young_threshold_only() -> None:

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.commands.records import STATE_COMMANDS
-from coordinator.cordons.records import STATE_NODES
-from coordinator.drift.component import Drift
-from coordinator.drift.records import STATE_DRIFT
-from coordinator.drift.rule import DriftRule
-from coordinator.nodes.component import Nodes
-from coordinator.nodes.records import STATE_NODE_KEYS
-from coordinator.registry.component import Registry
-from coordinator.registry.interface import NewVersion
-from coordinator.registry.records import STATE_REGISTRY
-from events.keys import Ed25519Signer
-from events.payloads import Command, CommandAck
-from events.payloads.commands import DrainArgs
+from myolo.coordinator.commands.records import STATE_COMMANDS
+from myolo.coordinator.cordons.records import STATE_NODES
+from myolo.coordinator.drift.component import Drift
+from myolo.coordinator.drift.records import STATE_DRIFT
+from myolo.coordinator.drift.rule import DriftRule
+from myolo.coordinator.nodes.component import Nodes
+from myolo.coordinator.nodes.records import STATE_NODE_KEYS
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.registry.interface import NewVersion
+from myolo.coordinator.registry.records import STATE_REGISTRY
+from myolo.events.keys import Ed25519Signer
+from myolo.events.payloads import Command, CommandAck
+from myolo.events.payloads.commands import DrainArgs
 from tests.support.coordinator.failing import WriteRefused, refused_writes
 from tests.support.coordinator.jobs_sim import JobSim
 

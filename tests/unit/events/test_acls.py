@@ -1,16 +1,16 @@
-"""The ACL catalogue (events.acls): who may write and read each topic, and the grants rendered from it."""
+"""The ACL catalogue (myolo.events.acls): who may write and read each topic, and the grants rendered from it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agent.commands import command_group_id
-from coordinator.components import COMPONENTS
-from coordinator.cordons.records import STATE_NODES
-from coordinator.core.config import LeaderConfig
-from coordinator.core.coordinator import topic_specs
-from events import acls
-from events import topics as t
+from myolo.agent.commands import command_group_id
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.records import STATE_NODES
+from myolo.coordinator.core.config import LeaderConfig
+from myolo.coordinator.core.coordinator import topic_specs
+from myolo.events import acls
+from myolo.events import topics as t
 
 TOPICS = topic_specs(COMPONENTS)  # the events' catalogue and the coordinator's state topics
 

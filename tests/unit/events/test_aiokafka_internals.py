@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from events.aiokafka_internals import AiokafkaChanged, pace_metadata_updates
+from myolo.events.aiokafka_internals import AiokafkaChanged, pace_metadata_updates
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from events.bus.dedupe import RecentIds
-from events.clock import SimClock
+from myolo.events.bus.dedupe import RecentIds
+from myolo.events.clock import SimClock
 
 
 async def test_sim_clock_plays_an_hour_of_ticks_instantly() -> None:
@@ -65,7 +65,7 @@ def test_recent_ids_is_bounded_in_bytes_too() -> None:
 def test_event_ids_are_unique_and_a_forked_child_never_repeats_its_parent() -> None:
     import os
 
-    from events.envelope import new_id
+    from myolo.events.envelope import new_id
 
     ids = [new_id() for _ in range(5000)]
     assert len(set(ids)) == 5000 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)

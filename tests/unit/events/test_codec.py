@@ -5,11 +5,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from events.codec import decode, decode_structured, encode, encode_structured
-from events.envelope import new_event
-from events.errors import InvalidEvent
-from events.examples import example_payloads, node_sample
-from events.types import PAYLOAD_TYPES
+from myolo.events.codec import decode, decode_structured, encode, encode_structured
+from myolo.events.envelope import new_event
+from myolo.events.errors import InvalidEvent
+from myolo.events.examples import example_payloads, node_sample
+from myolo.events.types import PAYLOAD_TYPES
 
 
 @pytest.mark.parametrize("type_", sorted(PAYLOAD_TYPES))

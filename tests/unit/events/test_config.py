@@ -7,9 +7,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from events.config import env_names, load_config
-from events.errors import ConfigError
-from events.settings import KafkaSettings
+from myolo.events.config import env_names, load_config
+from myolo.events.errors import ConfigError
+from myolo.events.settings import KafkaSettings
 
 
 class Schema(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -11,8 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from events.errors import ConfigError
-from events.keys import (
+from myolo.events.errors import ConfigError
+from myolo.events.keys import (
     MAX_KEY_FILE_BYTES,
     Ed25519Public,
     Ed25519Signer,

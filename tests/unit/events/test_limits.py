@@ -5,11 +5,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from events.codec import decode, encode, encode_structured
-from events.envelope import new_event
-from events.errors import InvalidEvent
-from events.examples import example_payloads, node_sample
-from events.limits import ATTRIBUTE_BYTES, MAX_DEPTH, MAX_EXTENSIONS, MAX_HEADERS, MAX_KEY_BYTES
+from myolo.events.codec import decode, encode, encode_structured
+from myolo.events.envelope import new_event
+from myolo.events.errors import InvalidEvent
+from myolo.events.examples import example_payloads, node_sample
+from myolo.events.limits import ATTRIBUTE_BYTES, MAX_DEPTH, MAX_EXTENSIONS, MAX_HEADERS, MAX_KEY_BYTES
 
 ACK = "ai.myolo.command.ack.v1"
 COMMAND = "ai.myolo.command.v1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from events.clock import SimClock, sleep_or_wake
+from myolo.events.clock import SimClock, sleep_or_wake
 
 
 async def started(clock: SimClock) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from events.errors import ConfigError
-from events.settings import KafkaSettings
-from events.stackfile import STATE_FILE, default_state_dir, local_bootstrap
+from myolo.events.errors import ConfigError
+from myolo.events.settings import KafkaSettings
+from myolo.events.stackfile import STATE_FILE, default_state_dir, local_bootstrap
 
 
 def test_the_bootstrap_the_stack_recorded_is_found(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from events.topics import CATALOGUE, topic_for_type
-from events.types import PAYLOAD_TYPES
+from myolo.events.topics import CATALOGUE, topic_for_type
+from myolo.events.types import PAYLOAD_TYPES
 
 
 def test_every_type_has_exactly_one_topic_and_every_listed_type_is_registered() -> None:

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.commands import CommandExecutor, CommandsConfig, commands_state_dir, load_verifier, nccl_probe_action
-from agent.commands.args import ArgsError, nccl_probe_args, set_interval_args
-from agent.nccl.probe import ProbeSpec
-from events.clock import SimClock
-from events.envelope import new_event
-from events.errors import ConfigError
-from events.keys import HmacKey, load_signer
-from events.payloads import BandwidthReport, Command, CommandAck
-from events.signing import Verifier, sign
+from myolo.agent.commands import CommandExecutor, CommandsConfig, commands_state_dir, load_verifier, nccl_probe_action
+from myolo.agent.commands.args import ArgsError, nccl_probe_args, set_interval_args
+from myolo.agent.nccl.probe import ProbeSpec
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.errors import ConfigError
+from myolo.events.keys import HmacKey, load_signer
+from myolo.events.payloads import BandwidthReport, Command, CommandAck
+from myolo.events.signing import Verifier, sign
 from tests.support.helpers import new_ed25519_key, write_key
 
 KEY = HmacKey("coordinator", b"k" * 32)
@@ -67,7 +67,7 @@ def test_interval_bounds_are_inclusive_and_booleans_are_not_numbers() -> None:
         )
 
 
-# What kernels.probe.allreduce prints; run as `python -c` so the test needs neither torch nor spawned ranks.
+# What myolo.kernels.probe.allreduce prints; run as `python -c` so the test needs neither torch nor spawned ranks.
 FAKE_PROBE = (
     "import json, sys; a = sys.argv; sizes = a[a.index('--sizes') + 1].split(','); "
     "print(json.dumps({'backend': 'gloo', 'world_size': int(a[a.index('--world-size') + 1]), 'verified': True, "

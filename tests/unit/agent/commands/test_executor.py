@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from aiokafka.structs import ConsumerRecord
 
-from agent.commands import CommandExecutor, build_command_consumer
-from events.bus import EventConsumer
-from events.clock import SimClock
-from events.codec import encode
-from events.deadletter import dead_letter_info
-from events.envelope import Event, new_event
-from events.keys import HmacKey
-from events.payloads import Command, CommandAck, Payload
-from events.settings import KafkaSettings
-from events.signing import Verifier, sign
-from events.topics import COMMANDS
+from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.events.bus import EventConsumer
+from myolo.events.clock import SimClock
+from myolo.events.codec import encode
+from myolo.events.deadletter import dead_letter_info
+from myolo.events.envelope import Event, new_event
+from myolo.events.keys import HmacKey
+from myolo.events.payloads import Command, CommandAck, Payload
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier, sign
+from myolo.events.topics import COMMANDS
 
 KEY = HmacKey("coordinator", b"c" * 32)
 OTHER_KEY = HmacKey("intruder", b"i" * 32)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.commands import CommandExecutor
-from agent.commands.args import ArgsError, hash_files_args
-from agent.commands.hash_files import hash_files_action, hash_one, hash_paths
-from events.clock import SimClock
-from events.envelope import new_event
-from events.keys import HmacKey
-from events.payloads import Command, CommandAck
-from events.signing import Verifier, sign
+from myolo.agent.commands import CommandExecutor
+from myolo.agent.commands.args import ArgsError, hash_files_args
+from myolo.agent.commands.hash_files import hash_files_action, hash_one, hash_paths
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.keys import HmacKey
+from myolo.events.payloads import Command, CommandAck
+from myolo.events.signing import Verifier, sign
 
 KEY = HmacKey("coordinator", b"k" * 32)
 BODY = b"tokens" * 100_000  # 600 kB: several chunks at a small chunk size
@@ -83,7 +83,7 @@ def test_an_unreadable_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                 raise PermissionError(13, "Permission denied", str(p))
             return real_open(p, *a, **kw)
 
-        monkeypatch.setattr("agent.commands.hash_files.os.open", refuse)
+        monkeypatch.setattr("myolo.agent.commands.hash_files.os.open", refuse)
     assert "cannot read it: Permission denied" in (hash_one(str(path), 10).error or "")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.commands.ledger import INTERRUPTED, LEDGER_FILE, Ledger, LedgerError
+from myolo.agent.commands.ledger import INTERRUPTED, LEDGER_FILE, Ledger, LedgerError
 
 
 def test_epoch_and_outcomes_survive_a_reopen(tmp_path) -> None:

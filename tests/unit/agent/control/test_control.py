@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.control import ControlError, ControlServer, InjectRequest, Reply, StatusRequest, call
-from agent.control.protocol import decode_request
+from myolo.agent.control import ControlError, ControlServer, InjectRequest, Reply, StatusRequest, call
+from myolo.agent.control.protocol import decode_request
 
 
 @pytest.fixture

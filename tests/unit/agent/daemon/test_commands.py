@@ -12,20 +12,20 @@ from typing import ClassVar
 
 import pytest
 
-from agent.config import load_agent_config
-from agent.control import StatusRequest
-from agent.daemon import loops, status
-from agent.daemon.actions import KafkaCommandSource
-from agent.daemon.assemble import build_runtime
-from agent.daemon.idle_probe import IdleProbe
-from agent.daemon.main import handle_control, serve
-from agent.gpu import SimBackend
-from agent.notify import Notifier
-from events.clock import SimClock
-from events.envelope import Event, new_event
-from events.errors import ConfigError
-from events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
-from events.signing import sign
+from myolo.agent.config import load_agent_config
+from myolo.agent.control import StatusRequest
+from myolo.agent.daemon import loops, status
+from myolo.agent.daemon.actions import KafkaCommandSource
+from myolo.agent.daemon.assemble import build_runtime
+from myolo.agent.daemon.idle_probe import IdleProbe
+from myolo.agent.daemon.main import handle_control, serve
+from myolo.agent.gpu import SimBackend
+from myolo.agent.notify import Notifier
+from myolo.events.clock import SimClock
+from myolo.events.envelope import Event, new_event
+from myolo.events.errors import ConfigError
+from myolo.events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
+from myolo.events.signing import sign
 from tests.support.helpers import new_ed25519_key, refused_port, wait_until
 from tests.unit.agent.commands.test_actions import FAKE_PROBE
 from tests.unit.agent.daemon.test_main import FakeBroker, play, settle

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.gpu.sim import sim_pci_bus_id
-from agent.kernlog.parse import pci_key
-from events.payloads import NodeFault
+from myolo.agent.gpu.sim import sim_pci_bus_id
+from myolo.agent.kernlog.parse import pci_key
+from myolo.events.payloads import NodeFault
 from tests.unit.agent.daemon.test_commands import Node
 from tests.unit.agent.daemon.test_main import play
 

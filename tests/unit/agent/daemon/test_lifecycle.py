@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.daemon.main import EXIT_OK, EXIT_START
-from agent.gpu import GpuBackendError
+from myolo.agent.daemon.main import EXIT_OK, EXIT_START
+from myolo.agent.gpu import GpuBackendError
 from tests.unit.agent.daemon.test_commands import Node
 from tests.unit.agent.daemon.test_main import play
 

@@ -18,16 +18,16 @@ import msgspec
 import pytest
 import structlog
 
-from agent.config import load_agent_config
-from agent.control import InjectRequest, StatusRequest
-from agent.daemon import loops
-from agent.daemon.assemble import build_runtime
-from agent.daemon.main import handle_control, serve
-from agent.gpu import SimBackend
-from agent.notify import Notifier
-from events.clock import SimClock
-from events.envelope import Event
-from events.payloads import NodeFault, NodeSample
+from myolo.agent.config import load_agent_config
+from myolo.agent.control import InjectRequest, StatusRequest
+from myolo.agent.daemon import loops
+from myolo.agent.daemon.assemble import build_runtime
+from myolo.agent.daemon.main import handle_control, serve
+from myolo.agent.gpu import SimBackend
+from myolo.agent.notify import Notifier
+from myolo.events.clock import SimClock
+from myolo.events.envelope import Event
+from myolo.events.payloads import NodeFault, NodeSample
 from tests.support.helpers import wait_until
 
 
@@ -304,7 +304,7 @@ async def test_sighup_reload_applies_live_keys_and_keeps_restart_only_ones(short
 
 
 async def test_health_report_reflects_kafka_spool_and_gpus(short_dir):
-    from agent.daemon.status import active_report, current_report
+    from myolo.agent.daemon.status import active_report, current_report
 
     clock, broker = SimClock(), FakeBroker()
     rt = make_runtime(short_dir, broker, clock)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.tfrecord.check import frame
-from events.payloads.commands import CheckTfrecordsResult, RdmaLatencyResult, RuntimeVersions, action_result
+from myolo.agent.tfrecord.check import frame
+from myolo.events.payloads.commands import CheckTfrecordsResult, RdmaLatencyResult, RuntimeVersions, action_result
 from tests.unit.agent.daemon.test_commands import Node
 from tests.unit.agent.daemon.test_trainer import final
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from agent.daemon.main import serve
-from agent.metrics.sources import SOURCES
-from events.clock import SimClock
+from myolo.agent.daemon.main import serve
+from myolo.agent.metrics.sources import SOURCES
+from myolo.events.clock import SimClock
 from tests.unit.agent.daemon.test_main import FakeBroker, make_runtime, play, settle
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.daemon import status
-from agent.releases import RestartPlan
-from events.payloads import CommandAck
+from myolo.agent.daemon import status
+from myolo.agent.releases import RestartPlan
+from myolo.events.payloads import CommandAck
 from tests.support.agent.wheels import build_wheel, sha256_of
 from tests.support.helpers import wait_until
 from tests.unit.agent.daemon.test_commands import Node

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from agent.daemon.reload import reload_config
-from agent.daemon.trainer import nccl_globs
-from events.payloads import CommandAck, NodeSample
+from myolo.agent.daemon.reload import reload_config
+from myolo.agent.daemon.trainer import nccl_globs
+from myolo.events.payloads import CommandAck, NodeSample
 from tests.support.helpers import pid_gone, wait_until
 from tests.unit.agent.daemon.test_commands import Node
 from tests.unit.agent.daemon.test_main import play

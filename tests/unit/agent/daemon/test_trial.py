@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.launcher import state as trial
-from events.payloads import FailedRelease, NodeFault, NodeSample
+from myolo.agent.launcher import state as trial
+from myolo.events.payloads import FailedRelease, NodeFault, NodeSample
 from tests.unit.agent.daemon.test_commands import MemorySource, Node
 from tests.unit.agent.daemon.test_main import play
 
@@ -113,14 +113,14 @@ START = {
 async def test_a_trainer_release_that_cannot_answer_its_job_check_is_taken_back_by_its_upgrade(
     short_dir,
 ) -> None:
-    from agent.releases.store import ReleaseStore
+    from myolo.agent.releases.store import ReleaseStore
     from tests.support.agent.wheels import build_wheel, sha256_of
     from tests.unit.agent.daemon.test_releases import final
 
     releases = short_dir / "releases"
     n = Node(short_dir, toml=f"[releases]\ndir = '{releases}'\n")
     broken = build_wheel(
-        short_dir / "dist", "8.0", name="brokentrainer", files={"kernels/__init__.py": "raise RuntimeError('bad')\n"}
+        short_dir / "dist", "8.0", name="brokentrainer", files={"myolo/__init__.py": "raise RuntimeError('bad')\n"}
     )
     good = build_wheel(short_dir / "dist", "8.1")
     await n.start()

@@ -9,10 +9,10 @@ import urllib.request
 
 import pytest
 
-from agent.endpoint import ActiveCheck, HealthServer
-from agent.endpoint.checks import check_gpus, check_kafka, check_nvml, check_spool, report
-from agent.spool import SpoolStats
-from events.clock import SimClock
+from myolo.agent.endpoint import ActiveCheck, HealthServer
+from myolo.agent.endpoint.checks import check_gpus, check_kafka, check_nvml, check_spool, report
+from myolo.agent.spool import SpoolStats
+from myolo.events.clock import SimClock
 
 
 def stats(**kw) -> SpoolStats:

@@ -15,10 +15,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from yarl import URL
 
-from agent.endpoint.logs import JobLogs
-from agent.trainer.launch import rank_log, run_dir
-from events.payloads import WorkerInfo
-from events.payloads.worker_logs import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, WorkerLogChunk, WorkerLogIndex
+from myolo.agent.endpoint.logs import JobLogs
+from myolo.agent.trainer.launch import rank_log, run_dir
+from myolo.events.payloads import WorkerInfo
+from myolo.events.payloads.worker_logs import DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, WorkerLogChunk, WorkerLogIndex
 
 JOB = "tiny-pretrain"
 

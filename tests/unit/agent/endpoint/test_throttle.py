@@ -8,9 +8,9 @@ import asyncio
 import aiohttp
 import pytest
 
-from agent.endpoint import ActiveCheck, HealthServer
-from agent.endpoint.checks import check_nvml, report
-from events.clock import SimClock
+from myolo.agent.endpoint import ActiveCheck, HealthServer
+from myolo.agent.endpoint.checks import check_nvml, report
+from myolo.events.clock import SimClock
 
 
 def current():

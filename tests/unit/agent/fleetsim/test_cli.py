@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from agent.fleetsim.cli import app
+from myolo.agent.fleetsim.cli import app
 
 runner = CliRunner()
 

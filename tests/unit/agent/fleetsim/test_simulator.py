@@ -8,16 +8,16 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from agent.fleetsim.simulator import FleetSimulator
-from agent.fleetsim.sink import MemorySink, partition_of
-from agent.health.xid import FAIL_XIDS, WARN_XIDS
-from events.clock import SimClock
-from events.codec import decode
-from events.errors import SignatureError
-from events.keys import Ed25519Signer
-from events.payloads import NodeFault, NodeSample
-from events.signing import SIG, verify_with
-from events.topics import NODE_FAULTS, NODE_SAMPLES
+from myolo.agent.fleetsim.simulator import FleetSimulator
+from myolo.agent.fleetsim.sink import MemorySink, partition_of
+from myolo.agent.health.xid import FAIL_XIDS, WARN_XIDS
+from myolo.events.clock import SimClock
+from myolo.events.codec import decode
+from myolo.events.errors import SignatureError
+from myolo.events.keys import Ed25519Signer
+from myolo.events.payloads import NodeFault, NodeSample
+from myolo.events.signing import SIG, verify_with
+from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES
 
 
 def make(nodes: int = 200, gpus: int = 8, fault_rate: float = 0.0, **kw) -> tuple[FleetSimulator, SimClock, MemorySink]:

@@ -22,10 +22,10 @@ import msgspec
 import pynvml as real
 import pytest
 
-import agent.gpu.nvml as nvml_module
-from agent.gpu.backend import GpuBackend, GpuBackendError
-from agent.gpu.nvml import NvmlBackend
-from events.clock import SimClock
+import myolo.agent.gpu.nvml as nvml_module
+from myolo.agent.gpu.backend import GpuBackend, GpuBackendError
+from myolo.agent.gpu.nvml import NvmlBackend
+from myolo.events.clock import SimClock
 
 GiB = 1 << 30
 
@@ -461,7 +461,7 @@ async def test_events_of_a_gpu_without_event_support_do_not_stop_the_others(monk
 def test_real_gpu_check_script_passes_on_a_driver_that_looks_real(
     monkeypatch: pytest.MonkeyPatch, tmp_path, capsys, restore_logging
 ) -> None:
-    from agent.gpu import real_gpu_check
+    from myolo.agent.gpu import real_gpu_check
 
     drv = four_gpus()
     monkeypatch.setattr(nvml_module, "pynvml", drv.module())
@@ -481,7 +481,7 @@ def test_real_gpu_check_script_passes_on_a_driver_that_looks_real(
 def test_real_gpu_check_script_refuses_simulated_or_missing_gpus(
     monkeypatch: pytest.MonkeyPatch, capsys, restore_logging
 ) -> None:
-    from agent.gpu import real_gpu_check
+    from myolo.agent.gpu import real_gpu_check
 
     drv = FakeDriver([FakeGpu("GPU-SIM-0000-0001", name="H200-sim")])
     monkeypatch.setattr(nvml_module, "pynvml", drv.module())

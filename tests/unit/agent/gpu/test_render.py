@@ -7,10 +7,10 @@ import io
 import msgspec
 from rich.console import Console
 
-from agent.gpu.reasons import decode_clock_event_reasons, encode_clock_event_reasons
-from agent.gpu.render import ABSENT, print_sample, sample_json, sample_table
-from events.payloads import GpuReading, NodeSample, NvLink
-from events.payloads.compact import compact_gpu
+from myolo.agent.gpu.reasons import decode_clock_event_reasons, encode_clock_event_reasons
+from myolo.agent.gpu.render import ABSENT, print_sample, sample_json, sample_table
+from myolo.events.payloads import GpuReading, NodeSample, NvLink
+from myolo.events.payloads.compact import compact_gpu
 
 
 def sample() -> NodeSample:

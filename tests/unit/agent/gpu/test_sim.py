@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from agent.gpu import GpuBackend, NvmlBackend, SimBackend, make_backend
-from agent.gpu.sim_faults import parse_leak_rate
-from agent.gpu.sim_model import constant_profile, idle_profile, profile_from_name, training_profile
-from agent.health import HealthState
-from events.clock import SimClock
+from myolo.agent.gpu import GpuBackend, NvmlBackend, SimBackend, make_backend
+from myolo.agent.gpu.sim_faults import parse_leak_rate
+from myolo.agent.gpu.sim_model import constant_profile, idle_profile, profile_from_name, training_profile
+from myolo.agent.health import HealthState
+from myolo.events.clock import SimClock
 
 
 def sim(count: int = 2, profile=idle_profile, seed: int = 1) -> tuple[SimBackend, SimClock]:

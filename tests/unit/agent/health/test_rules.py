@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from agent.gpu.backend import GpuEvent
-from agent.health import FAIL_XIDS, WARN_XIDS, classify_event, classify_xid, gpu_findings, summarise
-from agent.health.rules import pcie_findings, pcie_replay_limit_per_min
-from events.payloads import GpuReading, NvLink
-from events.payloads.compact import compact_gpu
+from myolo.agent.gpu.backend import GpuEvent
+from myolo.agent.health import FAIL_XIDS, WARN_XIDS, classify_event, classify_xid, gpu_findings, summarise
+from myolo.agent.health.rules import pcie_findings, pcie_replay_limit_per_min
+from myolo.events.payloads import GpuReading, NvLink
+from myolo.events.payloads.compact import compact_gpu
 
 FAIL = [48, 74, 79, 95, 119, 120, 140, 64]
 WARN = [94, 31, 32, 43, 63, 38, 39, 42, 60, 61, 62, 54, 56, 57, 58, 78, 67, 73, 121, 137]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from agent.gpu.backend import GpuEvent
-from agent.gpu.sample import build_sample
-from agent.gpu.sim import SimBackend
-from agent.gpu.sim_model import constant_profile
-from agent.health import HealthState, fault_from_event
-from events.clock import SimClock
-from events.payloads import GpuReading, NodeSample
+from myolo.agent.gpu.backend import GpuEvent
+from myolo.agent.gpu.sample import build_sample
+from myolo.agent.gpu.sim import SimBackend
+from myolo.agent.gpu.sim_model import constant_profile
+from myolo.agent.health import HealthState, fault_from_event
+from myolo.events.clock import SimClock
+from myolo.events.payloads import GpuReading, NodeSample
 
 
 def reading(index: int = 0, uuid: str = "GPU-a", **fields) -> GpuReading:

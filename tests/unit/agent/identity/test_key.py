@@ -11,17 +11,17 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agent.config import load_agent_config
-from agent.daemon.assemble import build_runtime
-from agent.notify import Notifier
-from agent.publish import Publisher
-from agent.spool import Spool
-from events.clock import SimClock
-from events.codec import decode
-from events.errors import ConfigError
-from events.examples import example_payloads
-from events.keys import Ed25519Signer, load_verify_key
-from events.signing import SIG, SIGNED_NODE_EVENTS, verify_with
+from myolo.agent.config import load_agent_config
+from myolo.agent.daemon.assemble import build_runtime
+from myolo.agent.notify import Notifier
+from myolo.agent.publish import Publisher
+from myolo.agent.spool import Spool
+from myolo.events.clock import SimClock
+from myolo.events.codec import decode
+from myolo.events.errors import ConfigError
+from myolo.events.examples import example_payloads
+from myolo.events.keys import Ed25519Signer, load_verify_key
+from myolo.events.signing import SIG, SIGNED_NODE_EVENTS, verify_with
 from tests.unit.agent.daemon.test_main import FakeBroker
 
 AGENT_EVENTS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.kernlog.dedup import XidDedup
+from myolo.agent.kernlog.dedup import XidDedup
 
 BUS = "0000:3b:00"
 

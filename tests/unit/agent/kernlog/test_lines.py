@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.kernlog.lines import LineSplitter
+from myolo.agent.kernlog.lines import LineSplitter
 
 
 def test_lines_across_chunks_and_several_in_one() -> None:

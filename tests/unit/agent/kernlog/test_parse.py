@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.health.xid import FAIL_XIDS, WARN_XIDS
-from agent.kernlog.parse import MAX_LINE_CHARS, parse_line, pci_key, summary
+from myolo.agent.health.xid import FAIL_XIDS, WARN_XIDS
+from myolo.agent.kernlog.parse import MAX_LINE_CHARS, parse_line, pci_key, summary
 
 CASES = [json.loads(line) for line in (Path(__file__).parent / "nvrm_xids.jsonl").read_text().splitlines()]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.launcher import state as trial
-from agent.launcher.state import TrialState
+from myolo.agent.launcher import state as trial
+from myolo.agent.launcher.state import TrialState
 
 
 def test_the_first_start_trusts_what_runs() -> None:

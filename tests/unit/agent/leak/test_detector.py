@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agent.leak.detector import LeakDetector
-from agent.leak.rss import host_total_bytes, read_rss
-from events.clock import SimClock
-from events.payloads import GpuProcess, GpuReading, LeakReport, NodeFault, NodeSample
+from myolo.agent.leak.detector import LeakDetector
+from myolo.agent.leak.rss import host_total_bytes, read_rss
+from myolo.events.clock import SimClock
+from myolo.events.payloads import GpuProcess, GpuReading, LeakReport, NodeFault, NodeSample
 
 TOTAL = 80 * 2**30
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.leak.estimate import segments_from_jumps, serial_inflation, theil_sen
+from myolo.agent.leak.estimate import segments_from_jumps, serial_inflation, theil_sen
 
 
 def test_exact_line_gives_its_slope_and_a_tight_interval() -> None:

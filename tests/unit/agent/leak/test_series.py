@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.leak.config import LeakConfig
-from agent.leak.series import LeakSeries
-from agent.leak.synthetic import Profile, synthetic_series
+from myolo.agent.leak.config import LeakConfig
+from myolo.agent.leak.series import LeakSeries
+from myolo.agent.leak.synthetic import Profile, synthetic_series
 
 CAP = 141e9  # an H200
 

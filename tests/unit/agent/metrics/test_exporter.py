@@ -10,10 +10,10 @@ import socket
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.control import InjectRequest
-from agent.daemon.main import handle_control, serve
-from agent.metrics.plan import GPU_LABELS
-from events.clock import SimClock
+from myolo.agent.control import InjectRequest
+from myolo.agent.daemon.main import handle_control, serve
+from myolo.agent.metrics.plan import GPU_LABELS
+from myolo.events.clock import SimClock
 from tests.support.helpers import wait_until
 from tests.unit.agent.daemon.test_main import FakeBroker, make_runtime, play, settle
 

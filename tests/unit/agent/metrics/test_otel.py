@@ -10,11 +10,11 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from agent.control import InjectRequest
-from agent.daemon.main import handle_control, serve
-from agent.metrics.exporter import AgentMetrics
-from agent.metrics.otel import register
-from events.clock import SimClock
+from myolo.agent.control import InjectRequest
+from myolo.agent.daemon.main import handle_control, serve
+from myolo.agent.metrics.exporter import AgentMetrics
+from myolo.agent.metrics.otel import register
+from myolo.events.clock import SimClock
 from tests.unit.agent.daemon.test_main import FakeBroker, make_runtime, play, settle
 
 

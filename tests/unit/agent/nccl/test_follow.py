@@ -6,11 +6,11 @@ import asyncio
 import os
 from pathlib import Path
 
-from agent.nccl.follow import FileFollower, stream_lines
-from agent.nccl.tracker import NcclTracker
-from agent.nccl.watch import watch_lines
-from events.clock import SimClock
-from events.payloads import NcclReport, NodeFault
+from myolo.agent.nccl.follow import FileFollower, stream_lines
+from myolo.agent.nccl.tracker import NcclTracker
+from myolo.agent.nccl.watch import watch_lines
+from myolo.events.clock import SimClock
+from myolo.events.payloads import NcclReport, NodeFault
 
 
 async def _collect(follower: FileFollower, out: list[str]) -> None:

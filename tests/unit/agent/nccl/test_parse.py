@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.nccl.parse import (
+from myolo.agent.nccl.parse import (
     ChannelCounts,
     CommInfo,
     InitComplete,

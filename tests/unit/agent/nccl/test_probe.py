@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.nccl.probe import ProbeError, ProbeSpec, _report, allreduce_bus_factor, bandwidth_points
+from myolo.agent.nccl.probe import ProbeError, ProbeSpec, _report, allreduce_bus_factor, bandwidth_points
 
 
 @pytest.mark.parametrize(("n", "factor"), [(2, 1.0), (4, 1.5), (8, 1.75), (16, 1.875)])

@@ -7,10 +7,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agent.nccl.tracker import NcclTracker
-from events.codec import decode, encode
-from events.envelope import new_event
-from events.payloads import NcclReport, NodeFault
+from myolo.agent.nccl.tracker import NcclTracker
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import new_event
+from myolo.events.payloads import NcclReport, NodeFault
 
 LOGS = Path(__file__).parent / "test_nccl_logs"
 
@@ -133,7 +133,7 @@ def test_bad_option_is_named() -> None:
 
 
 def test_a_workers_log_names_its_job_and_generation_in_every_report() -> None:
-    from agent.daemon.watchers import log_owner
+    from myolo.agent.daemon.watchers import log_owner
 
     workers = Path("/var/lib/myolo/agent/workers")
     assert log_owner(workers / "gpt-7b" / "g12" / "nccl-rank-3.log", workers) == ("gpt-7b", 12)

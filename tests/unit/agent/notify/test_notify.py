@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from agent.notify import Notifier
+from myolo.agent.notify import Notifier
 
 
 @pytest.fixture

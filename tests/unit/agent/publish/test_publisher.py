@@ -7,12 +7,12 @@ import asyncio
 import errno
 import os
 
-from agent.publish import Publisher
-from agent.spool import Spool
-from events.clock import SimClock
-from events.codec import decode
-from events.envelope import Event
-from events.payloads import NodeFault, NodeSample
+from myolo.agent.publish import Publisher
+from myolo.agent.spool import Spool
+from myolo.events.clock import SimClock
+from myolo.events.codec import decode
+from myolo.events.envelope import Event
+from myolo.events.payloads import NodeFault, NodeSample
 from tests.support.agent.spoolkit import KIB, flip, frames_on_disk
 
 NODE = "node-a"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from agent.rdma.action import argv, run
-from agent.rdma.parse import parse_report
-from events.payloads.commands import RdmaLatencyArgs, action_args
+from myolo.agent.rdma.action import argv, run
+from myolo.agent.rdma.parse import parse_report
+from myolo.events.payloads.commands import RdmaLatencyArgs, action_args
 
 REPORT = """\
 ---------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import load_agent_config
-from coordinator.localstack import configs
-from events.errors import ConfigError
+from myolo.agent.config import load_agent_config
+from myolo.coordinator.localstack import configs
+from myolo.events.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from agent.releases import ReleaseError
-from agent.releases.fetch import check_local, fetch_artifact
+from myolo.agent.releases import ReleaseError
+from myolo.agent.releases.fetch import check_local, fetch_artifact
 from tests.support.agent.wheels import build_wheel, sha256_of
 from tests.support.tls_certs import make_certs
 

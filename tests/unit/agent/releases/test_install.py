@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.releases import ReleaseError, ReleasesConfig, ReleaseStore
-from agent.releases.install import check_upgrade, install_release
+from myolo.agent.releases import ReleaseError, ReleasesConfig, ReleaseStore
+from myolo.agent.releases.install import check_upgrade, install_release
 from tests.support.agent.wheels import build_wheel, sha256_of
 from tests.support.helpers import wait_until
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from agent.releases import EXIT_RESTART, RestartPlan
-from agent.releases.env import trainer_env
-from agent.releases.restart import restart_mode
+from myolo.agent.releases import EXIT_RESTART, RestartPlan
+from myolo.agent.releases.env import trainer_env
+from myolo.agent.releases.restart import restart_mode
 
 RELEASE = "/r/agent/current"
 
@@ -35,7 +35,7 @@ def test_exec_mode_re_runs_the_same_command_line_with_the_release_first_on_the_p
     plan("exec").run(argv=argv, environ=env, execve=lambda *a: calls.append(a))
     [(exe, args, new_env)] = calls
     assert exe == sys.executable
-    assert args == [sys.executable, "-P", "-m", "agent", "run", "--config", "/etc/a.toml", "--log-json"]
+    assert args == [sys.executable, "-P", "-m", "myolo.agent", "run", "--config", "/etc/a.toml", "--log-json"]
     assert new_env == {"PYTHONPATH": f"{RELEASE}:/src", "MYOLO_NODE_ID": "n1"}  # first, once
 
 

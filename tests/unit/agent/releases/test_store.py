@@ -7,8 +7,8 @@ import os
 import msgspec
 import pytest
 
-from agent.releases import ReleaseError, ReleaseInfo, ReleaseStore
-from agent.releases.store import RELEASE_FILE
+from myolo.agent.releases import ReleaseError, ReleaseInfo, ReleaseStore
+from myolo.agent.releases.store import RELEASE_FILE
 
 
 def fake_install(store: ReleaseStore, version: str, at: float) -> None:

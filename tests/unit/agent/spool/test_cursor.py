@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.spool import cursor
+from myolo.agent.spool import cursor
 from tests.support.agent.spoolkit import drain, flip, frames_on_disk, make, rec, record_id
 
 N = 300

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from agent.spool.record import HEADER
+from myolo.agent.spool.record import HEADER
 from tests.support.agent.spoolkit import drain, flip, frames_on_disk, make, rec, record_id, segments, written
 
 N = 300

@@ -7,8 +7,8 @@ import os
 import pytest
 from structlog.testing import capture_logs
 
-from agent.spool import Spool
-from events.clock import SimClock
+from myolo.agent.spool import Spool
+from myolo.events.clock import SimClock
 from tests.support.agent.spoolkit import KIB, ids, make, rec
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import msgspec
 
-from agent.tfrecord.action import check_paths, check_tfrecords_action
-from agent.tfrecord.check import frame
-from events.payloads.commands import CheckTfrecordsResult, action_args, action_result
+from myolo.agent.tfrecord.action import check_paths, check_tfrecords_action
+from myolo.agent.tfrecord.check import frame
+from myolo.events.payloads.commands import CheckTfrecordsResult, action_args, action_result
 
 
 def shards(d: Path, n: int = 3) -> list[Path]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.tfrecord.check import Stopped, check_stream, frame
-from agent.tfrecord.crc32c import crc32c, masked
+from myolo.agent.tfrecord.check import Stopped, check_stream, frame
+from myolo.agent.tfrecord.crc32c import crc32c, masked
 
 RECORDS = [b"first record", b"x" * 5000, b"", b"third \x00\xff bytes"]
 

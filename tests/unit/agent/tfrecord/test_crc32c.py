@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from agent.tfrecord.crc32c import Crc32c, combine, crc32c, masked
+from myolo.agent.tfrecord.crc32c import Crc32c, combine, crc32c, masked
 
 
 def test_the_check_value_of_crc32c() -> None:

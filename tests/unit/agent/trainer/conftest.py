@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from agent.trainer.config import TrainerConfig
-from agent.trainer.supervisor import Supervisor
-from events.clock import Clock, SystemClock
-from events.payloads import Payload, StartWorkersArgs, TrainingCompleted, TrainingFault, TrainingProgress
+from myolo.agent.trainer.config import TrainerConfig
+from myolo.agent.trainer.supervisor import Supervisor
+from myolo.events.clock import Clock, SystemClock
+from myolo.events.payloads import Payload, StartWorkersArgs, TrainingCompleted, TrainingFault, TrainingProgress
 
 FAKE = Path(__file__).parents[3] / "support" / "agent" / "fake_worker.py"
 

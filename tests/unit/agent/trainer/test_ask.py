@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.commands.args import ArgsError
-from agent.trainer.ask import ask
-from agent.trainer.check import TrainerBroken, check_job
-from events.payloads import TrainerJob
+from myolo.agent.commands.args import ArgsError
+from myolo.agent.trainer.ask import ask
+from myolo.agent.trainer.check import TrainerBroken, check_job
+from myolo.events.payloads import TrainerJob
 
 
 def script(tmp_path: Path, body: str) -> list[str]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.trainer.launch import inherited_env, plan_workers, write_job_file
-from events.payloads.commands import StartWorkersArgs
-from events.payloads.trainer_job import TrainerJob
-from kernels.train.config import JobConfig
+from myolo.agent.trainer.launch import inherited_env, plan_workers, write_job_file
+from myolo.events.payloads.commands import StartWorkersArgs
+from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.kernels.train.config import JobConfig
 
 
 def args(deterministic: bool) -> StartWorkersArgs:

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 import structlog
 
-from agent.trainer.export import MAX_MANIFEST_BYTES, manifest_path, read_export
-from events.payloads import EvalResult, ModelExport, StartWorkersArgs, TrainerJob
+from myolo.agent.trainer.export import MAX_MANIFEST_BYTES, manifest_path, read_export
+from myolo.events.payloads import EvalResult, ModelExport, StartWorkersArgs, TrainerJob
 from tests.support.helpers import wait_until
 
 EXPORT = ModelExport(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.trainer.hang import HangWatch
-from agent.trainer.logtail import tail_lines
-from agent.trainer.throttle import ProgressThrottle
-from events.payloads import TrainingProgress
+from myolo.agent.trainer.hang import HangWatch
+from myolo.agent.trainer.logtail import tail_lines
+from myolo.agent.trainer.throttle import ProgressThrottle
+from myolo.events.payloads import TrainingProgress
 
 
 def watch(**kw: float) -> HangWatch:

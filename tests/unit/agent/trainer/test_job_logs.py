@@ -6,8 +6,8 @@ import msgspec
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from agent.endpoint.logs import JobLogs
-from events.payloads.worker_logs import WorkerLogChunk, WorkerLogIndex
+from myolo.agent.endpoint.logs import JobLogs
+from myolo.events.payloads.worker_logs import WorkerLogChunk, WorkerLogIndex
 from tests.support.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agent.trainer import leftovers
+from myolo.agent.trainer import leftovers
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import signal
 
 import pytest
 
-from agent.trainer.signals import process_stopped
-from events.clock import SimClock
+from myolo.agent.trainer.signals import process_stopped
+from myolo.events.clock import SimClock
 from tests.support.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args
 
@@ -137,7 +137,7 @@ async def test_stop_of_a_generation_not_running_here_is_a_result(node_factory) -
 
 
 async def test_admission_names_the_argument(node_factory) -> None:
-    from agent.commands.args import ArgsError
+    from myolo.agent.commands.args import ArgsError
 
     node = await node_factory({"FAKE": "forever"})
     with pytest.raises(ArgsError) as err:
@@ -165,7 +165,7 @@ async def test_close_stops_every_worker(node_factory) -> None:
 async def test_the_worker_link_uses_unix_sockets_in_the_runtime_directory(node_factory, tmp_path) -> None:
     from pathlib import Path
 
-    from agent.trainer.link import WorkerLink
+    from myolo.agent.trainer.link import WorkerLink
 
     node = await node_factory({"FAKE": "steps:3"})
     assert node.sup.link is not None and node.sup.link.progress_endpoint == f"ipc://{tmp_path}/zmq-workers.sock"
@@ -185,7 +185,7 @@ async def test_a_restarted_agent_stops_the_workers_its_previous_run_left(node_fa
     import subprocess
     import sys
 
-    from agent.trainer import leftovers
+    from myolo.agent.trainer import leftovers
 
     # what a previous run left: a worker (its own session) and its record
     left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.gpu import SimBackend
-from agent.trainer.versions import runtime_versions_action, trainer_versions
-from events.clock import SimClock
-from kernels.cli.versions import cudnn_text
+from myolo.agent.gpu import SimBackend
+from myolo.agent.trainer.versions import runtime_versions_action, trainer_versions
+from myolo.events.clock import SimClock
+from myolo.kernels.cli.versions import cudnn_text
 
 
 def fake_python(tmp_path: Path, body: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""Warm standby workers: real processes (``fake_worker.py`` as ``-m kernels.cli.warm``, taking the handoff with
-the real ``kernels.cli.warm`` code) and the real supervisor."""
+"""Warm standby workers: real processes (``fake_worker.py`` as ``-m myolo.kernels.cli.warm``, taking the handoff with
+the real ``myolo.kernels.cli.warm`` code) and the real supervisor."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import signal
 import msgspec
 import pytest
 
-from agent.trainer.config import TrainerConfig
-from agent.trainer.signals import running_child
-from events.clock import SimClock
-from events.payloads import TrainerJob
+from myolo.agent.trainer.config import TrainerConfig
+from myolo.agent.trainer.signals import running_child
+from myolo.events.clock import SimClock
+from myolo.events.payloads import TrainerJob
 from tests.support.helpers import pid_gone, wait_until
 from tests.unit.agent.trainer.conftest import start_args
 

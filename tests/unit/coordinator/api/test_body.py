@@ -10,9 +10,9 @@ import msgspec
 import pytest
 from aiohttp import ClientSession
 
-from coordinator.api.body import decode_body
-from coordinator.core.errors import Invalid
-from coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.api.body import decode_body
+from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.core.leadership import LeaderTerm
 from tests.support.api_auth import ADMIN, bearer
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers

@@ -9,9 +9,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api.auth import by_refused, unauthorized
-from coordinator.api.errors import HTTP_STATUS, json_errors, refusal_of, status_of
-from coordinator.core.errors import (
+from myolo.coordinator.api.auth import by_refused, unauthorized
+from myolo.coordinator.api.errors import HTTP_STATUS, json_errors, refusal_of, status_of
+from myolo.coordinator.core.errors import (
     Conflict,
     Forbidden,
     Invalid,
@@ -24,12 +24,12 @@ from coordinator.core.errors import (
     UnknownNode,
     Unsupported,
 )
-from coordinator.jobs.interface import JobConflict, UnknownJob
-from coordinator.jobs.manifest import ManifestError
-from coordinator.nodes.interface import NotEnrolled
-from coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
-from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
-from coordinator.rollouts.interface import RolloutConflict, RolloutError, UnknownRollout
+from myolo.coordinator.jobs.interface import JobConflict, UnknownJob
+from myolo.coordinator.jobs.manifest import ManifestError
+from myolo.coordinator.nodes.interface import NotEnrolled
+from myolo.coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
+from myolo.coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
+from myolo.coordinator.rollouts.interface import RolloutConflict, RolloutError, UnknownRollout
 
 KINDS = [
     (Invalid, 400),

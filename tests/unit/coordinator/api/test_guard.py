@@ -9,9 +9,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api.app import create_app
-from coordinator.api.auth import Authenticator, caller
-from coordinator.core.component import RouteSet
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.api.auth import Authenticator, caller
+from myolo.coordinator.core.component import RouteSet
 from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, MemoryAudit, bearer, security
 from tests.support.coordinator.api_fleet import MemoryFleet, node, parts_for
 

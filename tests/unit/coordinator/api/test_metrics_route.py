@@ -9,8 +9,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.api.app import create_app
-from coordinator.api.requests import RequestCounts
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.api.requests import RequestCounts
 from tests.support.api_auth import SCRAPER, VIEWER, bearer, security
 from tests.support.coordinator.api_fleet import MemoryFleet, node, parts_for
 

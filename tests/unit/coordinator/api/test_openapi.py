@@ -9,15 +9,15 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api import openapi
-from coordinator.api.app import create_app
-from coordinator.components import COMPONENTS
-from coordinator.cordons.component import Cordons
-from coordinator.fleet.component import Fleet
-from coordinator.jobs import manifest, records
-from coordinator.jobs import routes as job_routes
-from coordinator.jobs.answers import JobAnswer
-from events.payloads.trainer_job import TrainerJob
+from myolo.coordinator.api import openapi
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.jobs import manifest, records
+from myolo.coordinator.jobs import routes as job_routes
+from myolo.coordinator.jobs.answers import JobAnswer
+from myolo.events.payloads.trainer_job import TrainerJob
 from tests.support.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.support.coordinator import memory_jobs
 from tests.support.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.cordons.routes import MAX_REASON
+from myolo.coordinator.cordons.routes import MAX_REASON
 from tests.support.api_auth import OPERATOR, bearer
 from tests.support.coordinator.api_fleet import MemoryFleet, app_for, node, sick_node
 

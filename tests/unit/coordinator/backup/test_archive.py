@@ -12,8 +12,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from coordinator.backup.archive import ArchiveWriter, Limits, read_archive, read_from
-from coordinator.backup.schema import (
+from myolo.coordinator.backup.archive import ArchiveWriter, Limits, read_archive, read_from
+from myolo.coordinator.backup.schema import (
     FORMAT,
     FORMAT_VERSION,
     BadArchive,

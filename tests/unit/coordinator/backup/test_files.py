@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from coordinator.backup.files import (
+from myolo.coordinator.backup.files import (
     PLACEHOLDER,
     Collected,
     RefusedFile,
@@ -20,13 +20,13 @@ from coordinator.backup.files import (
     job_checkpoint_dirs,
     redact,
 )
-from coordinator.backup.make import BackupError, check_output, default_output, resolve_topics
-from coordinator.backup.schema import Record, check_name
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import state_topics
-from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.records import JobRecord, JobSpec, JobStatus
-from events.keys import Ed25519Signer
+from myolo.coordinator.backup.make import BackupError, check_output, default_output, resolve_topics
+from myolo.coordinator.backup.schema import Record, check_name
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import state_topics
+from myolo.coordinator.jobs.manifest import parse_manifest
+from myolo.coordinator.jobs.records import JobRecord, JobSpec, JobStatus
+from myolo.events.keys import Ed25519Signer
 
 MANIFEST = """\
 apiVersion: myolo.ai/v1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from coordinator.cli.main import app
+from myolo.coordinator.cli.main import app
 from tests.unit.coordinator.backup.test_archive import contents, good_archive
 
 NO_BROKER = ["--bootstrap", "127.0.0.1:1"]  # never connected to: everything here is refused first

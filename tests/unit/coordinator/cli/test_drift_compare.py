@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from coordinator.cli.drift_compare import Comparison, compare_files
-from coordinator.cli.drift_sketch import FileSketch
-from coordinator.cli.drift_stream import CHUNK_ROWS, chunks
-from coordinator.cli.main import app
-from coordinator.drift.rule import DriftRule
+from myolo.coordinator.cli.drift_compare import Comparison, compare_files
+from myolo.coordinator.cli.drift_sketch import FileSketch
+from myolo.coordinator.cli.drift_stream import CHUNK_ROWS, chunks
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.drift.rule import DriftRule
 
 ROWS = 20_000
 SPIKE = 12_345  # a row past the first chunk: its offset must count

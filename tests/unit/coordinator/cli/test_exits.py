@@ -11,9 +11,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from typer.testing import CliRunner, Result
 
-from coordinator.cli.exits import EXIT_CODE, FAILED, REFUSED, exit_code
-from coordinator.cli.main import app
-from coordinator.core.errors import Conflict, Invalid, NotFound, Refusal, TooLarge, Unavailable, Unsupported
+from myolo.coordinator.cli.exits import EXIT_CODE, FAILED, REFUSED, exit_code
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.core.errors import Conflict, Invalid, NotFound, Refusal, TooLarge, Unavailable, Unsupported
 from tests.support.api_auth import OPERATOR, token
 from tests.support.helpers import refused_port
 

@@ -22,13 +22,13 @@ from aiohttp import web
 from rich.console import Console
 from typer.testing import CliRunner
 
-from agent.endpoint.logs import JobLogs
-from agent.trainer.launch import rank_log, run_dir
-from coordinator.cli import render
-from coordinator.cli.main import app
-from coordinator.jobs.answers import JobAnswer, job_answer
-from coordinator.jobs.records import with_spec, with_status
-from events.payloads.worker_logs import WorkerLogChunk
+from myolo.agent.endpoint.logs import JobLogs
+from myolo.agent.trainer.launch import rank_log, run_dir
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.jobs.answers import JobAnswer, job_answer
+from myolo.coordinator.jobs.records import with_spec, with_status
+from myolo.events.payloads.worker_logs import WorkerLogChunk
 from tests.support.api_auth import OPERATOR, token
 from tests.support.coordinator import api_fleet
 from tests.support.coordinator.api_fleet import MemoryFleet

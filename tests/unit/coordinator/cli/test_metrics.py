@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from coordinator.cli.main import app
+from myolo.coordinator.cli.main import app
 
 DATA = Path(__file__).parents[2] / "events" / "metrics" / "data"
 

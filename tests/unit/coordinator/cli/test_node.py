@@ -12,15 +12,15 @@ import pytest
 from aiohttp.test_utils import TestServer
 from typer.testing import CliRunner, Result
 
-from coordinator.api.app import create_app
-from coordinator.cli.auth import Token
-from coordinator.cli.client import ApiClient
-from coordinator.cli.main import app
-from coordinator.core.coordinator import Coordinator
-from coordinator.core.leadership import LeaderTerm
-from coordinator.localstack.identity import agent_public_keys, enroll_nodes
-from coordinator.nodes.component import Nodes
-from events.keys import Ed25519Signer, public_path
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.cli.auth import Token
+from myolo.coordinator.cli.client import ApiClient
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.localstack.identity import agent_public_keys, enroll_nodes
+from myolo.coordinator.nodes.component import Nodes
+from myolo.events.keys import Ed25519Signer, public_path
 from tests.support.api_auth import ADMIN, security, token
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers

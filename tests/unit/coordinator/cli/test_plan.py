@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from coordinator.cli.main import app
-from coordinator.cli.plan_math import (
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.cli.plan_math import (
     PlanInputError,
     bandwidth,
     metadata_memory,

@@ -12,9 +12,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 from typer.testing import CliRunner, Result
 
-from coordinator.api.app import create_app
-from coordinator.cli.main import app
-from coordinator.preflight.records import CHECKS
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.preflight.records import CHECKS
 from tests.support.api_auth import OPERATOR, security, token
 from tests.support.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
 

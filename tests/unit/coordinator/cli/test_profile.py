@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from coordinator.cli.flamegraph import ProfileError, flamegraph_html, parse_folded, speedscope
-from coordinator.cli.profile import parse_duration
+from myolo.coordinator.cli.flamegraph import ProfileError, flamegraph_html, parse_folded, speedscope
+from myolo.coordinator.cli.profile import parse_duration
 
 FOLDED = """<module> (train.py:9);run (loop.py:181);train_step (loop.py:93);forward (model.py:40) 30
 <module> (train.py:9);run (loop.py:181);train_step (loop.py:93);backward (autograd.py:12) 50

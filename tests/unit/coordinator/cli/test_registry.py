@@ -12,12 +12,12 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
-from coordinator.cli.main import app
-from coordinator.registry.component import Registry
-from coordinator.registry.interface import NewVersion
-from coordinator.registry.records import CHAMPION
-from events.payloads import ModelExport
-from events.payloads.models import Quantization
+from myolo.coordinator.cli.main import app
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.registry.interface import NewVersion
+from myolo.coordinator.registry.records import CHAMPION
+from myolo.events.payloads import ModelExport
+from myolo.events.payloads.models import Quantization
 from tests.support.api_auth import ADMIN, OPERATOR
 from tests.support.coordinator.registry import TEMPLATE, Leading, evaluated, sha
 from tests.support.coordinator.served import myoloctl, serve

@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from coordinator.cli import render
+from myolo.coordinator.cli import render
 
 NODES = {
     "now": 100.0,

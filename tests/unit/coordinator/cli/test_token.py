@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from coordinator.api.tokens import TokenStore
-from coordinator.cli.main import app
+from myolo.coordinator.api.tokens import TokenStore
+from myolo.coordinator.cli.main import app
 
 
 def run(*args: str):

@@ -1,5 +1,5 @@
 """``myoloctl registry verify-watermark``: a registered marked export verifies with its key (the check runs in a
-real ``kernels.cli.watermark`` process), another key is refused against the registry's commitment before any
+real ``myolo.kernels.cli.watermark`` process), another key is refused against the registry's commitment before any
 check runs, and the registry holds the commitment only."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from events.keys import write_secret
-from kernels.export.manifest import manifest_path
-from kernels.watermark.files import EmbedSpec, embed_file
-from kernels.watermark.mark import DigitalWatermark
+from myolo.events.keys import write_secret
+from myolo.kernels.export.manifest import manifest_path
+from myolo.kernels.watermark.files import EmbedSpec, embed_file
+from myolo.kernels.watermark.mark import DigitalWatermark
 from tests.support.coordinator.registry import Leading
 from tests.support.coordinator.served import myoloctl, serve
 from tests.support.kernels.marked import tiny_export, token_file

@@ -7,13 +7,13 @@ import asyncio
 
 import pytest
 
-from coordinator.commands.dispatcher import Dispatcher
-from coordinator.commands.records import STATE_COMMANDS, CommandIntent
-from coordinator.core.errors import NotLeader
-from events.clock import SimClock
-from events.errors import InvalidEvent
-from events.payloads import Command, CommandAck
-from events.payloads.commands import DrainArgs, ReportSampleArgs, SetIntervalArgs, StartWorkersArgs, action_args
+from myolo.coordinator.commands.dispatcher import Dispatcher
+from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
+from myolo.coordinator.core.errors import NotLeader
+from myolo.events.clock import SimClock
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads import Command, CommandAck
+from myolo.events.payloads.commands import DrainArgs, ReportSampleArgs, SetIntervalArgs, StartWorkersArgs, action_args
 
 
 class Recorder:

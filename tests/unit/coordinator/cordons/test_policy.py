@@ -5,11 +5,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.cordons.policy import AUTO_FAULT, AUTO_LOST, CordonPolicy, operator_by, record
-from coordinator.cordons.records import CordonRecord
-from coordinator.fleet.interface import Transition
-from coordinator.fleet.model import NodeState
-from events.payloads import NodeFault, NodeSample
+from myolo.coordinator.cordons.policy import AUTO_FAULT, AUTO_LOST, CordonPolicy, operator_by, record
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.fleet.interface import Transition
+from myolo.coordinator.fleet.model import NodeState
+from myolo.events.payloads import NodeFault, NodeSample
 
 
 def fault(health: str, **kw) -> NodeFault:

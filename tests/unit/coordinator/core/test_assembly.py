@@ -7,13 +7,13 @@ from typing import Protocol, runtime_checkable
 
 import pytest
 
-from coordinator.commands.interface import CommandSender
-from coordinator.components import COMPONENTS
-from coordinator.core.assembly import AssemblyError, check_needs
-from coordinator.core.component import Component
-from coordinator.core.context import UndeclaredNeed
-from coordinator.fleet.component import Fleet
-from coordinator.fleet.interface import FleetNodes
+from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.assembly import AssemblyError, check_needs
+from myolo.coordinator.core.component import Component
+from myolo.coordinator.core.context import UndeclaredNeed
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.fleet.interface import FleetNodes
 from tests.support.coordinator.offline import offline_coordinator
 
 

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.cli.drift_files import DataFileError, read_columns
-from coordinator.drift.component import Drift
-from events.payloads import DriftSample, FeatureSummary
+from myolo.coordinator.cli.drift_files import DataFileError, read_columns
+from myolo.coordinator.drift.component import Drift
+from myolo.events.payloads import DriftSample, FeatureSummary
 from tests.support.api_auth import OPERATOR, VIEWER
 from tests.support.coordinator.registry import Leading
 from tests.support.coordinator.served import myoloctl, serve
@@ -120,8 +120,8 @@ async def test_status_shows_each_features_statistics_and_the_drift(served) -> No
     lead, url = served
     drift = lead.coord.get(Drift)
     rng = np.random.default_rng(4)
-    from coordinator.drift.reference import numeric_reference
-    from coordinator.drift.rule import DriftRule
+    from myolo.coordinator.drift.reference import numeric_reference
+    from myolo.coordinator.drift.rule import DriftRule
 
     await drift.set_rule("m", DriftRule(window_s=60, every_s=10, consecutive=1, min_count=50), "t")
     for f in ("a", "b"):

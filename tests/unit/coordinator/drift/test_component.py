@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import yaml
 
-from coordinator.core.errors import Invalid
-from coordinator.drift.component import Drift
-from coordinator.drift.records import STATE_DRIFT, StatusRecord
-from coordinator.drift.rule import DriftRule
-from coordinator.registry.component import Registry
-from coordinator.registry.interface import NewVersion
-from coordinator.registry.records import RetrainTemplate
-from events.payloads import DriftDetected, DriftSample, FeatureSummary, TrainingCompleted
-from events.payloads.models import EvalResult, ModelExport, ModelRegistered
+from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.drift.component import Drift
+from myolo.coordinator.drift.records import STATE_DRIFT, StatusRecord
+from myolo.coordinator.drift.rule import DriftRule
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.registry.interface import NewVersion
+from myolo.coordinator.registry.records import RetrainTemplate
+from myolo.events.payloads import DriftDetected, DriftSample, FeatureSummary, TrainingCompleted
+from myolo.events.payloads.models import EvalResult, ModelExport, ModelRegistered
 from tests.support.coordinator.jobs_sim import JobSim
 
 FEATURES = [f"f{i}" for i in range(10)]
@@ -167,7 +167,7 @@ async def test_other_versions_are_not_watched_and_a_file_reference_restarts_the_
     # a version without a version field is the champion's
     await sim.deliver(sample(rng, {}, version=None), "/serving/credit-risk")
     assert ("credit-risk", "1") in sim.drift.monitors
-    from coordinator.drift.reference import numeric_reference
+    from myolo.coordinator.drift.reference import numeric_reference
 
     ref = numeric_reference("f0", rng.normal(0, 1, 2000))
     rec = await sim.drift.set_reference("credit-risk", None, "f0", ref, "file:ref.csv", "operator:bob")

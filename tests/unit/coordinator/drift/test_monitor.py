@@ -7,11 +7,11 @@ import msgspec
 import numpy as np
 import pytest
 
-from coordinator.drift.monitor import MAX_FEATURES, Monitor, Streak
-from coordinator.drift.reference import Categories, Histogram, Values, categorical_reference, numeric_reference
-from coordinator.drift.rule import DriftRule, Evaluation, decide, evaluate
-from events.payloads.external import DriftSample, FeatureSummary
-from events.payloads.models import FeatureDrift
+from myolo.coordinator.drift.monitor import MAX_FEATURES, Monitor, Streak
+from myolo.coordinator.drift.reference import Categories, Histogram, Values, categorical_reference, numeric_reference
+from myolo.coordinator.drift.rule import DriftRule, Evaluation, decide, evaluate
+from myolo.events.payloads.external import DriftSample, FeatureSummary
+from myolo.events.payloads.models import FeatureDrift
 
 T0 = 1_767_225_600.0  # a multiple of 600 s
 FEATURES = [f"f{i:02d}" for i in range(20)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from coordinator.drift.reference import (
+from myolo.coordinator.drift.reference import (
     CategoricalReference,
     Categories,
     Histogram,
@@ -20,7 +20,7 @@ from coordinator.drift.reference import (
     numeric_reference,
     parse_summary,
 )
-from events.payloads.external import MAX_VALUES, FeatureSummary
+from myolo.events.payloads.external import MAX_VALUES, FeatureSummary
 
 
 def test_a_small_reference_keeps_the_data_itself() -> None:

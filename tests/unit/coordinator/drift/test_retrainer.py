@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 import msgspec
 import pytest
 
-from coordinator.drift.config import DriftConfig
-from coordinator.drift.records import STATE_DRIFT, RetrainRun
-from coordinator.drift.retrainer import Retrainer
-from coordinator.registry.interface import NewVersion
-from coordinator.registry.records import ModelRecord, RetrainTemplate, VersionRecord
-from events.payloads import TrainingCompleted
-from events.payloads.models import ModelExport
+from myolo.coordinator.drift.config import DriftConfig
+from myolo.coordinator.drift.records import STATE_DRIFT, RetrainRun
+from myolo.coordinator.drift.retrainer import Retrainer
+from myolo.coordinator.registry.interface import NewVersion
+from myolo.coordinator.registry.records import ModelRecord, RetrainTemplate, VersionRecord
+from myolo.events.payloads import TrainingCompleted
+from myolo.events.payloads.models import ModelExport
 from tests.unit.coordinator.drift.test_component import TEMPLATE
 
 EXPORT = ModelExport(artifact="/m/v2.safetensors", sha256="b" * 64, size_bytes=10, model="tiny", steps=5)

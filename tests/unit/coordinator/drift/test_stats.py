@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from coordinator.drift import stats
+from myolo.coordinator.drift import stats
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -194,7 +194,7 @@ def test_corrections_by_hand() -> None:
 def test_importing_the_drift_core_leaves_scipy_unloaded_until_a_statistic_is_computed() -> None:
     """scipy.stats costs tens of MiB resident: a coordinator that evaluates no drift must not pay for it."""
     code = (
-        "import sys; import coordinator.drift.monitor, coordinator.drift.rule; "
+        "import sys; import myolo.coordinator.drift.monitor, myolo.coordinator.drift.rule; "
         "print('scipy.stats' in sys.modules, 'scipy.spatial' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)

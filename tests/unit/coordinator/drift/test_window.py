@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coordinator.drift.reference import Categories, Histogram, SummaryError, Values
-from coordinator.drift.window import FeatureWindow
+from myolo.coordinator.drift.reference import Categories, Histogram, SummaryError, Values
+from myolo.coordinator.drift.window import FeatureWindow
 
 T0 = 1_767_225_600.0  # a multiple of the 600 s buckets
 

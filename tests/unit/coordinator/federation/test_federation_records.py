@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import msgspec
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.federation.board import SummaryBoard
-from coordinator.federation.fencing import EpochFence
-from coordinator.federation.inbox import CellInbox
-from coordinator.federation.records import CellIntent, FederationTerm, PlaceJob
-from coordinator.federation.summary import summarize
-from coordinator.fleet.model import NodeState
-from events.examples import node_sample
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.federation.board import SummaryBoard
+from myolo.coordinator.federation.fencing import EpochFence
+from myolo.coordinator.federation.inbox import CellInbox
+from myolo.coordinator.federation.records import CellIntent, FederationTerm, PlaceJob
+from myolo.coordinator.federation.summary import summarize
+from myolo.coordinator.fleet.model import NodeState
+from myolo.events.examples import node_sample
 
 GPUS = tuple(node_sample(gpus=8).gpus)
 CLASS = f"{GPUS[0].name} x8"

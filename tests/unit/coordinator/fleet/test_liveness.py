@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.fleet import liveness
-from coordinator.fleet.liveness import LivenessPolicy
-from coordinator.fleet.view import FleetView
-from events.clock import SimClock
-from events.envelope import new_event
-from events.payloads import GpuReading, NodeSample
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.fleet import liveness
+from myolo.coordinator.fleet.liveness import LivenessPolicy
+from myolo.coordinator.fleet.view import FleetView
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, NodeSample
 
 
 def feed(view: FleetView, clock: SimClock, node: str, interval: float = 1.0) -> None:

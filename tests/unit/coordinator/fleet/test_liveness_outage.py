@@ -13,21 +13,21 @@ import asyncio
 import msgspec
 import pytest
 
-from coordinator.cordons.component import Cordons
-from coordinator.cordons.policy import AUTO_ALIVE, AUTO_LOST, never_stopped
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.core.coordinator import Coordinator
-from coordinator.core.ingest import IngestState
-from coordinator.core.leadership import LeaderTerm
-from coordinator.fleet import liveness
-from coordinator.fleet.component import Fleet
-from coordinator.fleet.liveness import LivenessPolicy
-from coordinator.fleet.model import NodeState
-from coordinator.fleet.view import FleetView
-from events.bus import RecordInfo
-from events.clock import SimClock
-from events.envelope import new_event
-from events.payloads import Command, GpuReading, NodeSample
+from myolo.coordinator.cordons.component import Cordons
+from myolo.coordinator.cordons.policy import AUTO_ALIVE, AUTO_LOST, never_stopped
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.core.ingest import IngestState
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.fleet import liveness
+from myolo.coordinator.fleet.component import Fleet
+from myolo.coordinator.fleet.liveness import LivenessPolicy
+from myolo.coordinator.fleet.model import NodeState
+from myolo.coordinator.fleet.view import FleetView
+from myolo.events.bus import RecordInfo
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.payloads import Command, GpuReading, NodeSample
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers
 

@@ -7,8 +7,8 @@ import random
 import msgspec
 import pytest
 
-from coordinator.fleet.plausibility import _first_problem, check_sample
-from events.examples import node_sample
+from myolo.coordinator.fleet.plausibility import _first_problem, check_sample
+from myolo.events.examples import node_sample
 
 BREAKS = (
     ("mem_used_bytes", lambda g: g.mem_total_bytes + 1),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.fleet.answers import node_json
-from coordinator.fleet.view import MAX_FLAGS, FleetView
-from events.clock import SimClock
-from events.envelope import new_event
-from events.payloads import GpuReading, LeakReport, NcclReport, NodeFault, NodeSample
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.fleet.answers import node_json
+from myolo.coordinator.fleet.view import MAX_FLAGS, FleetView
+from myolo.events.clock import SimClock
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, LeakReport, NcclReport, NodeFault, NodeSample
 
 CLOCK = SimClock()
 NOW = CLOCK.now()

@@ -8,11 +8,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.cordons.records import STATE_NODES, CordonRecord
-from coordinator.jobs.interface import JobConflict
-from coordinator.jobs.manifest import ManifestError
-from coordinator.jobs.records import STATE_JOBS, JobRecord
-from events.payloads.commands import StartWorkersArgs
+from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.jobs.interface import JobConflict
+from myolo.coordinator.jobs.manifest import ManifestError
+from myolo.coordinator.jobs.records import STATE_JOBS, JobRecord
+from myolo.events.payloads.commands import StartWorkersArgs
 from tests.support.coordinator.jobs_sim import JobSim, manifest
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.jobs import units
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, Policy, parse_manifest
+from myolo.coordinator.jobs import units
+from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, Policy, parse_manifest
 
 EXAMPLE = """
 apiVersion: myolo.ai/v1

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.jobs.metrics import JobMetrics, Series
-from events.payloads import GpuReading, NodeSample, TrainingProgress
+from myolo.coordinator.jobs.metrics import JobMetrics, Series
+from myolo.events.payloads import GpuReading, NodeSample, TrainingProgress
 
 
 def progress(

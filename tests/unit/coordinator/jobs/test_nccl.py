@@ -9,14 +9,14 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from agent.nccl.tracker import NcclTracker
-from coordinator.cli.describe import print_job
-from coordinator.fleet.model import NodeState
-from coordinator.jobs.answers import job_answer
-from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.nccl import nccl_view
-from coordinator.jobs.records import Generation, JobProgress, JobRecord, JobSpec, JobStatus, Member
-from events.payloads import BandwidthPoint, BandwidthReport, NcclReport
+from myolo.agent.nccl.tracker import NcclTracker
+from myolo.coordinator.cli.describe import print_job
+from myolo.coordinator.fleet.model import NodeState
+from myolo.coordinator.jobs.answers import job_answer
+from myolo.coordinator.jobs.manifest import parse_manifest
+from myolo.coordinator.jobs.nccl import nccl_view
+from myolo.coordinator.jobs.records import Generation, JobProgress, JobRecord, JobSpec, JobStatus, Member
+from myolo.events.payloads import BandwidthPoint, BandwidthReport, NcclReport
 from tests.support.coordinator.jobs_sim import manifest
 
 LOGS = Path(__file__).parents[2] / "agent" / "nccl" / "test_nccl_logs"

@@ -3,11 +3,11 @@ replica count within the bounds that divides the global batch."""
 
 from __future__ import annotations
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.fleet.model import NodeState
-from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.placement import Capacity, capacity, place, replica_counts
-from events.payloads import GpuReading
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.fleet.model import NodeState
+from myolo.coordinator.jobs.manifest import parse_manifest
+from myolo.coordinator.jobs.placement import Capacity, capacity, place, replica_counts
+from myolo.events.payloads import GpuReading
 
 
 def manifest(min_r: int, max_r: int, tp: int = 1, pp: int = 1, batch: int = 12) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.jobs.manifest import Policy, parse_manifest
-from coordinator.jobs.metrics import JobMetrics
-from coordinator.jobs.policies import PolicyFiring, evaluate, fmt, straggler
+from myolo.coordinator.jobs.manifest import Policy, parse_manifest
+from myolo.coordinator.jobs.metrics import JobMetrics
+from myolo.coordinator.jobs.policies import PolicyFiring, evaluate, fmt, straggler
 from tests.unit.coordinator.jobs.test_metrics import progress, sample
 
 NOW = 1000.0

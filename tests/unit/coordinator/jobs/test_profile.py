@@ -7,14 +7,14 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.commands.records import CommandIntent
-from coordinator.core.errors import Conflict, Invalid
-from coordinator.fleet.model import NodeState
-from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.profile import ProfileRequest, start_profile
-from coordinator.jobs.records import Generation, JobRecord, JobSpec, JobStatus, Member
-from events.clock import SimClock
-from events.payloads.commands import ProfileArgs
+from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.core.errors import Conflict, Invalid
+from myolo.coordinator.fleet.model import NodeState
+from myolo.coordinator.jobs.manifest import parse_manifest
+from myolo.coordinator.jobs.profile import ProfileRequest, start_profile
+from myolo.coordinator.jobs.records import Generation, JobRecord, JobSpec, JobStatus, Member
+from myolo.events.clock import SimClock
+from myolo.events.payloads.commands import ProfileArgs
 from tests.support.coordinator.jobs_sim import manifest
 
 

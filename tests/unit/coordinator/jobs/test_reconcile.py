@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from coordinator.commands.records import CommandIntent
-from coordinator.fleet.model import CordonRecord, NodeState
-from coordinator.jobs.config import JobsConfig
-from coordinator.jobs.manifest import parse_manifest
-from coordinator.jobs.reconcile import Evidence, Reconciler, Resize
-from coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec, with_status
-from events.payloads import GpuReading, TrainingCompleted, TrainingFault
-from events.payloads.commands import ActionArgs
+from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.fleet.model import CordonRecord, NodeState
+from myolo.coordinator.jobs.config import JobsConfig
+from myolo.coordinator.jobs.manifest import parse_manifest
+from myolo.coordinator.jobs.reconcile import Evidence, Reconciler, Resize
+from myolo.coordinator.jobs.records import JobRecord, JobSpec, JobStatus, with_spec, with_status
+from myolo.events.payloads import GpuReading, TrainingCompleted, TrainingFault
+from myolo.events.payloads.commands import ActionArgs
 from tests.support.coordinator.jobs_sim import manifest
 
 T0 = 1_000.0

@@ -8,9 +8,9 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.jobs.answers import JobAnswer, job_answer
-from coordinator.jobs.manifest import MAX_MANIFEST_BYTES
-from coordinator.jobs.records import with_status
+from myolo.coordinator.jobs.answers import JobAnswer, job_answer
+from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES
+from myolo.coordinator.jobs.records import with_status
 from tests.support.api_auth import ADMIN, OPERATOR, bearer
 from tests.support.coordinator.memory_jobs import MANIFEST, MemoryJobs, app_for, running_job
 

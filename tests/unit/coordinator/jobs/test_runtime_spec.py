@@ -6,9 +6,9 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.cli.describe import runtime_line
-from coordinator.jobs.manifest import ManifestError, parse_manifest
-from events.payloads.commands import StartWorkersArgs
+from myolo.coordinator.cli.describe import runtime_line
+from myolo.coordinator.jobs.manifest import ManifestError, parse_manifest
+from myolo.events.payloads.commands import StartWorkersArgs
 from tests.support.coordinator.jobs_sim import JobSim
 
 MANIFEST = """\

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from coordinator.localstack.broker.scram import ScramClient, ScramError
+from myolo.coordinator.localstack.broker.scram import ScramClient, ScramError
 
 
 def test_scram_client_matches_rfc_7677() -> None:

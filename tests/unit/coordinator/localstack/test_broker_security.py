@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.localstack.broker import security
+from myolo.coordinator.localstack.broker import security
 
 
 def test_secured_properties_expose_no_unauthenticated_listener(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.localstack import demo
-from coordinator.localstack.demo_state import demo_state_dir, mark, plan
-from events.stackfile import STATE_FILE
+from myolo.coordinator.localstack import demo
+from myolo.coordinator.localstack.demo_state import demo_state_dir, mark, plan
+from myolo.events.stackfile import STATE_FILE
 
 
 def test_the_demo_never_takes_the_users_stack_directory(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """When `myoloctl local up` may call the stack ready: one leader that every coordinator's group join follows."""
 
-from coordinator.localstack.health import settled_leader
+from myolo.coordinator.localstack.health import settled_leader
 
 
 def _h(role: str, joined: int, granted: int | None) -> dict:

@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from coordinator.localstack.broker import process
+from myolo.coordinator.localstack.broker import process
 
 
 def _ended(pid: int, marker: str) -> None:

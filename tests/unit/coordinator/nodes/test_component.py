@@ -10,23 +10,23 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api.app import create_app
-from coordinator.core.component import Component
-from coordinator.core.coordinator import Coordinator
-from coordinator.core.errors import NotLeader
-from coordinator.core.ingest_guard import IngestGuard
-from coordinator.core.leadership import LeaderTerm
-from coordinator.nodes.component import Nodes
-from coordinator.nodes.interface import NotEnrolled
-from coordinator.nodes.records import STATE_NODE_KEYS, NodeKeyRecord
-from coordinator.nodes.routes import ADMIN_ROUTES
-from events.codec import decode, encode
-from events.envelope import Event, new_event
-from events.errors import ConfigError, SignatureError
-from events.keys import Ed25519Signer, HmacKey
-from events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
-from events.signing import GUARDED_NODE_EVENTS, SIGNED_NODE_EVENTS, sign
-from events.sources import agent_source
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.core.component import Component
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.core.ingest_guard import IngestGuard
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.nodes.component import Nodes
+from myolo.coordinator.nodes.interface import NotEnrolled
+from myolo.coordinator.nodes.records import STATE_NODE_KEYS, NodeKeyRecord
+from myolo.coordinator.nodes.routes import ADMIN_ROUTES
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import Event, new_event
+from myolo.events.errors import ConfigError, SignatureError
+from myolo.events.keys import Ed25519Signer, HmacKey
+from myolo.events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
+from myolo.events.signing import GUARDED_NODE_EVENTS, SIGNED_NODE_EVENTS, sign
+from myolo.events.sources import agent_source
 from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers

@@ -10,17 +10,17 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from agent.commands.hash_files import hash_files_action
-from agent.commands.probe import summary
-from coordinator.api import openapi
-from coordinator.api.app import create_app
-from coordinator.components import COMPONENTS
-from coordinator.core.errors import NotLeader
-from coordinator.preflight.checks import version_tuple
-from coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
-from coordinator.preflight.records import CHECKS, CheckResult, PreflightReport, PreflightRequest
-from events.payloads import BandwidthPoint, BandwidthReport
-from events.payloads.commands import FileDigest, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
+from myolo.agent.commands.hash_files import hash_files_action
+from myolo.agent.commands.probe import summary
+from myolo.coordinator.api import openapi
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.preflight.checks import version_tuple
+from myolo.coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
+from myolo.coordinator.preflight.records import CHECKS, CheckResult, PreflightReport, PreflightRequest
+from myolo.events.payloads import BandwidthPoint, BandwidthReport
+from myolo.events.payloads.commands import FileDigest, HashFilesArgs, HashFilesResult, NcclProbeArgs, NcclProbeResult
 from tests.support.api_auth import OPERATOR, VIEWER, bearer, security
 from tests.support.coordinator.preflight_sim import DATA, PreflightSim, job_manifest, sha
 from tests.unit.coordinator.api.test_openapi import _declared_properties, _response_schema, check

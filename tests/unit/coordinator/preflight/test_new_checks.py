@@ -6,11 +6,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from agent.tfrecord.check import frame
-from coordinator.preflight import cuda
-from coordinator.preflight.rdma import NO_PAIR
-from coordinator.preflight.records import CheckResult, PreflightReport, PreflightRequest
-from events.payloads.commands import CheckTfrecordsArgs, RuntimeVersions
+from myolo.agent.tfrecord.check import frame
+from myolo.coordinator.preflight import cuda
+from myolo.coordinator.preflight.rdma import NO_PAIR
+from myolo.coordinator.preflight.records import CheckResult, PreflightReport, PreflightRequest
+from myolo.events.payloads.commands import CheckTfrecordsArgs, RuntimeVersions
 from tests.support.coordinator.preflight_sim import GOOD_VERSIONS, PreflightSim, job_manifest
 
 SHARDS = "/srv/data/train-*.tfrecord"

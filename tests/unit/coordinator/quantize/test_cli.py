@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from coordinator.quantize.component import Quantize
-from coordinator.registry.component import Registry
-from coordinator.registry.interface import NewVersion
+from myolo.coordinator.quantize.component import Quantize
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.registry.interface import NewVersion
 from tests.support.api_auth import VIEWER
 from tests.support.coordinator.jobs_sim import JobSim
 from tests.support.coordinator.served import myoloctl, serve

@@ -8,15 +8,15 @@ import asyncio
 
 import pytest
 
-from coordinator.core.errors import NotLeader
-from coordinator.jobs.records import STATE_JOBS
-from coordinator.quantize.component import Quantize
-from coordinator.quantize.interface import QuantizeRefused
-from coordinator.quantize.records import STATE_QUANTIZE, QuantizeRequest
-from coordinator.registry.component import Registry
-from coordinator.registry.interface import NewVersion, UnknownVersion
-from events.payloads import TrainingCompleted
-from events.payloads.models import EvalResult, ModelExport, Quantization
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.jobs.records import STATE_JOBS
+from myolo.coordinator.quantize.component import Quantize
+from myolo.coordinator.quantize.interface import QuantizeRefused
+from myolo.coordinator.quantize.records import STATE_QUANTIZE, QuantizeRequest
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.registry.interface import NewVersion, UnknownVersion
+from myolo.events.payloads import TrainingCompleted
+from myolo.events.payloads.models import EvalResult, ModelExport, Quantization
 from tests.support.coordinator.jobs_sim import JobSim
 from tests.support.coordinator.recorder import RecordingProducer
 

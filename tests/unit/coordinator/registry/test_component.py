@@ -9,12 +9,12 @@ import math
 import msgspec
 import pytest
 
-from coordinator.core.errors import NotLeader
-from coordinator.registry import records
-from coordinator.registry.component import Registry
-from coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
-from coordinator.registry.interface import ModelRegistry, NewVersion
-from coordinator.registry.records import (
+from myolo.coordinator.core.errors import NotLeader
+from myolo.coordinator.registry import records
+from myolo.coordinator.registry.component import Registry
+from myolo.coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
+from myolo.coordinator.registry.records import (
     CHALLENGER,
     CHAMPION,
     STATE_REGISTRY,
@@ -23,8 +23,8 @@ from coordinator.registry.records import (
     RetrainTemplate,
     VersionRecord,
 )
-from events.payloads import ModelAliasSet, ModelExport, ModelRegistered
-from events.payloads.models import Quantization
+from myolo.events.payloads import ModelAliasSet, ModelExport, ModelRegistered
+from myolo.events.payloads.models import Quantization
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.registry import (
     HELD_OUT,

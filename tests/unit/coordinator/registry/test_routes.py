@@ -11,13 +11,13 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from coordinator.api import openapi
-from coordinator.api.app import create_app
-from coordinator.components import COMPONENTS
-from coordinator.core.coordinator import Coordinator
-from coordinator.core.leadership import LeaderTerm
-from coordinator.registry import answers, records
-from coordinator.registry.interface import NewVersion
+from myolo.coordinator.api import openapi
+from myolo.coordinator.api.app import create_app
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.core.coordinator import Coordinator
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.registry import answers, records
+from myolo.coordinator.registry.interface import NewVersion
 from tests.support.api_auth import ADMIN, OPERATOR, VIEWER, bearer, security
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.registry import TEMPLATE, Leading, evaluated, replay, sha

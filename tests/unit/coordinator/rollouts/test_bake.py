@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from coordinator.rollouts import bake
-from coordinator.rollouts.config import Plan
+from myolo.coordinator.rollouts import bake
+from myolo.coordinator.rollouts.config import Plan
 from tests.support.coordinator.jobs_sim import manifest
 from tests.unit.coordinator.rollouts import test_component
 from tests.unit.coordinator.rollouts.test_component import NEW, NODES, SHA, FleetSim

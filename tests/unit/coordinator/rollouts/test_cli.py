@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.rollouts.component import Rollouts
-from events.bus import RecordInfo
-from events.envelope import new_event
-from events.payloads import GpuReading, NodeSample
+from myolo.coordinator.rollouts.component import Rollouts
+from myolo.events.bus import RecordInfo
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, NodeSample
 from tests.support.api_auth import ADMIN
 from tests.support.coordinator.registry import Leading
 from tests.support.coordinator.served import myoloctl, serve

@@ -11,14 +11,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from coordinator.cordons.records import CordonRecord
-from coordinator.core.leadership import LeaderTerm
-from coordinator.rollouts.component import Rollouts
-from coordinator.rollouts.config import Plan
-from coordinator.rollouts.interface import RolloutError
-from coordinator.rollouts.records import STATE_ROLLOUTS, RolloutRecord
-from events.payloads import Command, FailedRelease, GpuReading, LeakReport, NodeSample
-from events.payloads.models import RolloutPhaseChanged
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.rollouts.component import Rollouts
+from myolo.coordinator.rollouts.config import Plan
+from myolo.coordinator.rollouts.interface import RolloutError
+from myolo.coordinator.rollouts.records import STATE_ROLLOUTS, RolloutRecord
+from myolo.events.payloads import Command, FailedRelease, GpuReading, LeakReport, NodeSample
+from myolo.events.payloads.models import RolloutPhaseChanged
 from tests.support.coordinator.jobs_sim import JobSim, manifest
 
 NODES = ("n1", "n2", "n3", "n4", "n5")
@@ -84,7 +84,7 @@ class FleetSim(JobSim):
         return out
 
     async def ack_result(self, command: Command, result: dict[str, Any]) -> None:
-        from events.payloads import CommandAck
+        from myolo.events.payloads import CommandAck
 
         ack = CommandAck(
             command_id=command.command_id, node_id=command.node_id, epoch=command.epoch, status="done", result=result
@@ -246,7 +246,7 @@ async def test_undo_after_success_and_a_new_leader_resumes_from_the_state(sim: F
 
 
 async def test_a_published_release_starts_a_rollout_and_one_without_a_sha256_does_not(sim: FleetSim) -> None:
-    from events.payloads import ReleasePublished
+    from myolo.events.payloads import ReleasePublished
 
     await sim.deliver(ReleasePublished(component="myolo-agent", version="4.2.0", artifact="/srv/r.whl"), "/ci")
     assert sim.rollouts.rollouts() == ()  # nothing unverifiable is installed
@@ -279,7 +279,7 @@ async def upgrade_sent(sim: FleetSim, rec: RolloutRecord) -> tuple[str, Command]
 
 
 async def test_an_upgrade_the_agent_fails_fails_the_upgrade_gate_at_once(sim: FleetSim) -> None:
-    from events.payloads import CommandAck
+    from myolo.events.payloads import CommandAck
 
     rec = await start(sim, Plan(waves=[20, 100], bake_s=60, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
     node, cmd = await upgrade_sent(sim, rec)
@@ -312,7 +312,7 @@ async def test_a_refused_state_write_leaves_the_rollout_as_it_was(sim: FleetSim)
 
 
 async def test_an_upgrade_whose_done_ack_was_lost_passes_its_gate_from_the_duplicate(sim: FleetSim) -> None:
-    from events.payloads import CommandAck
+    from myolo.events.payloads import CommandAck
 
     rec = await start(sim, Plan(waves=[20, 100], bake_s=5, baseline_s=5, drain_timeout_s=5, upgrade_timeout_s=600))
     node, cmd = await upgrade_sent(sim, rec)
@@ -414,7 +414,7 @@ async def test_a_trainer_release_taken_back_at_its_first_start_fails_the_bake(si
 
 
 def test_each_wave_shows_its_real_cumulative_share() -> None:
-    from coordinator.rollouts.plan import waves
+    from myolo.coordinator.rollouts.plan import waves
 
     assert waves(["a", "b", "c"], set(), [5, 20, 50, 100]) == [(33.3, ["a"]), (66.7, ["b"]), (100.0, ["c"])]
     assert [p for p, _ in waves([f"n{i:02}" for i in range(20)], set(), [5, 20, 50, 100])] == [5, 20, 50, 100]

@@ -3,8 +3,8 @@ evidence, with the window's bounds standing in for the clock."""
 
 from __future__ import annotations
 
-from coordinator.rollouts import gates
-from coordinator.rollouts.gates import Fault, Leak
+from myolo.coordinator.rollouts import gates
+from myolo.coordinator.rollouts.gates import Fault, Leak
 
 NODES = {"n1", "n2"}
 

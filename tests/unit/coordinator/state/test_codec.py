@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.commands.records import CommandIntent
-from coordinator.cordons.records import CordonRecord
-from coordinator.core.leadership import LeaderTerm, next_epoch
-from coordinator.state import BadStateRecord, StateCodec
+from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.core.leadership import LeaderTerm, next_epoch
+from myolo.coordinator.state import BadStateRecord, StateCodec
 
 CODEC = StateCodec({"cordon": CordonRecord, "command": CommandIntent, "term": LeaderTerm})
 encode_state, decode_state = CODEC.encode, CODEC.decode

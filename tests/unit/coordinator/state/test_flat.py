@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from coordinator.jobs.records import JobRecord
-from coordinator.rollouts.records import RolloutRecord, RolloutSpec, RolloutStatus, Wave
-from coordinator.state import BadStateRecord, StateCodec
-from coordinator.state.codec import KIND_HEADER
+from myolo.coordinator.jobs.records import JobRecord
+from myolo.coordinator.rollouts.records import RolloutRecord, RolloutSpec, RolloutStatus, Wave
+from myolo.coordinator.state import BadStateRecord, StateCodec
+from myolo.coordinator.state.codec import KIND_HEADER
 from tests.support.coordinator.memory_jobs import running_job
 
 CODEC = StateCodec({"job": JobRecord, "rollout": RolloutRecord})

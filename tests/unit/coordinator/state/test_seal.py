@@ -7,18 +7,18 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from coordinator.commands.records import CommandIntent
-from coordinator.components import COMPONENTS
-from coordinator.config import load_coordinator_config
-from coordinator.cordons.records import CordonRecord
-from coordinator.core.config import previous_signers
-from coordinator.core.leadership import LeaderTerm
-from coordinator.state import ForgedStateRecord, StateCodec, StateKeys, StateStore, StateTail
-from coordinator.state.codec import KIND_HEADER
-from coordinator.state.seal import PURPOSE, SEAL_HEADER
-from events.errors import ConfigError
-from events.keys import Ed25519Signer, HmacKey, derive_hmac, load_signer
-from events.settings import KafkaSettings
+from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.components import COMPONENTS
+from myolo.coordinator.config import load_coordinator_config
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.core.config import previous_signers
+from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.state import ForgedStateRecord, StateCodec, StateKeys, StateStore, StateTail
+from myolo.coordinator.state.codec import KIND_HEADER
+from myolo.coordinator.state.seal import PURPOSE, SEAL_HEADER
+from myolo.events.errors import ConfigError
+from myolo.events.keys import Ed25519Signer, HmacKey, derive_hmac, load_signer
+from myolo.events.settings import KafkaSettings
 from tests.support.helpers import new_ed25519_key, write_key
 
 CODEC = StateCodec({"cordon": CordonRecord, "command": CommandIntent, "term": LeaderTerm})

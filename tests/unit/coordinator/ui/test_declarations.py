@@ -10,16 +10,16 @@ import msgspec
 import pytest
 from aiohttp import web
 
-from coordinator.api.gate import install
-from coordinator.core.dashboard import Boards, Dashboard, Moment, Panel, collect
-from coordinator.drift.dashboard import DriftHistory
-from coordinator.drift.records import StatusRecord
-from coordinator.fleet.dashboard import node_tile
-from coordinator.fleet.model import FaultEntry
-from coordinator.jobs import dashboard as jobs_dashboard
-from coordinator.ui.component import Ui
-from events.payloads import GpuReading
-from events.payloads.models import FeatureDrift
+from myolo.coordinator.api.gate import install
+from myolo.coordinator.core.dashboard import Boards, Dashboard, Moment, Panel, collect
+from myolo.coordinator.drift.dashboard import DriftHistory
+from myolo.coordinator.drift.records import StatusRecord
+from myolo.coordinator.fleet.dashboard import node_tile
+from myolo.coordinator.fleet.model import FaultEntry
+from myolo.coordinator.jobs import dashboard as jobs_dashboard
+from myolo.coordinator.ui.component import Ui
+from myolo.events.payloads import GpuReading
+from myolo.events.payloads.models import FeatureDrift
 from tests.support.coordinator.api_fleet import node
 from tests.support.coordinator.memory_jobs import running_job
 from tests.support.coordinator.offline import offline_coordinator

@@ -9,13 +9,13 @@ import re
 import msgspec
 import pytest
 
-from coordinator.ui.assets import STATIC, load, weight
-from coordinator.ui.history import JobRings, NodeRings
-from coordinator.ui.sessions import SessionTable, cookie_header
-from coordinator.ui.sse import Changed, Feed, frame
-from coordinator.ui.views import job_history
-from events.clock import SimClock
-from events.payloads import GpuReading, NodeSample, TrainingProgress
+from myolo.coordinator.ui.assets import STATIC, load, weight
+from myolo.coordinator.ui.history import JobRings, NodeRings
+from myolo.coordinator.ui.sessions import SessionTable, cookie_header
+from myolo.coordinator.ui.sse import Changed, Feed, frame
+from myolo.coordinator.ui.views import job_history
+from myolo.events.clock import SimClock
+from myolo.events.payloads import GpuReading, NodeSample, TrainingProgress
 
 
 async def test_sessions_expire_on_the_clock_and_the_table_is_bounded() -> None:
@@ -123,7 +123,7 @@ def test_the_static_files_hold_no_inline_script_no_html_from_strings_and_nothing
 
 def test_structs_of_the_pages_encode() -> None:
     """Every page answers a msgspec Struct: one encodes to JSON objects or compact arrays as declared."""
-    from coordinator.fleet.dashboard import GpuTile
+    from myolo.coordinator.fleet.dashboard import GpuTile
 
     tile = GpuTile(0, 1.0, 2.0, 3.0, 4.0, "ok", None, 0, False)
     assert msgspec.json.encode(tile) == b'[0,1.0,2.0,3.0,4.0,"ok",null,0,false]'

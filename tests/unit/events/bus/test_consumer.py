@@ -11,16 +11,16 @@ import pytest
 from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
-from events.bus import EventConsumer
-from events.bus.consumer import DeadLetterUnsent
-from events.clock import SimClock
-from events.codec import encode
-from events.deadletter import dead_letter_info, field_kind
-from events.envelope import new_event
-from events.examples import example_payloads, node_sample
-from events.limits import Throttle
-from events.settings import KafkaSettings
-from events.signing import Verifier
+from myolo.events.bus import EventConsumer
+from myolo.events.bus.consumer import DeadLetterUnsent
+from myolo.events.clock import SimClock
+from myolo.events.codec import encode
+from myolo.events.deadletter import dead_letter_info, field_kind
+from myolo.events.envelope import new_event
+from myolo.events.examples import example_payloads, node_sample
+from myolo.events.limits import Throttle
+from myolo.events.settings import KafkaSettings
+from myolo.events.signing import Verifier
 
 
 class InstantClock(SimClock):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from events.metrics.grafana import translate_dashboard
-from events.metrics.promql import PromqlError, translate, translate_template
+from myolo.events.metrics.grafana import translate_dashboard
+from myolo.events.metrics.promql import PromqlError, translate, translate_template
 
 DATA = Path(__file__).parent / "data"
 

@@ -7,7 +7,7 @@ import typing
 import msgspec
 import pytest
 
-from events.payloads.commands import ACK_STATUSES, TERMINAL, CommandAck, CommandStatus, outcome
+from myolo.events.payloads.commands import ACK_STATUSES, TERMINAL, CommandAck, CommandStatus, outcome
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_an_ack_carries_the_original_outcome_over_the_wire() -> None:
 
 
 def test_every_action_has_one_result_type_that_reads_what_it_writes() -> None:
-    from events.payloads.commands import (
+    from myolo.events.payloads.commands import (
         ACTION_ARGS,
         ACTION_RESULTS,
         InvalidEvent,

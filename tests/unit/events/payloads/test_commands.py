@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from events.errors import InvalidEvent
-from events.payloads.commands import StartWorkersArgs, StopWorkersArgs, action_args
+from myolo.events.errors import InvalidEvent
+from myolo.events.payloads.commands import StartWorkersArgs, StopWorkersArgs, action_args
 
 
 def start(**over: Any) -> dict[str, Any]:

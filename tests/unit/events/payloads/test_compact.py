@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import msgspec
 
-from events.codec import decode, encode
-from events.envelope import new_event
-from events.payloads import GpuReading, NodeSample, NvLink, Payload
-from events.payloads.compact import compact_gpu, compact_sample
-from events.payloads.node import NVLINK_COUNTERS
+from myolo.events.codec import decode, encode
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, NodeSample, NvLink, Payload
+from myolo.events.payloads.compact import compact_gpu, compact_sample
+from myolo.events.payloads.node import NVLINK_COUNTERS
 
 
 def link(n: int, active: bool = True, **counters: int | None) -> NvLink:

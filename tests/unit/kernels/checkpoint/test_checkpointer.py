@@ -12,8 +12,8 @@ import torch
 import torch.distributed.checkpoint as dcp
 import torch.nn as nn
 
-from kernels.checkpoint import Checkpointer, read_marker
-from kernels.checkpoint.marker import Marker, write_marker
+from myolo.kernels.checkpoint import Checkpointer, read_marker
+from myolo.kernels.checkpoint.marker import Marker, write_marker
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 

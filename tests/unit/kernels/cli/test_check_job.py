@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.check_job``: the agent's way to ask the trainer about a job. It never imports torch,
+"""``python -m myolo.kernels.cli.check_job``: the agent's way to ask the trainer about a job. It never imports torch,
 answers every readable request with a verdict naming the field at fault, and refuses unreadable input."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from events.payloads.trainer_job import TrainerJob
-from kernels.cli.check_job import MAX_INPUT_BYTES, UnreadableInput, judge, read_request
-from kernels.parallel.layout import SCHEDULES
-from kernels.train.config import JobConfig
+from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.kernels.cli.check_job import MAX_INPUT_BYTES, UnreadableInput, judge, read_request
+from myolo.kernels.parallel.layout import SCHEDULES
+from myolo.kernels.train.config import JobConfig
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -29,7 +29,7 @@ def check(job: dict[str, Any], world_size: int) -> dict[str, Any]:
 
 def run_checker(stdin: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.cli.check_job", *args],
+        [sys.executable, "-m", "myolo.kernels.cli.check_job", *args],
         cwd=ROOT,
         input=stdin,
         capture_output=True,
@@ -41,7 +41,7 @@ def test_the_checker_never_imports_torch() -> None:
     """A good and a bad job are judged in a fresh interpreter; torch is not among its modules after."""
     code = (
         "import sys\n"
-        "from kernels.cli.check_job import judge, read_request\n"
+        "from myolo.kernels.cli.check_job import judge, read_request\n"
         'for job in (\'{}\', \'{"tp": 2, "model": "small"}\', \'{"model": "huge"}\'):\n'
         '    judge(read_request((\'{"job": %s, "world_size": 4}\' % job).encode()))\n'
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n"

@@ -11,12 +11,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from kernels.cli import app
-from kernels.cli.generate import HELP, generate_command
-from kernels.export.weights import weights_metadata, write_weights
-from kernels.infer.generate import generate
-from kernels.infer.load import load_model
-from kernels.model import GPT, preset
+from myolo.kernels.cli import app
+from myolo.kernels.cli.generate import HELP, generate_command
+from myolo.kernels.export.weights import weights_metadata, write_weights
+from myolo.kernels.infer.generate import generate
+from myolo.kernels.infer.load import load_model
+from myolo.kernels.model import GPT, preset
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -39,7 +39,7 @@ class Ran:
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """``myolo-generate ARGS`` as an operator runs it: stdout and stderr apart."""
     return subprocess.run(
-        [sys.executable, "-m", "kernels.cli.generate", *args],
+        [sys.executable, "-m", "myolo.kernels.cli.generate", *args],
         input=stdin, cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

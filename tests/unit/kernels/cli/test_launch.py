@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 
-from kernels.cli.launch import Worker, cause
+from myolo.kernels.cli.launch import Worker, cause
 
 
 def worker(rank: int, exit_time: float, *lines: str) -> Worker:

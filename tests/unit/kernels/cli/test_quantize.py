@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.quantize`` by hand: an export in, a quantized file and a manifest that compares."""
+"""``python -m myolo.kernels.cli.quantize`` by hand: an export in, a quantized file and a manifest that compares."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import torch
 from typer.testing import CliRunner
 from typer.testing import Result as CliResult
 
-from kernels.cli import app
-from kernels.cli.quantize import HELP, quantize_command
-from kernels.export.weights import weights_metadata, write_weights
-from kernels.model import GPT, preset
-from kernels.quantization import load_quantized
-from kernels.quantization.overlap import shared_runs
+from myolo.kernels.cli import app
+from myolo.kernels.cli.quantize import HELP, quantize_command
+from myolo.kernels.export.weights import weights_metadata, write_weights
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.quantization import load_quantized
+from myolo.kernels.quantization.overlap import shared_runs
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -37,7 +37,11 @@ def files(tmp_path_factory) -> dict[str, Path]:
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kernels.cli.quantize", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "myolo.kernels.cli.quantize", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

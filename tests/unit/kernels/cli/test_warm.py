@@ -1,4 +1,4 @@
-"""The warm standby worker (``python -m kernels.cli.warm``): its handoff, and that the worker it becomes is the
+"""The warm standby worker (``python -m myolo.kernels.cli.warm``): its handoff, and that the worker it becomes is the
 worker a cold start gives (real torch, gloo, the ``tiny`` model)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
-from kernels.cli.warm import HandoffError, read_handoff
+from myolo.events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
+from myolo.kernels.cli.warm import HandoffError, read_handoff
 
 REPO = Path(__file__).resolve().parents[4]
 JOB = ["--model", "tiny", "--steps", "3", "--global-batch", "4", "--seq-len", "16", "--seed", "0"]
@@ -57,7 +57,7 @@ def test_a_bad_handoff_is_refused_naming_what(data: bytes, why: str) -> None:
 
 BECOME = r"""
 import json, os, sys
-from kernels.cli.warm import become, standby
+from myolo.kernels.cli.warm import become, standby
 handoff = standby()
 become(handoff)
 print("to stdout", flush=True)
@@ -88,7 +88,7 @@ for name in ("_cuda_getDeviceCount", "_cuda_init"):
     real = getattr(torch._C, name, None)
     if real is not None:
         setattr(torch._C, name, lambda *a, _n=name, _r=real: (calls.append(_n), _r(*a))[1])
-from kernels.cli.warm import PRELOAD, apply_thread_count, cuda_touched, preload
+from myolo.kernels.cli.warm import PRELOAD, apply_thread_count, cuda_touched, preload
 preload(PRELOAD, nice=7)
 default = torch.get_num_threads()
 os.environ["OMP_NUM_THREADS"] = str(default + 1)
@@ -134,7 +134,7 @@ def worker_env() -> dict[str, str]:
 
 
 def test_a_standby_handed_a_job_trains_it_as_a_cold_worker_would(tmp_path: Path) -> None:
-    cold = python("-m", "kernels.cli.worker", *JOB, env=worker_env(), text=True)
+    cold = python("-m", "myolo.kernels.cli.worker", *JOB, env=worker_env(), text=True)
     assert cold.returncode == 0, cold.stderr[-3000:]
     expected = losses(cold.stdout)
     assert sorted(expected) == [1, 2, 3]
@@ -143,7 +143,7 @@ def test_a_standby_handed_a_job_trains_it_as_a_cold_worker_would(tmp_path: Path)
     standby_env |= {"CUDA_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1"}
     standbys = [
         subprocess.Popen(
-            [sys.executable, "-m", "kernels.cli.warm", "--nice", "5"],
+            [sys.executable, "-m", "myolo.kernels.cli.warm", "--nice", "5"],
             cwd=REPO,
             env=standby_env,
             stdin=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""``python -m kernels.cli.watermark`` by hand: keygen, embed, verify (exit 0 marked, 3 not), and the refusals."""
+"""``python -m myolo.kernels.cli.watermark`` by hand: keygen, embed, verify (exit 0 marked, 3 not), and the refusals."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from kernels.cli.watermark import EXIT_NOT_MARKED, app
-from kernels.export.manifest import manifest_path
-from kernels.export.weights import write_weights
-from kernels.infer.load import file_metadata
-from kernels.quantization.pipeline import QuantizeSpec, quantize_file
-from kernels.watermark.header import META_WATERMARK, file_watermark
+from myolo.kernels.cli.watermark import EXIT_NOT_MARKED, app
+from myolo.kernels.export.manifest import manifest_path
+from myolo.kernels.export.weights import write_weights
+from myolo.kernels.infer.load import file_metadata
+from myolo.kernels.quantization.pipeline import QuantizeSpec, quantize_file
+from myolo.kernels.watermark.header import META_WATERMARK, file_watermark
 from tests.support.kernels.marked import tiny_export, token_file
 
 runner = CliRunner()
@@ -83,7 +83,7 @@ def test_a_quantized_copy_names_and_keeps_the_mark(files) -> None:
 
 
 def test_a_stripped_header_is_read_with_the_settings_given(files, tmp_path: Path) -> None:
-    from kernels.export.weights import read_weights
+    from myolo.kernels.export.weights import read_weights
 
     tensors, meta = read_weights(files["marked"])
     stripped = tmp_path / "stripped.safetensors"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.data import SyntheticTokens, TokenFile, local_rows, open_source
+from myolo.kernels.data import SyntheticTokens, TokenFile, local_rows, open_source
 
 
 def test_synthetic_is_a_function_of_seed_and_step() -> None:

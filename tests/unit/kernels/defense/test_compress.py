@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.defense.compress import Compressor
+from myolo.kernels.defense.compress import Compressor
 
 
 def params() -> dict[str, torch.nn.Parameter]:

@@ -15,8 +15,8 @@ WORKER = r"""
 import copy, json, sys, torch
 import torch.distributed as dist
 torch.set_num_threads(1)
-from kernels.defense.compress import Compressor
-from kernels.defense.exchange import SparseExchange
+from myolo.kernels.defense.compress import Compressor
+from myolo.kernels.defense.exchange import SparseExchange
 keep = float(sys.argv[1])
 dist.init_process_group("gloo")
 rank = dist.get_rank()

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.checkpoint import Checkpointer
-from kernels.export.consolidate import consolidate, resolve_checkpoint
-from kernels.model import GPT, preset
+from myolo.kernels.checkpoint import Checkpointer
+from myolo.kernels.export.consolidate import consolidate, resolve_checkpoint
+from myolo.kernels.model import GPT, preset
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 

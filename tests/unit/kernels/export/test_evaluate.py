@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from kernels.export.evaluate import evaluate, heldout_batches
-from kernels.model import GPT, preset
+from myolo.kernels.export.evaluate import evaluate, heldout_batches
+from myolo.kernels.model import GPT, preset
 
 SEQ = 8
 WINDOW = SEQ + 1

@@ -17,15 +17,15 @@ import safetensors.torch
 import torch
 import torch.nn.functional as F
 
-from events.payloads import ModelExport
-from kernels.data import TokenFile
-from kernels.export.consolidate import consolidate
-from kernels.export.manifest import manifest_path
-from kernels.model import GPT, preset
-from kernels.train.config import JobConfig, JobConfigError
-from kernels.train.loop import Control, run
-from kernels.train.records import StepRecord
-from kernels.train.session import prepare
+from myolo.events.payloads import ModelExport
+from myolo.kernels.data import TokenFile
+from myolo.kernels.export.consolidate import consolidate
+from myolo.kernels.export.manifest import manifest_path
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.train.loop import Control, run
+from myolo.kernels.train.records import StepRecord
+from myolo.kernels.train.session import prepare
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 SEQ, ROWS = 16, 2

@@ -13,7 +13,7 @@ import safetensors
 import safetensors.torch
 import torch
 
-from kernels.export.weights import (
+from myolo.kernels.export.weights import (
     WeightsError,
     describe_model,
     load_weights,
@@ -21,7 +21,7 @@ from kernels.export.weights import (
     weights_metadata,
     write_weights,
 )
-from kernels.model import GPT, preset
+from myolo.kernels.model import GPT, preset
 
 
 def tiny_weights(seed: int = 0) -> dict[str, torch.Tensor]:

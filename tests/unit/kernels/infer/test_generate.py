@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.infer.generate import Sampling, generate, pick
-from kernels.model import GPT, preset
-from kernels.model.kv_cache import KVCache
+from myolo.kernels.infer.generate import Sampling, generate, pick
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.model.kv_cache import KVCache
 
 
 def model(**overrides) -> tuple[GPT, object]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.model import GPT, ModelConfig, flops_per_token, mfu, preset
-from kernels.model.flops import param_count, peak_flops
-from kernels.model.gpt import apply_rotary, rotary_tables
-from kernels.parallel.pp import cut_stage, layer_ranges, stage_ids
+from myolo.kernels.model import GPT, ModelConfig, flops_per_token, mfu, preset
+from myolo.kernels.model.flops import param_count, peak_flops
+from myolo.kernels.model.gpt import apply_rotary, rotary_tables
+from myolo.kernels.parallel.pp import cut_stage, layer_ranges, stage_ids
 
 torch.set_num_threads(1)
 
@@ -150,9 +150,9 @@ def test_stages_compose_to_full_model(n_stages: int) -> None:
 
 def test_compile_per_block_matches_eager() -> None:
     """``--compile`` (torch.compile on each block) trains to the same losses as eager in one process."""
-    from kernels.train.config import JobConfig
-    from kernels.train.loop import run
-    from kernels.train.records import StepRecord
+    from myolo.kernels.train.config import JobConfig
+    from myolo.kernels.train.loop import run
+    from myolo.kernels.train.records import StepRecord
 
     def losses(compile_blocks: bool) -> list[float]:
         job = JobConfig(steps=3, global_batch=4, seq_len=32, compile=compile_blocks)

@@ -1,4 +1,4 @@
-"""kernels.ops.gpu_check is meant for a CUDA machine; here its logic runs on tiny CPU shapes (with the
+"""myolo.kernels.ops.gpu_check is meant for a CUDA machine; here its logic runs on tiny CPU shapes (with the
 Triton interpreter), and without CUDA the default invocation says so and exits 2."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).parents[4]
 def _run(args: list[str], tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MYOLO_AUTOTUNE_CACHE": str(tmp_path / "autotune.json"), "PYTHONPATH": str(ROOT), **extra_env}
     return subprocess.run(
-        [sys.executable, "-m", "kernels.ops.gpu_check", *args],
+        [sys.executable, "-m", "myolo.kernels.ops.gpu_check", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from events.digest import sha256_file
-from kernels.model import GPT, preset
-from kernels.quantization import PTQConverter
-from kernels.quantization.calibrate import calibration_set
-from kernels.quantization.linear import QuantLinear
+from myolo.events.digest import sha256_file
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.quantization import PTQConverter
+from myolo.kernels.quantization.calibrate import calibration_set
+from myolo.kernels.quantization.linear import QuantLinear
 
 
 @pytest.fixture(scope="module")

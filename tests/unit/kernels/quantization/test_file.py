@@ -10,11 +10,11 @@ import msgspec
 import pytest
 import torch
 
-from kernels.export.weights import WeightsError, read_weights, write_weights
-from kernels.infer.load import load_model
-from kernels.model import GPT, preset
-from kernels.quantization import PTQConverter, load_quantized, save_quantized
-from kernels.quantization.file import META_QUANT
+from myolo.kernels.export.weights import WeightsError, read_weights, write_weights
+from myolo.kernels.infer.load import load_model
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.quantization import PTQConverter, load_quantized, save_quantized
+from myolo.kernels.quantization.file import META_QUANT
 
 
 @pytest.fixture(scope="module")

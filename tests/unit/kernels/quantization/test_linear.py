@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.quantization.dfp import dynamic_fixed_point
-from kernels.quantization.grid import Grid, round_to_nearest
-from kernels.quantization.linear import QuantLinear
+from myolo.kernels.quantization.dfp import dynamic_fixed_point
+from myolo.kernels.quantization.grid import Grid, round_to_nearest
+from myolo.kernels.quantization.linear import QuantLinear
 
 # fp32: the kernels accumulate in another order than the reference matmul: 1e-5 of the output's scale;
 # bf16: activations and products in bfloat16 (8 bits of mantissa): 2 % of it

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.quantization.dfp import dynamic_fixed_point, fractional_length, quantize_activation
-from kernels.quantization.gptq import Hessian, gptq
-from kernels.quantization.grid import Grid, pack4, round_to_nearest, unpack4
-from kernels.quantization.hqq import hqq
+from myolo.kernels.quantization.dfp import dynamic_fixed_point, fractional_length, quantize_activation
+from myolo.kernels.quantization.gptq import Hessian, gptq
+from myolo.kernels.quantization.grid import Grid, pack4, round_to_nearest, unpack4
+from myolo.kernels.quantization.hqq import hqq
 
 
 def weight(n: int = 64, k: int = 256, seed: int = 0) -> torch.Tensor:

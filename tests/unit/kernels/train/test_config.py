@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernels.parallel.layout import Layout
-from kernels.train.config import JobConfig, JobConfigError
-from kernels.train.session import lr_lambda
+from myolo.kernels.parallel.layout import Layout
+from myolo.kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.train.session import lr_lambda
 
 
 def test_default_layout_and_accumulation_follow_dp() -> None:
@@ -121,7 +121,7 @@ def test_lr_schedule_warms_up_then_decays() -> None:
 
 
 def test_a_watermark_key_file_others_can_read_stops_the_run_naming_the_flag(tmp_path) -> None:
-    from kernels.train.guards import open_watermark
+    from myolo.kernels.train.guards import open_watermark
 
     key = tmp_path / "wm.key"
     key.write_text("ab" * 32)

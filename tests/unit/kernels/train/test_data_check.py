@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernels.cli.check_job import judge, read_request
-from kernels.train.config import JobConfig, JobConfigError
-from kernels.train.data_check import check_inputs_sha256
+from myolo.kernels.cli.check_job import judge, read_request
+from myolo.kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.train.data_check import check_inputs_sha256
 
 DATA = bytes(range(256)) * 64
 

@@ -7,10 +7,10 @@ import os
 import pytest
 import torch
 
-from kernels.train import determinism
-from kernels.train.config import JobConfig
-from kernels.train.loop import run
-from kernels.train.records import StepRecord
+from myolo.kernels.train import determinism
+from myolo.kernels.train.config import JobConfig
+from myolo.kernels.train.loop import run
+from myolo.kernels.train.records import StepRecord
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 

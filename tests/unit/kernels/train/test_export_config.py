@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from kernels.cli.check_job import judge, read_request
-from kernels.cli.options import make_command
-from kernels.train.config import JobConfig, JobConfigError
+from myolo.kernels.cli.check_job import judge, read_request
+from myolo.kernels.cli.options import make_command
+from myolo.kernels.train.config import JobConfig, JobConfigError
 
 EXPORTING = {"checkpoint_dir": "ckpt", "export_path": "out/model.safetensors"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels.train.config import JobConfig
-from kernels.train.loop import Control, run
+from myolo.kernels.train.config import JobConfig
+from myolo.kernels.train.loop import Control, run
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 

@@ -8,9 +8,9 @@ import math
 
 import msgspec
 
-from events.payloads import TrainingProgress
-from kernels.train import progress
-from kernels.train.records import DISPLAY_ONLY, EndRecord, StepRecord, progress_payload
+from myolo.events.payloads import TrainingProgress
+from myolo.kernels.train import progress
+from myolo.kernels.train.records import DISPLAY_ONLY, EndRecord, StepRecord, progress_payload
 
 FIELDS = {  # every field of a step on CPU, none at its default
     "step": 3,

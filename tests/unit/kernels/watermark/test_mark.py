@@ -11,11 +11,11 @@ import pytest
 import torch
 from scipy import stats as scipy_stats
 
-from kernels.model import GPT, preset
-from kernels.quantization import PTQConverter
-from kernels.watermark import DigitalWatermark, WatermarkKey, WatermarkSettings
-from kernels.watermark import stats as wm_stats
-from kernels.watermark.carrier import plan
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.quantization import PTQConverter
+from myolo.kernels.watermark import DigitalWatermark, WatermarkKey, WatermarkSettings
+from myolo.kernels.watermark import stats as wm_stats
+from myolo.kernels.watermark.carrier import plan
 
 KEY = "correct horse battery staple"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels.model import GPT, preset
-from kernels.watermark import DigitalWatermark
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.watermark import DigitalWatermark
 from tests.support.kernels.ranks import run_ranks
 
 KEY = "stage test key"
@@ -15,8 +15,8 @@ WORKER = r"""
 import json, sys, torch
 import torch.distributed as dist
 torch.set_num_threads(1)
-from kernels.model import GPT, preset
-from kernels.watermark import DigitalWatermark
+from myolo.kernels.model import GPT, preset
+from myolo.kernels.watermark import DigitalWatermark
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from events.keys import write_secret
-from kernels.infer.load import file_metadata, load_model
-from kernels.watermark import WatermarkKey
-from kernels.watermark.header import file_watermark
-from kernels.watermark.mark import DigitalWatermark
+from myolo.events.keys import write_secret
+from myolo.kernels.infer.load import file_metadata, load_model
+from myolo.kernels.watermark import WatermarkKey
+from myolo.kernels.watermark.header import file_watermark
+from myolo.kernels.watermark.mark import DigitalWatermark
 from tests.support.kernels.launch import run
 
 

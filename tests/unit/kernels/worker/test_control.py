@@ -14,8 +14,8 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from kernels.parallel import rendezvous
-from kernels.worker.protocol import ControlMessage, WorkerHeartbeat
+from myolo.kernels.parallel import rendezvous
+from myolo.kernels.worker.protocol import ControlMessage, WorkerHeartbeat
 from tests.support.kernels.ranks import rank_env
 
 REPO = Path(__file__).resolve().parents[4]
@@ -24,7 +24,7 @@ WORKER = r"""
 import json, sys, torch
 import torch.distributed as dist
 torch.set_num_threads(1)
-from kernels.worker import AgentLink, WorkerEnv
+from myolo.kernels.worker import AgentLink, WorkerEnv
 env = WorkerEnv.from_environ()
 dist.init_process_group("gloo", rank=env.rank, world_size=env.world_size)
 link = AgentLink(env)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.worker import WorkerEnv, WorkerEnvError
+from myolo.kernels.worker import WorkerEnv, WorkerEnvError
 
 BASE = {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "10.0.0.5", "MASTER_PORT": "29500"}
 

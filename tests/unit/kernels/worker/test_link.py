@@ -9,9 +9,9 @@ import msgspec
 import pytest
 import zmq
 
-from events.payloads import TrainingProgress
-from kernels.worker import AgentLink, ControlRequest, WorkerEnv
-from kernels.worker.protocol import ControlMessage, WorkerHeartbeat
+from myolo.events.payloads import TrainingProgress
+from myolo.kernels.worker import AgentLink, ControlRequest, WorkerEnv
+from myolo.kernels.worker.protocol import ControlMessage, WorkerHeartbeat
 
 RECV_TIMEOUT_MS = 60_000  # a deadline against a hang, not a measurement: local IPC delivers in microseconds
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kernels.worker.orphan import AGENT_PID_VAR, EXIT_ORPHANED, agent_pid
+from myolo.kernels.worker.orphan import AGENT_PID_VAR, EXIT_ORPHANED, agent_pid
 
 ROOT = Path(__file__).resolve().parents[4]
 WORKER = (
-    "import sys, time; from kernels.worker.orphan import die_with_agent; die_with_agent(); "
+    "import sys, time; from myolo.kernels.worker.orphan import die_with_agent; die_with_agent(); "
     "print('armed', flush=True); time.sleep(120)"
 )
 # the "agent": starts the worker with its pid in the environment, says the worker's pid, then waits
@@ -70,7 +70,7 @@ def test_without_an_agent_nothing_is_asked() -> None:
     assert agent_pid({AGENT_PID_VAR: " 4242 "}) == 4242
 
 
-@pytest.mark.parametrize("command", ["kernels.cli.warm", "kernels.cli.worker --help"])
+@pytest.mark.parametrize("command", ["myolo.kernels.cli.warm", "myolo.kernels.cli.worker --help"])
 def test_the_worker_and_the_standby_ask_before_anything_else(command: str) -> None:
     """Before the standby's imports, before the worker reads its arguments."""
     env = {**_env(), AGENT_PID_VAR: str(os.getpid())}

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.ops.autotune import attention as autotune
-from kernels.ops.autotune.attention import CANDIDATES, AttentionAutotuner, key_for
-from kernels.ops.backends import reference
+from myolo.kernels.ops.autotune import attention as autotune
+from myolo.kernels.ops.autotune.attention import CANDIDATES, AttentionAutotuner, key_for
+from myolo.kernels.ops.backends import reference
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).parents[5]
@@ -100,8 +100,8 @@ def test_default_cache_path_honours_env(monkeypatch, tmp_path):
 _CHILD = """
 import json, torch
 torch.set_num_threads(1)
-from kernels import ops
-from kernels.ops.autotune import attention_autotuner
+from myolo.kernels import ops
+from myolo.kernels.ops.autotune import attention_autotuner
 g = torch.Generator().manual_seed(1)
 q, k, v = [torch.randn(1, 2, 32, 16, generator=g) for _ in range(3)]
 out = ops.attention(q, k, v, causal=True)

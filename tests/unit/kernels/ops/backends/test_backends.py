@@ -10,9 +10,9 @@ import types
 import pytest
 import torch
 
-from kernels import ops
-from kernels.ops import registry
-from kernels.ops.backends import apex_backend
+from myolo.kernels import ops
+from myolo.kernels.ops import registry
+from myolo.kernels.ops.backends import apex_backend
 from tests.support.kernels.ops_checks import compare_to_reference
 
 torch.set_num_threads(1)
@@ -23,7 +23,7 @@ NUMERIC_OPS = ["rms_norm", "residual_rms_norm", "layer_norm", "cross_entropy", "
 @pytest.fixture(autouse=True)
 def _fresh_registry(tmp_path, monkeypatch):
     monkeypatch.setenv("MYOLO_CACHE_DIR", str(tmp_path))
-    from kernels.ops.autotune import attention as autotune
+    from myolo.kernels.ops.autotune import attention as autotune
 
     autotune.set_attention_autotuner(None)
     registry.reset()

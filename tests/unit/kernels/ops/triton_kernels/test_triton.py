@@ -36,8 +36,8 @@ if not INNER:
 else:
     import torch
 
-    from kernels import ops
-    from kernels.ops import registry
+    from myolo.kernels import ops
+    from myolo.kernels.ops import registry
     from tests.support.kernels.ops_checks import assert_close, compare_to_reference
 
     torch.set_num_threads(1)
@@ -68,7 +68,7 @@ else:
         assert registry.resolve("residual_rms_norm", x.device, x.dtype, dtensor=True)[0] == "reference"
 
     def test_leaf_gradients_accumulate_over_two_backwards():
-        from kernels.ops.triton_kernels import fused_residual_rms_norm
+        from myolo.kernels.ops.triton_kernels import fused_residual_rms_norm
 
         x = torch.randn(4, 24, requires_grad=True)
         r = torch.randn(4, 24, requires_grad=True)
@@ -86,7 +86,7 @@ else:
             assert_close(got, t.grad, torch.float32, f"accumulated d{name}")
 
     def test_without_residual_the_returned_input_still_gets_its_gradient():
-        from kernels.ops.triton_kernels import fused_residual_rms_norm
+        from myolo.kernels.ops.triton_kernels import fused_residual_rms_norm
 
         x = torch.randn(3, 40, requires_grad=True)
         w = torch.randn(40, requires_grad=True)
@@ -98,7 +98,7 @@ else:
         assert_close(got, x.grad, torch.float32, "dx without residual")
 
     def test_non_contiguous_and_large_vocab_chunks():
-        from kernels.ops.triton_kernels import fused_cross_entropy
+        from myolo.kernels.ops.triton_kernels import fused_cross_entropy
 
         logits = torch.randn(6, 5000).t().contiguous().t()[:, :4500]  # strided view, > one 4096 block
         targets = torch.tensor([0, 4499, 4096, -100, 17, 4095])
@@ -106,14 +106,14 @@ else:
         assert_close(fused_cross_entropy(logits, targets, -100), want, torch.float32, "chunked loss")
 
     def test_too_wide_rows_get_a_clear_error():
-        from kernels.ops.triton_kernels import fused_residual_rms_norm
+        from myolo.kernels.ops.triton_kernels import fused_residual_rms_norm
 
         x = torch.randn(1, 20000)
         with pytest.raises(ValueError, match=r"hidden size 20000 is too large.*native backend"):
             fused_residual_rms_norm(x, None, torch.ones(20000), 1e-6)
 
     def test_bad_cross_entropy_shapes_are_explained():
-        from kernels.ops.triton_kernels import fused_cross_entropy
+        from myolo.kernels.ops.triton_kernels import fused_cross_entropy
 
         with pytest.raises(ValueError, match=r"logits \(tokens, vocab\) and targets \(tokens,\)"):
             fused_cross_entropy(torch.randn(2, 3, 4), torch.zeros(2, dtype=torch.long))
