@@ -8,7 +8,7 @@ Everything else about the project is in pyproject.toml.
 
 from setuptools import find_namespace_packages, setup
 
-FOLDERS = ("events", "agent", "coordinator", "kernels")
+FOLDERS = ("common", "events", "agent", "coordinator", "kernels")
 
 setup(
     package_dir={"myolo": "myolo", **{f"myolo.{folder}": folder for folder in FOLDERS}},

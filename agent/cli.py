@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from myolo.agent.config import AgentConfig, load_agent_config
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/myolo/agent.toml")
 FALLBACK_SOCKET = Path("/run/myolo/agent.sock")
@@ -62,10 +62,10 @@ def run(
     from myolo.agent.commands import LedgerError
     from myolo.agent.daemon.assemble import build_runtime
     from myolo.agent.daemon.main import serve
-    from myolo.events import memtrim
-    from myolo.events.clock import SystemClock
-    from myolo.events.logs import configure_logging
-    from myolo.events.memtrace import start_from_env
+    from myolo.common import memtrim
+    from myolo.common.clock import SystemClock
+    from myolo.common.logs import configure_logging
+    from myolo.common.memtrace import start_from_env
 
     cfg = _config(config, simulate_gpus)
     configure_logging(cfg.log_level, json=log_json)
@@ -106,8 +106,8 @@ def sample(
     from myolo.agent.gpu.sim import SimBackend
     from myolo.agent.health import HealthState
     from myolo.agent.trainer.gpu_use import read_gpu_use
-    from myolo.events.clock import SystemClock
-    from myolo.events.logs import configure_logging
+    from myolo.common.clock import SystemClock
+    from myolo.common.logs import configure_logging
 
     configure_logging("warning")  # the GPUs' warnings go to stderr: stdout carries the sample
     cfg = _config(config, simulate_gpus)

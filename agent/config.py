@@ -1,6 +1,6 @@
 """The agent's configuration: ``/etc/myolo/agent.toml`` plus ``MYOLO_*`` overrides, checked at start-up.
 
-Loaded with :func:`myolo.events.config.load_config`, so every key can also come from the environment
+Loaded with :func:`myolo.common.config.load_config`, so every key can also come from the environment
 (``spool.max_bytes`` -> ``MYOLO_SPOOL_MAX_BYTES``; the systemd unit's ``EnvironmentFile=`` uses this).
 Paths left empty are resolved here, once, from systemd's directories (``STATE_DIRECTORY``,
 ``RUNTIME_DIRECTORY``) or the user's XDG directories, so the rest of the agent only sees absolute paths.
@@ -26,10 +26,11 @@ from myolo.agent.kernlog.config import KernelLogConfig
 from myolo.agent.leak.config import LeakConfig
 from myolo.agent.releases.config import ReleasesConfig
 from myolo.agent.trainer.config import TrainerConfig
-from myolo.events.config import load_config
-from myolo.events.errors import ConfigError
+from myolo.common.config import load_config
+from myolo.common.errors import ConfigError
+from myolo.common.telemetry import TelemetrySettings
 from myolo.events.payloads.common import Host
-from myolo.events.settings import KafkaSettings, TelemetrySettings
+from myolo.events.settings import KafkaSettings
 
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 MiB = 1 << 20

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
+from myolo.common.errors import ConfigError
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
 from myolo.coordinator.core.config import CoreConfig
-from myolo.events.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/myolo/coordinator.toml")
 
@@ -53,9 +53,9 @@ def run(
 ) -> None:
     """Run a coordinator. Several may run: one leads (Kafka group membership), the others stand by and serve
     reads. SIGTERM or SIGINT stops it gracefully (a standby takes over at once)."""
-    from myolo.events import memtrim
-    from myolo.events.logs import configure_logging
-    from myolo.events.memtrace import start_from_env
+    from myolo.common import memtrim
+    from myolo.common.logs import configure_logging
+    from myolo.common.memtrace import start_from_env
     from myolo.events.topics import ensure_topics
 
     cfg = _config(config, api_port)

@@ -4,7 +4,7 @@ The file has the core's keys (``core/config.py``: identity, ticks, API, signing,
 section per component (``[fleet]``, ``[cordons]``, ``[commands]``, ...), each validated by the Struct the
 component declares; the schema is assembled from the component list the caller passes (the daemon's, in
 ``coordinator/components.py``), so a new component brings its section without editing this file.
-Loaded with :func:`myolo.events.config.load_config`, so ``fleet.lost_after_s`` is also ``MYOLO_FLEET_LOST_AFTER_S``
+Loaded with :func:`myolo.common.config.load_config`, so ``fleet.lost_after_s`` is also ``MYOLO_FLEET_LOST_AFTER_S``
 and ``api.port`` is ``MYOLO_API_PORT``.
 """
 
@@ -19,13 +19,13 @@ from typing import Any
 
 import msgspec
 
+from myolo.common.config import load_config
+from myolo.common.errors import ConfigError
+from myolo.common.keys import load_signer
 from myolo.coordinator.api.settings import check_api
 from myolo.coordinator.core.assembly import check_names
 from myolo.coordinator.core.component import Component
 from myolo.coordinator.core.config import CoreConfig, previous_signers, section
-from myolo.events.config import load_config
-from myolo.events.errors import ConfigError
-from myolo.events.keys import load_signer
 
 
 def schema(components: Sequence[type[Component]]) -> type[CoreConfig]:

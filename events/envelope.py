@@ -8,7 +8,7 @@ from datetime import datetime
 
 import msgspec
 
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
 from myolo.events.payloads import Payload
 from myolo.events.types import partition_key, type_name
 

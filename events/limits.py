@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only an annotation: the trainer's torch-free job check imports this module, not asyncio
-    from myolo.events.clock import Clock
+    from myolo.common.clock import Clock
 
 MAX_RECORD_BYTES = 1 << 20
 """The record's value (the JSON payload, or the whole structured CloudEvent)."""

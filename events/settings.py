@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 from myolo.events.limits import DEDUPE_WINDOW_IDS
 from myolo.events.stackfile import local_bootstrap
 
@@ -90,14 +90,3 @@ class KafkaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         if self.sasl_password is None:
             raise ConfigError("kafka.sasl_password", "required with SASL (or set kafka.sasl_password_file)")
         return self.sasl_password
-
-
-class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The ``[telemetry]`` section: where OpenTelemetry metrics and traces go (``myolo.events.telemetry``).
-
-    ``none`` exports nothing (the default: Prometheus scrapes ``/metrics`` instead); ``otlp`` pushes to an
-    OTLP/HTTP collector every ``metric_interval_s``; ``console`` prints to stderr, for debugging."""
-
-    exporter: Literal["none", "console", "otlp"] = "none"
-    otlp_endpoint: str = "http://127.0.0.1:4318"
-    metric_interval_s: Annotated[float, msgspec.Meta(ge=1.0, le=3600.0)] = 15.0

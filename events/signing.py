@@ -4,7 +4,7 @@ The signature covers everything that gives an event its meaning: id, source, typ
 every extension attribute (``traceparent`` included) but the signature's own two, and the payload bytes
 exactly as sent. So a relabelled, re-keyed, re-traced or edited record fails. The key id travels in the
 ``ce_sigkeyid`` header, the signature (hex) in ``ce_sig``. Which algorithm checks it is the verifier's key's
-(:mod:`myolo.events.keys`), never the record's say.
+(:mod:`myolo.common.keys`), never the record's say.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 import msgspec
 
+from myolo.common.keys import Signer, VerifyKey
 from myolo.events.envelope import Event
 from myolo.events.errors import SignatureError
-from myolo.events.keys import Signer, VerifyKey
 from myolo.events.types import COMMAND_ACK_V1, NODE_FAULT_V1, NODE_SAMPLE_V1, TRAINING_COMPLETED_V1, TRAINING_FAULT_V1
 
 SIG = "sig"

@@ -19,7 +19,7 @@ _tracer = trace.get_tracer("myolo.events")
 
 
 def tracing_enabled() -> bool:
-    """Whether an SDK tracer provider is installed (``myolo.events.telemetry.setup_telemetry`` or a test).
+    """Whether an SDK tracer provider is installed (``myolo.common.telemetry.setup_telemetry`` or a test).
 
     Without one, spans are no-ops and cost only time: the hot paths skip them and just forward any trace
     context the caller already has."""

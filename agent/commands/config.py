@@ -13,8 +13,8 @@ from typing import Annotated
 import msgspec
 
 from myolo.agent.commands.ledger import DEFAULT_MAX_IDS
-from myolo.events.errors import ConfigError
-from myolo.events.keys import load_verify_key
+from myolo.common.errors import ConfigError
+from myolo.common.keys import load_verify_key
 from myolo.events.signing import Verifier
 
 

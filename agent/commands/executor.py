@@ -33,7 +33,7 @@ import structlog
 from myolo.agent.commands.args import PARSERS, ArgsError
 from myolo.agent.commands.ledger import DEFAULT_MAX_IDS, Entry, Ledger
 from myolo.agent.tasks import TaskSet
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
 from myolo.events.deadletter import RecordInfo
 from myolo.events.envelope import Event, parse_rfc3339
 from myolo.events.errors import InvalidEvent

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from myolo.events.digest import Sha256, TooLarge
+from myolo.common.digest import Sha256, TooLarge
 from myolo.events.payloads.commands import FileDigest, HashFilesResult
 
 log = structlog.get_logger("myolo.agent.commands")

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from myolo.events.files import atomic_write
+from myolo.common.files import atomic_write
 from myolo.events.payloads.commands import Outcome
 
 LEDGER_FILE = "ledger.jsonl"

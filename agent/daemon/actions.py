@@ -53,8 +53,8 @@ from myolo.agent.profile.action import profile_action
 from myolo.agent.rdma.action import rdma_latency_action
 from myolo.agent.tfrecord.action import check_tfrecords_action
 from myolo.agent.trainer.versions import runtime_versions_action
+from myolo.common.clock import sleep_or_wake
 from myolo.events.bus import EventConsumer, EventProducer
-from myolo.events.clock import sleep_or_wake
 from myolo.events.payloads.commands import (
     DrainResult,
     NcclProbeResult,

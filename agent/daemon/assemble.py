@@ -24,8 +24,8 @@ from myolo.agent.profile.profiler import Profiler
 from myolo.agent.publish import Publisher
 from myolo.agent.publish.publisher import Producer
 from myolo.agent.spool import Spool
+from myolo.common.clock import Clock
 from myolo.events.bus import EventProducer
-from myolo.events.clock import Clock
 
 
 def kafka_producer_factory(cfg: AgentConfig, clock: Clock) -> Callable[[], Producer]:

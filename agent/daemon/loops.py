@@ -23,7 +23,7 @@ import structlog
 from myolo.agent.daemon.runtime import Runtime
 from myolo.agent.daemon.xid_pairing import nvml_echo
 from myolo.agent.health import fault_from_event
-from myolo.events.clock import sleep_or_wake
+from myolo.common.clock import sleep_or_wake
 from myolo.events.payloads import HostReading, NodeFault, NodeSample
 from myolo.events.payloads.compact import compact_sample
 

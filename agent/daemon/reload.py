@@ -18,7 +18,7 @@ import structlog
 from myolo.agent.config import AgentConfig, load_agent_config
 from myolo.agent.daemon.runtime import Runtime
 from myolo.agent.daemon.trainer import trainer_python
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 log = structlog.get_logger("myolo.agent.daemon")
 RESTART_ONLY = ("node_id", "address", "simulate_gpus", "data_dir", "control_socket", "spool", "kafka", "commands")

@@ -20,7 +20,7 @@ from myolo.agent.kernlog.dedup import XidDedup
 from myolo.agent.notify import Notifier
 from myolo.agent.publish import Publisher
 from myolo.agent.releases.restart import RestartPlan
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 from myolo.events.payloads import FailedRelease, NodeSample
 
 if TYPE_CHECKING:  # imported only where workers are supervised: it brings ZeroMQ in

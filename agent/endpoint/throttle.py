@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from myolo.agent.endpoint.checks import HealthReport
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 
 import typer
 
-from myolo.events.clock import SystemClock
+from myolo.common.clock import SystemClock
 from myolo.events.settings import KafkaSettings
 
 
@@ -81,7 +81,7 @@ def fleetsim_command(
 ) -> None:
     """Play NODES agents with GPUS simulated GPUs each, publishing NodeSamples at RATE Hz (spread evenly over
     each second) and random XID faults, to Kafka. Prints the simulator's own cost as JSON at the end."""
-    from myolo.events.errors import ConfigError
+    from myolo.common.errors import ConfigError
 
     try:
         stats = asyncio.run(run_fleet(nodes, gpus, duration, fault_rate, bootstrap, rate_hz, seed))

@@ -24,10 +24,10 @@ from myolo.agent.fleetsim.faults import DEFAULT_MIX, FaultPlan, xid_fault
 from myolo.agent.fleetsim.model import FleetModel
 from myolo.agent.fleetsim.sink import KafkaSink, RecordSink, partition_of
 from myolo.agent.fleetsim.template import gpu_uuid, sample_template
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
+from myolo.common.keys import Ed25519Public, Ed25519Signer
 from myolo.events.codec import decode, encode
 from myolo.events.envelope import new_event, rfc3339
-from myolo.events.keys import Ed25519Public, Ed25519Signer
 from myolo.events.payloads.common import HEALTH_RANK
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import sign

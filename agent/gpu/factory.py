@@ -6,7 +6,7 @@ from myolo.agent.gpu.backend import GpuBackend
 from myolo.agent.gpu.nvml import NvmlBackend
 from myolo.agent.gpu.sim import SimBackend
 from myolo.agent.gpu.sim_model import profile_from_name
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 
 def make_backend(

@@ -17,7 +17,7 @@ from myolo.agent.gpu.bridge import EventBridge, resolve_loop
 from myolo.agent.gpu.nvml_calls import GpuLost, NvmlCaller, text
 from myolo.agent.gpu.nvml_events import NvmlEventThread
 from myolo.agent.gpu.nvml_read import DeviceInfo, discover_nvlinks, read_device
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
 from myolo.events.payloads import GpuReading
 
 log = structlog.get_logger("myolo.agent.gpu")

@@ -31,8 +31,8 @@ from myolo.agent.gpu.backend import GpuBackendError
 from myolo.agent.gpu.nvml import NvmlBackend
 from myolo.agent.gpu.sample import build_sample
 from myolo.agent.health import HealthState
-from myolo.events.clock import SystemClock
-from myolo.events.logs import configure_logging
+from myolo.common.clock import SystemClock
+from myolo.common.logs import configure_logging
 from myolo.events.payloads import GpuReading, NodeSample
 from myolo.events.payloads.compact import compact_sample
 

@@ -1,6 +1,6 @@
 """Simulated GPUs behind the same interface as NVML, labelled ``sim``, with injectable faults.
 
-Time comes from the agent's :class:`~myolo.events.clock.Clock`, so a test with a ``SimClock`` plays an hour of a
+Time comes from the agent's :class:`~myolo.common.clock.Clock`, so a test with a ``SimClock`` plays an hour of a
 node in milliseconds and sees the same readings every run (seeded noise). What the simulator itself costs
 is measured apart (:attr:`SimBackend.cost`) so the benchmark can report the agent's own share.
 """
@@ -32,7 +32,7 @@ from myolo.agent.gpu.sim_faults import (
     check_xid,
 )
 from myolo.agent.gpu.sim_model import GpuSpec, GpuState, LoadProfile, SimProcess, memory, settle, step, training_profile
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
 from myolo.events.payloads import GpuProcess, GpuReading, NvLink
 
 log = structlog.get_logger("myolo.agent.gpu")

@@ -15,7 +15,7 @@ from myolo.agent.gpu.backend import GpuEvent
 from myolo.agent.health.model import Finding, summarise
 from myolo.agent.health.rules import gpu_findings, pcie_findings
 from myolo.agent.health.xid import classify_xid
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 from myolo.events.payloads import GpuReading, NodeSample
 from myolo.events.payloads.common import Health
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import msgspec
 
-from myolo.events.errors import ConfigError
-from myolo.events.keys import Ed25519Signer, ensure_ed25519
+from myolo.common.errors import ConfigError
+from myolo.common.keys import Ed25519Signer, ensure_ed25519
 
 FIELD = "identity.key_file"
 DEFAULT_NAME = "node.key"

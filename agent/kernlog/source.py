@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import structlog
 
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 log = structlog.get_logger("myolo.agent.kernlog")
 CHUNK = 8192

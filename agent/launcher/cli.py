@@ -15,9 +15,9 @@ import msgspec
 
 from myolo.agent.launcher.supervise import Launcher
 from myolo.agent.releases.config import ReleasesConfig
-from myolo.events.config import load_config
-from myolo.events.errors import ConfigError
-from myolo.events.logs import configure_logging
+from myolo.common.config import load_config
+from myolo.common.errors import ConfigError
+from myolo.common.logs import configure_logging
 
 DEFAULT_CONFIG = Path("/etc/myolo/agent.toml")
 USAGE = """usage: myolo-agent-launcher [myolo-agent run options]

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 from msgspec.structs import replace
 
-from myolo.events.files import atomic_write
+from myolo.common.files import atomic_write
 from myolo.events.payloads.node import FailedRelease, ReleaseComponent
 
 TRIAL_FILE = "trial.json"

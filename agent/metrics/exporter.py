@@ -14,8 +14,8 @@ from myolo.agent.metrics.observed import Observed
 from myolo.agent.metrics.plan import Planned, plan, series
 from myolo.agent.metrics.sources import View
 from myolo.agent.publish import Publisher
-from myolo.events.clock import Clock
-from myolo.events.metrics.text import CONTENT_TYPE, render_family
+from myolo.common.clock import Clock
+from myolo.common.metrics.text import CONTENT_TYPE, render_family
 from myolo.events.payloads import NodeSample
 
 

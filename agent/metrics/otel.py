@@ -16,8 +16,8 @@ from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from myolo.agent.metrics.exporter import AgentMetrics
 from myolo.agent.metrics.plan import Planned, series
-from myolo.events.metrics.mapping import Mapping, load
-from myolo.events.settings import TelemetrySettings
+from myolo.common.metrics.mapping import Mapping, load
+from myolo.common.telemetry import TelemetrySettings
 
 FIXED_GPU_ATTRIBUTES = {"hw.vendor": "NVIDIA"}
 
@@ -66,7 +66,7 @@ def start(metrics: AgentMetrics, settings: TelemetrySettings, instance: str) -> 
     event loop since the export blocks on its HTTP request."""
     from opentelemetry.sdk.metrics import MeterProvider  # the SDK: only when telemetry is on
 
-    from myolo.events.telemetry import metric_readers, resource
+    from myolo.common.telemetry import metric_readers, resource
 
     provider = MeterProvider(resource=resource("myolo-agent", instance), metric_readers=metric_readers(settings))
     register(metrics, provider.get_meter("myolo.agent"))

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from myolo.agent.metrics.sources import SOURCES, Source, View
-from myolo.events.metrics import units
-from myolo.events.metrics.mapping import Mapping, MappingError, MetricSpec, load
+from myolo.common.metrics import units
+from myolo.common.metrics.mapping import Mapping, MappingError, MetricSpec, load
 from myolo.events.payloads import GpuReading
 
 GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION", "node")

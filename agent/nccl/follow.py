@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import BinaryIO
 
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 CHUNK = 1 << 20
 

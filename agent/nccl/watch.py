@@ -6,7 +6,7 @@ import inspect
 from collections.abc import AsyncIterable, Awaitable, Callable
 
 from myolo.agent.nccl.tracker import NcclTracker
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 from myolo.events.payloads import NcclReport, NodeFault
 
 Emit = Callable[[NcclReport | NodeFault], Awaitable[None] | None]

@@ -22,8 +22,8 @@ from typing import Literal
 import msgspec
 import structlog
 
-from myolo.events.clock import Clock
-from myolo.events.files import atomic_write
+from myolo.common.clock import Clock
+from myolo.common.files import atomic_write
 
 log = structlog.get_logger("myolo.agent.profile")
 State = Literal["running", "done", "failed"]

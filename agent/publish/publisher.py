@@ -28,11 +28,11 @@ import structlog
 from myolo.agent.config import PublishConfig
 from myolo.agent.publish.loss import loss_fault, new_losses
 from myolo.agent.spool import Spool, SpoolEntry, SpoolRecord
-from myolo.events.clock import Clock, sleep_or_wake
+from myolo.common.clock import Clock, sleep_or_wake
+from myolo.common.keys import Signer
 from myolo.events.codec import decode, encode
 from myolo.events.envelope import Event, new_event
 from myolo.events.errors import InvalidEvent
-from myolo.events.keys import Signer
 from myolo.events.payloads import Payload
 from myolo.events.signing import must_sign, sign
 from myolo.events.topics import NODE_SAMPLES, topic_for_type

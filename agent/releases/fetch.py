@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from myolo.agent.releases.errors import ReleaseError
-from myolo.events.digest import Sha256, TooLarge
+from myolo.common.digest import Sha256, TooLarge
 
 CHUNK = 1 << 16
 FIELD = "args.artifact"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 FsyncPolicy = Literal["always", "interval", "never"]
 

@@ -31,8 +31,8 @@ from myolo.agent.spool.record import SpoolRecord, pack
 from myolo.agent.spool.recovery import recover, segment_path
 from myolo.agent.spool.segment import Damage, Segment, SegmentFile, records_between
 from myolo.agent.spool.stats import SpoolStats
-from myolo.events.clock import Clock, SystemClock
-from myolo.events.files import fsync_dir
+from myolo.common.clock import Clock, SystemClock
+from myolo.common.files import fsync_dir
 
 log = structlog.get_logger("myolo.agent.spool")
 

@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 
 def running_child(pid: int) -> bool:

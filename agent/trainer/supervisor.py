@@ -48,7 +48,7 @@ from myolo.agent.trainer.logtail import tail_lines
 from myolo.agent.trainer.signals import process_stopped, signal_group, signal_name, wait_all
 from myolo.agent.trainer.throttle import ProgressThrottle
 from myolo.agent.trainer.warm import WarmPool
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 from myolo.events.limits import Throttle
 from myolo.events.payloads import (
     ControlMessage,

@@ -35,7 +35,7 @@ import structlog
 from myolo.agent.trainer import launch, leftovers
 from myolo.agent.trainer.logtail import tail_lines
 from myolo.agent.trainer.signals import running_child, signal_group, wait_all
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 from myolo.events.payloads.warm_handoff import MAX_HANDOFF_BYTES, READY_LINE, WarmHandoff
 
 log = structlog.get_logger("myolo.agent.trainer")

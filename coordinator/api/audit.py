@@ -20,10 +20,10 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from myolo.common.clock import Clock
 from myolo.coordinator.api.auth import Caller
 from myolo.coordinator.core.errors import Unavailable
 from myolo.events.bus import EventProducer
-from myolo.events.clock import Clock
 from myolo.events.payloads import AuditRecord
 from myolo.events.payloads.audit import Outcome
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from myolo.common.errors import validation_problem
 from myolo.coordinator.api.auth import by_refused
 from myolo.coordinator.core.errors import Invalid, TooLarge
-from myolo.events.errors import validation_problem
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from myolo.common.metrics.text import CONTENT_TYPE
 from myolo.coordinator.core.leadership import LeaderInfo
-from myolo.events.metrics.text import CONTENT_TYPE
 
 
 class CoreView(Protocol):

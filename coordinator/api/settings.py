@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from myolo.common.clock import Clock
+from myolo.common.errors import ConfigError
+from myolo.common.keys import check_private
 from myolo.coordinator.api.audit import AuditLog, Send
 from myolo.coordinator.api.auth import Authenticator
 from myolo.coordinator.api.gate import Security
 from myolo.coordinator.api.tokens import FIELD, TokenStore
-from myolo.events.clock import Clock
-from myolo.events.errors import ConfigError
-from myolo.events.keys import check_private
 
 if TYPE_CHECKING:
     from myolo.coordinator.api.config import ApiConfig

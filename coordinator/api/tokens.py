@@ -23,8 +23,8 @@ from typing import Literal, get_args
 
 import structlog
 
-from myolo.events.errors import ConfigError
-from myolo.events.files import atomic_write
+from myolo.common.errors import ConfigError
+from myolo.common.files import atomic_write
 
 log = structlog.get_logger("myolo.coordinator.api")
 

@@ -23,6 +23,7 @@ from typing import IO
 
 import msgspec
 
+from myolo.common.files import fsync_dir
 from myolo.coordinator.backup.schema import (
     CHECKPOINTS_DIR,
     CONFIGS_DIR,
@@ -37,7 +38,6 @@ from myolo.coordinator.backup.schema import (
     encode_manifest,
     topic_member,
 )
-from myolo.events.files import fsync_dir
 
 SPOOL_BYTES = 16 << 20  # a member larger than this is staged in a temp file, not in memory
 _CHUNK = 1 << 16

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from myolo.common.files import atomic_write
 from myolo.coordinator.backup.archive import Archive
 from myolo.coordinator.backup.schema import Record
 from myolo.coordinator.backup.state_read import existing_topics
 from myolo.events.aiokafka_internals import load_metadata
 from myolo.events.bus.producer import DEFAULT_PRODUCER_OPTIONS
-from myolo.events.files import atomic_write
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import Topic, ensure_topics
 

@@ -23,6 +23,8 @@ from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.markup import escape
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import load_signer
 from myolo.coordinator.backup import restore as rs
 from myolo.coordinator.backup.archive import Archive, Limits, read_archive
 from myolo.coordinator.backup.files import RefusedFile, default_configs
@@ -41,8 +43,6 @@ from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.core.coordinator import state_topics, topic_specs
 from myolo.coordinator.localstack.broker import state
 from myolo.coordinator.state.seal import StateKeys
-from myolo.events.errors import ConfigError
-from myolo.events.keys import load_signer
 from myolo.events.settings import KafkaSettings
 
 STATE = state_topics(COMPONENTS)

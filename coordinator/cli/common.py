@@ -8,10 +8,11 @@ from typing import Annotated, Literal, NoReturn
 import typer
 from rich.console import Console
 
+from myolo.common.errors import ConfigError
 from myolo.coordinator.localstack.broker import state
 from myolo.coordinator.localstack.broker.errors import BrokerError
 from myolo.coordinator.localstack.security import client_settings
-from myolo.events.errors import ConfigError, InvalidEvent
+from myolo.events.errors import InvalidEvent
 from myolo.events.settings import KafkaSettings
 
 Bootstrap = Annotated[

@@ -13,9 +13,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import ensure_ed25519, public_path
 from myolo.coordinator.cli.common import fail
-from myolo.events.errors import ConfigError
-from myolo.events.keys import ensure_ed25519, public_path
 
 app = typer.Typer(help="Signing keys: `myoloctl keys generate PATH` makes the coordinators' Ed25519 key pair.")
 

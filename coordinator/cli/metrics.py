@@ -13,10 +13,10 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from myolo.common.metrics.grafana import MAX_DASHBOARD_BYTES, translate_dashboard
+from myolo.common.metrics.mapping import load
+from myolo.common.metrics.promql import PromqlError, factor_text, translate
 from myolo.coordinator.cli.common import err_console, fail
-from myolo.events.metrics.grafana import MAX_DASHBOARD_BYTES, translate_dashboard
-from myolo.events.metrics.mapping import load
-from myolo.events.metrics.promql import PromqlError, factor_text, translate
 
 app = typer.Typer(
     help="The metric-name mapping between dcgm-exporter / Prometheus names and OpenTelemetry's, and the rewrite "
@@ -42,7 +42,7 @@ def show_map(
 
     mapping = load()
     if fmt == "toml":
-        sys.stdout.write(resources.files("myolo.events.metrics").joinpath("mapping.toml").read_text(encoding="utf-8"))
+        sys.stdout.write(resources.files("myolo.common.metrics").joinpath("mapping.toml").read_text(encoding="utf-8"))
         return
     metrics = [m for m in mapping.metric if component in ("all", m.component)]
     if fmt == "json":

@@ -17,14 +17,14 @@ import typer
 import yaml
 from rich.console import Console
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
 from myolo.coordinator.cli import render
 from myolo.coordinator.cli.client import ApiClient, ApiOption
 from myolo.coordinator.cli.common import fail
 from myolo.coordinator.cli.exits import answer, connect
 from myolo.coordinator.cli.get import Output, OutputOption
 from myolo.coordinator.localstack.identity import PUBLIC_KEY, key_path
-from myolo.events.errors import ConfigError
-from myolo.events.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
 
 app = typer.Typer(
     help="Node identity: enrol the public key a node signs its faults, acks and training events with; list "

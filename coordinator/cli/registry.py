@@ -22,6 +22,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from myolo.common.digest import sha256_file
 from myolo.coordinator.cli import common
 from myolo.coordinator.cli import registry_view as view
 from myolo.coordinator.cli.client import ApiClient, ApiOption
@@ -42,7 +43,6 @@ from myolo.coordinator.registry.answers import (
 from myolo.coordinator.registry.answers import ModelList as ModelListAnswer
 from myolo.coordinator.registry.errors import RegistryError
 from myolo.coordinator.registry.records import RetrainTemplate
-from myolo.events.digest import sha256_file
 from myolo.events.payloads.models import EvalResult, ModelExport
 
 T = TypeVar("T", bound=msgspec.Struct)

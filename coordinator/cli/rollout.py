@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from myolo.common.digest import sha256_file
 from myolo.coordinator.cli import render
 from myolo.coordinator.cli.client import ApiOption
 from myolo.coordinator.cli.exits import ask
@@ -26,7 +27,6 @@ from myolo.coordinator.jobs import units
 from myolo.coordinator.rollouts.answers import RolloutAnswer
 from myolo.coordinator.rollouts.config import Plan
 from myolo.coordinator.rollouts.records import Wave
-from myolo.events.digest import sha256_file
 
 app = typer.Typer(
     help="Rolling upgrades of the agent or the trainer across the fleet: waves of nodes (5 -> 20 -> 50 -> "

@@ -14,9 +14,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from myolo.common.errors import ConfigError
 from myolo.coordinator.api import tokens
 from myolo.coordinator.cli.common import err_console, fail
-from myolo.events.errors import ConfigError
 
 app = typer.Typer(help="API tokens: create (printed once), list, revoke. Roles: viewer, operator, admin.")
 

@@ -16,12 +16,12 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import load_secret, watermark_commitment
 from myolo.coordinator.cli.client import ApiOption
 from myolo.coordinator.cli.exits import ask
 from myolo.coordinator.cli.registry import ModelArg, _is_url, _local, _path, _read, fail, new_console
 from myolo.coordinator.registry.answers import VersionAnswer
-from myolo.events.errors import ConfigError
-from myolo.events.keys import load_secret, watermark_commitment
 
 EXIT_NOT_MARKED = 3  # as myolo.kernels.cli.watermark says it
 

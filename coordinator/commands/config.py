@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 
 class DispatchConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

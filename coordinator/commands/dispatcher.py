@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 import structlog
 
+from myolo.common.clock import Clock
 from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from myolo.coordinator.core.errors import NotLeader
 from myolo.coordinator.state import StateStore
 from myolo.events.bus import EventProducer
-from myolo.events.clock import Clock
 from myolo.events.envelope import new_id
 from myolo.events.errors import InvalidEvent
 from myolo.events.payloads import Command, CommandAck

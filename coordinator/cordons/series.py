@@ -7,10 +7,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from myolo.common.metrics.histogram import Histogram
 from myolo.coordinator.cordons.policy import AUTO_FAULT, AUTO_LOST
 from myolo.coordinator.cordons.writer import LATENCY_METRIC
 from myolo.coordinator.fleet.interface import NodeState
-from myolo.events.metrics.histogram import Histogram
 
 
 def series(nodes: Iterable[NodeState], latency: Histogram) -> dict[str, list[tuple[tuple[str, ...], Any]]]:

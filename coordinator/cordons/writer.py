@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import structlog
 
+from myolo.common.clock import Clock
+from myolo.common.metrics.histogram import Histogram
+from myolo.common.metrics.mapping import load
 from myolo.coordinator.cordons.policy import AUTO_LOST, record
 from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
 from myolo.coordinator.fleet.interface import FleetNodes
 from myolo.coordinator.state import StateStore
-from myolo.events.clock import Clock
-from myolo.events.metrics.histogram import Histogram
-from myolo.events.metrics.mapping import load
 
 log = structlog.get_logger("myolo.coordinator.cordons")
 LATENCY_METRIC = "myolo_fault_to_cordon_seconds"

@@ -136,7 +136,7 @@ class Component:
         return {}
 
     def metrics(self) -> Mapping[str, Iterable[tuple[tuple[str, ...], Any]]]:
-        """Series for ``GET /metrics``, by their name in ``events/metrics/mapping.toml`` (component
+        """Series for ``GET /metrics``, by their name in ``common/metrics/mapping.toml`` (component
         ``coordinator``): each ``(values of the metric's by-labels, value)``. Read from memory only."""
         return {}
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from myolo.common.keys import Ed25519Signer, HmacKey, load_signer
 from myolo.coordinator.api.config import ApiConfig, Positive
-from myolo.events.keys import Ed25519Signer, HmacKey, load_signer
 from myolo.events.settings import KafkaSettings
 
 

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from myolo.common.clock import Clock
 from myolo.coordinator.core.config import CoreConfig
 from myolo.coordinator.core.dashboard import Boards
 from myolo.coordinator.core.ingest import IngestHealth
 from myolo.coordinator.core.leadership import Leadership
 from myolo.coordinator.state import StateStore
 from myolo.events.bus import EventProducer
-from myolo.events.clock import Clock
 
 T = TypeVar("T")
 

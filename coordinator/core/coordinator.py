@@ -22,6 +22,9 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from myolo.common.clock import Clock, SystemClock
+from myolo.common.files import atomic_write
+from myolo.common.keys import load_signer
 from myolo.coordinator.api.requests import RequestCounts
 from myolo.coordinator.core import assembly
 from myolo.coordinator.core.component import Component, StateTopic
@@ -44,9 +47,6 @@ from myolo.coordinator.core.router import EventRouter
 from myolo.coordinator.leader.election import LeaderElector
 from myolo.coordinator.state import StateCodec, StateKeys, StateStore, StateTail
 from myolo.events.bus import EventConsumer, EventProducer
-from myolo.events.clock import Clock, SystemClock
-from myolo.events.files import atomic_write
-from myolo.events.keys import load_signer
 from myolo.events.signing import GUARDED_NODE_EVENTS
 from myolo.events.topics import CATALOGUE, Topic
 

@@ -1,5 +1,5 @@
 """``GET /metrics`` of a coordinator: the core's series and each component's (its ``metrics()`` hook), rendered
-under the names of ``events/metrics/mapping.toml``, every series labelled with this member's id.
+under the names of ``common/metrics/mapping.toml``, every series labelled with this member's id.
 
 A component names the metrics it serves by their mapping names and yields, for each, ``(values of the
 metric's by-labels, value)``; the core owns no component's numbers. A name the mapping does not have, or a
@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
-from myolo.events.metrics.mapping import MetricSpec, load
-from myolo.events.metrics.text import HistogramValue, render_family
+from myolo.common.metrics.mapping import MetricSpec, load
+from myolo.common.metrics.text import HistogramValue, render_family
 
 log = structlog.get_logger("myolo.coordinator.metrics")
 

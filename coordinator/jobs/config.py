@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 Seconds = Annotated[float, msgspec.Meta(ge=0, le=86_400)]
 Port = Annotated[int, msgspec.Meta(ge=1024, le=65535)]

@@ -21,9 +21,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from myolo.common.errors import validation_problem
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.jobs import units
-from myolo.events.errors import validation_problem
 from myolo.events.payloads.trainer_job import TrainerJob
 
 MAX_MANIFEST_BYTES = 256 * 1024

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import msgspec
 
+from myolo.common.clock import Clock
 from myolo.coordinator.commands.interface import CommandSender
 from myolo.coordinator.core.errors import Conflict, Invalid, Unavailable
 from myolo.coordinator.fleet.interface import FleetNodes
 from myolo.coordinator.jobs.records import JobRecord
-from myolo.events.clock import Clock
 from myolo.events.payloads.commands import MAX_PROFILE_S, ProfileArgs
 
 TAKEN_WITHIN_S = 15.0  # an agent acks a command within a second or two; past this, say so

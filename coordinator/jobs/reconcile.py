@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import structlog
 from msgspec.structs import replace
 
+from myolo.common.clock import Clock
 from myolo.coordinator.commands.interface import CommandSender
 from myolo.coordinator.cordons.interface import AutoCordons
 from myolo.coordinator.fleet.interface import FleetNodes, NodeState
@@ -33,7 +34,6 @@ from myolo.coordinator.jobs.records import (
     with_spec,
     with_status,
 )
-from myolo.events.clock import Clock
 from myolo.events.payloads import TrainingCompleted, TrainingFault
 
 log = structlog.get_logger("myolo.coordinator.jobs")

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import ensure_ed25519, public_path
 from myolo.coordinator.api.tokens import ensure_local
-from myolo.events.errors import ConfigError
-from myolo.events.keys import ensure_ed25519, public_path
 
 KEY_FILE = "signing.key"
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
+from myolo.common.keys import ensure_ed25519
 from myolo.coordinator.cli.auth import Token
 from myolo.coordinator.cli.client import ApiClient
 from myolo.coordinator.core.errors import Unavailable
-from myolo.events.keys import ensure_ed25519
 
 NODE_KEY = "node.key"  # the agent's default [identity] key_file, in its data dir
 PUBLIC_KEY = "node.key.pub"

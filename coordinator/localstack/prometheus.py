@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from myolo.common.files import atomic_write
 from myolo.coordinator.api import tokens
 from myolo.coordinator.localstack.broker import state
-from myolo.events.files import atomic_write
 
 SCRAPE_TOKEN_NAME = "prometheus"
 AGENT_JOB, COORDINATOR_JOB = "myolo-agent", "myolo-coordinator"
@@ -71,7 +71,7 @@ def write_config(state_dir: Path, *, interval_s: float = 15.0, ca_file: str | No
     f = write_targets(state_dir)
     tokens_file = tokens.local_paths(state_dir)[0]
     tokens.ensure_token(tokens_file, f.token, SCRAPE_TOKEN_NAME, "scrape")
-    rules = resources.files("myolo.events.metrics").joinpath("prometheus/myolo-rules.yml").read_bytes()
+    rules = resources.files("myolo.common.metrics").joinpath("prometheus/myolo-rules.yml").read_bytes()
     atomic_write(f.rules, rules, durable=False)
     every = f"{interval_s:g}s"
     coordinator_job: dict[str, object] = {

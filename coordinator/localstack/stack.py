@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from myolo.common.files import atomic_write
 from myolo.coordinator.cli.auth import stack_token
 from myolo.coordinator.core.errors import Refusal
 from myolo.coordinator.localstack import configs, health, identity, prometheus, security
 from myolo.coordinator.localstack.broker import process, state
 from myolo.coordinator.localstack.broker.errors import BrokerError
-from myolo.events.files import atomic_write
 
 COORDINATOR, AGENT = "coordinator", "agent"
 # What each role logs once it listens, with the URL it got (event, the record's port and info keys)
@@ -61,7 +61,7 @@ Progress = Callable[[str], None]
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
     """Our environment without MYOLO_* overrides (they would point a stack process at another cluster), but
-    with a diagnosis run's ``MYOLO_TRACEMALLOC_*`` (events/memtrace.py)."""
+    with a diagnosis run's ``MYOLO_TRACEMALLOC_*`` (common/memtrace.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYOLO_") or k.startswith(TRACE)} | extra
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"

@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 import structlog
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import Ed25519Public, public_key_from_pem
 from myolo.coordinator.core.component import Component, RouteSet, StateTopic
 from myolo.coordinator.core.context import Context
 from myolo.coordinator.nodes import routes
@@ -22,8 +24,7 @@ from myolo.coordinator.nodes.interface import NodeKeys, NotEnrolled
 from myolo.coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from myolo.coordinator.nodes.verify import Enrolled, check_node_event
 from myolo.events.envelope import Event
-from myolo.events.errors import ConfigError, SignatureError
-from myolo.events.keys import Ed25519Public, public_key_from_pem
+from myolo.events.errors import SignatureError
 from myolo.events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted, TrainingFault
 from myolo.events.signing import must_sign
 

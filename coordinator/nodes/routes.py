@@ -10,13 +10,13 @@ from typing import Annotated, Any
 import msgspec
 from aiohttp import web
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import MAX_KEY_FILE_BYTES
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.nodes.interface import NodeKeys, NotEnrolled
 from myolo.coordinator.nodes.records import NodeKeyRecord
-from myolo.events.errors import ConfigError
-from myolo.events.keys import MAX_KEY_FILE_BYTES
 
 KEY_PATH = "/v1/nodes/{node_id}/key"
 LIST_PATH = "/v1/node-keys"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from myolo.common.keys import Ed25519Public
 from myolo.coordinator.nodes.records import NodeKeyRecord
 from myolo.events.envelope import Event
 from myolo.events.errors import SignatureError
-from myolo.events.keys import Ed25519Public
 from myolo.events.signing import verify_with
 from myolo.events.sources import agent_source
 

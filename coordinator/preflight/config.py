@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 MAX_TIMEOUT_S = 900.0
 

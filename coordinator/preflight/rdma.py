@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import msgspec
 
+from myolo.common.clock import Clock
 from myolo.coordinator.commands.interface import CommandIntent, CommandSender
 from myolo.coordinator.fleet.interface import NodeState
 from myolo.coordinator.jobs.interface import JobRecord
 from myolo.coordinator.preflight.records import CheckResult, Verdict
-from myolo.events.clock import Clock
 from myolo.events.payloads.commands import RdmaLatencyArgs, RdmaLatencyResult
 
 NO_PAIR = "no job spans this node and another: there is no peer to measure RDMA latency with"

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from myolo.common.clock import Clock
 from myolo.coordinator.commands.interface import CommandIntent, CommandSender
 from myolo.coordinator.fleet.interface import NodeState
 from myolo.coordinator.jobs.interface import JobRecord
@@ -33,7 +34,6 @@ from myolo.coordinator.preflight.records import (
     Thresholds,
 )
 from myolo.coordinator.preflight.tfrecords import TfRecordData
-from myolo.events.clock import Clock
 from myolo.events.payloads.commands import (
     ActionArgs,
     CheckTfrecordsArgs,

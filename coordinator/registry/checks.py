@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
+from myolo.common.errors import validation_problem
 from myolo.coordinator.jobs.interface import ManifestError, load_yaml, parse_manifest
 from myolo.coordinator.registry.errors import RegistryError
 from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import RetrainTemplate
-from myolo.events.errors import validation_problem
 from myolo.events.payloads.models import AliasName, ModelName
 
 RUN_SET = "each retraining run sets it"

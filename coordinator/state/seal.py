@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from myolo.common.keys import Ed25519Signer, HmacKey, derive_hmac
 from myolo.coordinator.state.codec import BadStateRecord
-from myolo.events.keys import Ed25519Signer, HmacKey, derive_hmac
 
 PURPOSE = "myolo state records v1"
 SEAL_HEADER = "myolo-state-sig"

@@ -13,6 +13,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from myolo.common.clock import Clock, sleep_or_wake
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.gate import SECURITY
 from myolo.coordinator.api.tokens import RANK
@@ -23,7 +24,6 @@ from myolo.coordinator.ui.assets import HEADERS, Asset
 from myolo.coordinator.ui.config import UiConfig
 from myolo.coordinator.ui.sessions import COOKIE, SessionTable, cleared_cookie, cookie_header
 from myolo.coordinator.ui.sse import KEEPALIVE, Feed, frame
-from myolo.events.clock import Clock, sleep_or_wake
 
 log = structlog.get_logger("myolo.coordinator.ui")
 MAX_FORM = 4096

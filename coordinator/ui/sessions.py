@@ -12,7 +12,7 @@ import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from myolo.events.clock import Clock
+from myolo.common.clock import Clock
 
 COOKIE = "myolo_session"
 ROLE = "viewer"  # what a session may do, whatever the token's role

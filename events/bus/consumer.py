@@ -25,10 +25,10 @@ import structlog
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 
+from myolo.common.clock import Clock, SystemClock
 from myolo.events.aiokafka_internals import pace_metadata_updates
 from myolo.events.bus.dedupe import RecentIds
 from myolo.events.bus.unreadable import PARSE_ERRORS, step_past_unreadable
-from myolo.events.clock import Clock, SystemClock
 from myolo.events.codec import DEFAULT_MAX_BYTES, decode
 from myolo.events.deadletter import (
     DeadLetter,

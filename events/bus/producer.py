@@ -16,11 +16,11 @@ import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata
 
+from myolo.common.clock import Clock
+from myolo.common.keys import Signer
 from myolo.events.aiokafka_internals import pace_metadata_updates
-from myolo.events.clock import Clock
 from myolo.events.codec import encode
 from myolo.events.envelope import Event, new_event
-from myolo.events.keys import Signer
 from myolo.events.payloads import Payload
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import SIG, sign

@@ -10,7 +10,8 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from myolo.events.errors import InvalidEvent, validation_problem
+from myolo.common.errors import validation_problem
+from myolo.events.errors import InvalidEvent
 from myolo.events.payloads.common import Health, Host, Id, NonNegFloat, NonNegInt, Payload
 from myolo.events.payloads.external import Sha256
 from myolo.events.payloads.trainer_job import TrainerJob

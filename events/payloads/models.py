@@ -53,7 +53,7 @@ class Quantization(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class Watermark(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     """That a model carries a keyed watermark, and how to read it: a commitment to the key (never the key,
-    ``myolo.events.keys.watermark_commitment``) and the mark's settings, which are not secret."""
+    ``myolo.common.keys.watermark_commitment``) and the mark's settings, which are not secret."""
 
     commitment: Sha256
     bits: Annotated[int, msgspec.Meta(ge=16, le=4096)]

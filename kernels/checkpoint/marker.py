@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from myolo.events.files import atomic_write
+from myolo.common.files import atomic_write
 
 MARKER_NAME = "latest.json"
 _LOCK_NAME = ".latest.lock"

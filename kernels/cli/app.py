@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from myolo.events.logs import configure_logging
+from myolo.common.logs import configure_logging
 
 
 def fail(prog: str, message: str) -> NoReturn:

@@ -10,8 +10,8 @@ from typing import Annotated
 import msgspec
 import typer
 
-from myolo.events.errors import ConfigError
-from myolo.events.logs import configure_logging
+from myolo.common.errors import ConfigError
+from myolo.common.logs import configure_logging
 from myolo.kernels.cli import app as cli_app
 
 PROG = "watermark"
@@ -33,7 +33,7 @@ EXIT_NOT_MARKED = 3
 @app.command()
 def keygen(path: Annotated[Path, typer.Argument(help="Where to write the new key (never overwritten).")]) -> None:
     """Write a new random key file, mode 0600, and print its commitment (what records of it show)."""
-    from myolo.events.keys import watermark_commitment, write_secret
+    from myolo.common.keys import watermark_commitment, write_secret
 
     try:
         secret = write_secret(path)

@@ -32,7 +32,7 @@ isolate_compile_cache(int(os.environ.get("RANK", "0") or 0))
 
 import typer  # noqa: E402
 
-from myolo.events.logs import configure_logging  # noqa: E402
+from myolo.common.logs import configure_logging  # noqa: E402
 from myolo.kernels.cli.control import agent_control  # noqa: E402
 from myolo.kernels.cli.options import make_command  # noqa: E402
 from myolo.kernels.train import progress  # noqa: E402

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from myolo.events.digest import sha256_file
+from myolo.common.digest import sha256_file
 from myolo.events.payloads.models import EvalResult
 from myolo.kernels.data.tokenfile import TokenFile
 

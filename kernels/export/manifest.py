@@ -1,7 +1,7 @@
 """``<artifact>.json``: the export's manifest (``myolo.events.payloads.ModelExport``), written atomically.
 
 The agent of rank 0's node reads it when the job's workers exit and attaches it to the completion event, so
-a reader must never see half of one: temp file, fsync, rename (``myolo.events.files.atomic_write``).
+a reader must never see half of one: temp file, fsync, rename (``myolo.common.files.atomic_write``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from myolo.events.files import atomic_write
+from myolo.common.files import atomic_write
 from myolo.events.payloads.models import ModelExport
 from myolo.kernels.export.files import file_mode
 

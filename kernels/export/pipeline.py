@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 import torch
 
-from myolo.events.digest import sha256_file
+from myolo.common.digest import sha256_file
 from myolo.events.payloads.models import EvalResult, ModelExport, Watermark
 from myolo.kernels.export.consolidate import consolidate
 from myolo.kernels.export.evaluate import evaluate

@@ -17,8 +17,8 @@ import safetensors
 import torch
 from torch import nn
 
-from myolo.events.digest import sha256_file
-from myolo.events.files import fsync_dir
+from myolo.common.digest import sha256_file
+from myolo.common.files import fsync_dir
 from myolo.kernels.export.stfile import write_safetensors
 
 META_MODEL = "myolo.model"

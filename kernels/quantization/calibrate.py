@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from myolo.events.digest import sha256_file
+from myolo.common.digest import sha256_file
 from myolo.kernels.export.evaluate import heldout_batches
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from myolo.events.digest import sha256_file
+from myolo.common.digest import sha256_file
 from myolo.events.payloads.models import EvalResult, ModelExport, Quantization
 from myolo.kernels.export.evaluate import evaluate
 from myolo.kernels.export.manifest import write_manifest

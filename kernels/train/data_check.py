@@ -9,7 +9,7 @@ asks each node's agent for before an upgrade.
 
 from __future__ import annotations
 
-from myolo.events.digest import sha256_file
+from myolo.common.digest import sha256_file
 from myolo.kernels.train.config import JobConfig, JobConfigError
 
 CHECKED = (

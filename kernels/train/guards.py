@@ -6,7 +6,7 @@ import functools
 
 import torch
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 from myolo.kernels.defense.compress import Compressor
 from myolo.kernels.defense.exchange import SparseExchange
 from myolo.kernels.model import GPT, ModelConfig

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from myolo.events.keys import MIN_SECRET_BYTES, load_secret, watermark_commitment
+from myolo.common.keys import MIN_SECRET_BYTES, load_secret, watermark_commitment
 
 KEY_FIELD = "watermark.key_file"
 

@@ -40,7 +40,7 @@ from myolo.agent.daemon.main import serve
 from myolo.agent.gpu import SimBackend
 from myolo.agent.metrics.exporter import AgentMetrics
 from myolo.agent.notify import Notifier
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.codec import encode
 from myolo.events.payloads.compact import compact_sample
 from tests.benchmarks.broker import benchmark_broker

@@ -44,9 +44,9 @@ import traceback
 import uuid
 from pathlib import Path
 
+from myolo.common.keys import public_key_from_pem
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.core.coordinator import topic_specs
-from myolo.events.keys import public_key_from_pem
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import NODE_SAMPLES, ensure_topics
 from tests.benchmarks.bench_coordinator import (

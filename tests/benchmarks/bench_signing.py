@@ -5,7 +5,7 @@
   was accepted before), and a NodeSample through decode + guard (telemetry: not guarded, a dict miss).
 - Agent: signing a fault (envelope, Ed25519 signature, encode) next to encoding it unsigned.
 - Coordinator, state: decode + HMAC-SHA256 verification of a state record (a cordon) with a key derived from
-  the coordinators' key (``myolo.events.keys.derive_hmac``), next to decode alone.
+  the coordinators' key (``myolo.common.keys.derive_hmac``), next to decode alone.
 
 Rates are per second of this process's CPU time (best of 5), so other load on the machine does not count.
 ``--nodes`` enrolled keys, faults spread over all of them; results/signing.json.
@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from myolo.common.keys import Ed25519Signer, HmacKey, derive_hmac
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.cordons.policy import AUTO_FAULT, record
 from myolo.coordinator.core.context import Context
@@ -28,7 +29,6 @@ from myolo.coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from myolo.events.codec import decode, encode
 from myolo.events.envelope import new_event
 from myolo.events.examples import node_sample
-from myolo.events.keys import Ed25519Signer, HmacKey, derive_hmac
 from myolo.events.payloads import NodeFault
 from myolo.events.signing import SIGNED_NODE_EVENTS, sign, verify_with
 from myolo.events.sources import agent_source

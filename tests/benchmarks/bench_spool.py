@@ -37,7 +37,7 @@ from myolo.agent.gpu import SimBackend
 from myolo.agent.gpu.sample import build_sample
 from myolo.agent.health import HealthState
 from myolo.agent.spool import Spool, SpoolRecord
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.codec import encode
 from myolo.events.envelope import new_event
 from myolo.events.topics import topic_for_type

@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 
 from myolo.agent.fleetsim.simulator import FleetSimulator, SentFault
-from myolo.events.clock import Clock, SimClock
+from myolo.common.clock import Clock, SimClock
 from myolo.events.settings import KafkaSettings
 
 FAIL_XIDS = (79, 48)  # fell off the bus, double-bit ECC: both cordon a node at once

@@ -20,8 +20,8 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from myolo.agent.gpu.sample import build_sample
 from myolo.agent.gpu.sim import SimBackend
 from myolo.agent.health.state import HealthState
+from myolo.common.clock import SimClock
 from myolo.events.bus.producer import DEFAULT_PRODUCER_OPTIONS
-from myolo.events.clock import SimClock
 from myolo.events.codec import decode, encode
 from myolo.events.envelope import new_event
 from myolo.events.payloads import NodeSample

@@ -21,7 +21,7 @@ import msgspec
 
 from myolo.agent.spool import SpoolEntry, SpoolRecord, SpoolStats
 from myolo.agent.spool.fsync import FsyncPolicy, FsyncSchedule
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
 
 _ENC = msgspec.msgpack.Encoder()
 _DEC = msgspec.msgpack.Decoder(SpoolRecord)

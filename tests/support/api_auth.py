@@ -7,11 +7,11 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from myolo.common.clock import Clock, SimClock
 from myolo.coordinator.api import tokens
 from myolo.coordinator.api.audit import AuditLog
 from myolo.coordinator.api.auth import Authenticator
 from myolo.coordinator.api.gate import Security
-from myolo.events.clock import Clock, SimClock
 from myolo.events.payloads import AuditRecord
 
 # a person per role: a write's `by` is operator:<name>; prom is a Prometheus server's scrape token

@@ -17,9 +17,9 @@ from typing import Any
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from myolo.common.keys import Ed25519Signer, ensure_ed25519
 from myolo.events.codec import encode_structured
 from myolo.events.envelope import new_event
-from myolo.events.keys import Ed25519Signer, ensure_ed25519
 from myolo.events.payloads import Payload
 from myolo.events.settings import KafkaSettings
 

@@ -17,7 +17,7 @@ def build_project_wheel(work: Path, version: str, *, append: dict[str, str] | No
     src = work / "src"
     src.mkdir(parents=True)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("myolo", "events", "agent", "coordinator", "kernels"):
+    for name in ("myolo", "common", "events", "agent", "coordinator", "kernels"):
         shutil.copytree(ROOT / name, src / name, ignore=skip)
     shutil.copy2(ROOT / "setup.py", src / "setup.py")
     for path, text in (append or {}).items():

@@ -10,7 +10,7 @@ import structlog
 
 @pytest.fixture
 def restore_logging():
-    """For a test whose code calls ``myolo.events.logs.configure_logging`` (process-wide state): put the root
+    """For a test whose code calls ``myolo.common.logs.configure_logging`` (process-wide state): put the root
     logger, aiokafka's level and structlog's configuration back for the tests that follow."""
     root, kafka = logging.getLogger(), logging.getLogger("aiokafka")
     handlers, level, kafka_level = root.handlers[:], root.level, kafka.level

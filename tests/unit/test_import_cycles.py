@@ -11,7 +11,7 @@ from tests.support.import_graph import import_cycles
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("package", ["events", "agent", "coordinator", "kernels"])
+@pytest.mark.parametrize("package", ["common", "events", "agent", "coordinator", "kernels"])
 def test_the_package_has_no_import_cycle(package: str) -> None:
     assert (ROOT / package).is_dir()
     assert import_cycles(ROOT / package, prefix="myolo.") == []

@@ -19,7 +19,7 @@ print(json.dumps({
     "file": myolo.__file__,
     "codec": importlib.util.find_spec("myolo.events.codec") is not None,
     "trainer": importlib.util.find_spec("myolo.kernels.cli.worker") is not None,
-    "bare": [n for n in ("events", "agent", "coordinator", "kernels") if importlib.util.find_spec(n)],
+    "bare": [n for n in ("common", "events", "agent", "coordinator", "kernels") if importlib.util.find_spec(n)],
 }))
 """
 
@@ -31,7 +31,7 @@ def test_the_wheel_installs_only_myolo_in_an_empty_venv(tmp_path: Path) -> None:
     with ZipFile(wheel) as z:
         names = z.namelist()
     assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"myolo"}
-    assert "myolo/events/metrics/mapping.toml" in names  # package data under the namespace too
+    assert "myolo/common/metrics/mapping.toml" in names  # package data under the namespace too
     assert "myolo/coordinator/ui/static/index.html" in names or any(
         n.startswith("myolo/coordinator/ui/static/") for n in names
     )
@@ -68,7 +68,7 @@ def test_in_the_checkouts_root_another_kernels_package_wins(tmp_path: Path) -> N
     import os
 
     root = Path(__file__).resolve().parents[2]
-    for folder in ("events", "agent", "coordinator", "kernels"):
+    for folder in ("common", "events", "agent", "coordinator", "kernels"):
         assert not (root / folder / "__init__.py").exists(), folder
     other = tmp_path / "site" / "kernels"
     other.mkdir(parents=True)

@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from myolo.common.files import atomic_write
 from myolo.coordinator.localstack.broker import config, jars, ports, process, security, state
 from myolo.coordinator.localstack.broker.errors import BrokerError
 from myolo.coordinator.localstack.broker.java import find_java
 from myolo.coordinator.localstack.broker.probe import ClusterMetadata, ProbeError, answers_metadata
-from myolo.events.files import atomic_write
 
 NAME = "kafka"
 ROLE = "broker"

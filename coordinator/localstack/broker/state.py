@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from myolo.common.files import atomic_write
 from myolo.coordinator.localstack.broker.errors import BrokerError
 from myolo.coordinator.localstack.broker.security import StackSecurity, UserRecord
-from myolo.events.files import atomic_write
 from myolo.events.stackfile import STATE_FILE, default_state_dir
 
 _FORMAT = 1

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from myolo.common.files import atomic_write
 from myolo.coordinator.localstack.broker.ports import HOST
-from myolo.events.files import atomic_write
 
 VALID_DAYS = 825
 

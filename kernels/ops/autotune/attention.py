@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from myolo.events.files import atomic_write
+from myolo.common.files import atomic_write
 
 CANDIDATES: dict[str, SDPBackend] = {
     "MATH": SDPBackend.MATH,

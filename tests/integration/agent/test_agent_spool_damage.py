@@ -11,7 +11,7 @@ import pytest
 from myolo.agent.publish import Publisher
 from myolo.agent.spool import Spool
 from myolo.agent.spool.segment import Frame, SegmentFile
-from myolo.events.clock import SystemClock
+from myolo.common.clock import SystemClock
 from myolo.events.payloads import NodeFault, NodeSample
 from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc, read_topic

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.common.clock import SystemClock
+from myolo.common.keys import Ed25519Signer
 from myolo.events.bus import EventConsumer, EventProducer
-from myolo.events.clock import SystemClock
 from myolo.events.codec import encode
-from myolo.events.keys import Ed25519Signer
 from myolo.events.payloads import Command, CommandAck
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier, sign

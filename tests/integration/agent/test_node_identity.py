@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from myolo.agent.control import StatusRequest, call
-from myolo.events.keys import load_verify_key
+from myolo.common.keys import load_verify_key
 from myolo.events.payloads import NodeFault
 from myolo.events.signing import SIG, verify_with
 from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES

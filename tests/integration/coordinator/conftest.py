@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from myolo.common.clock import Clock, SimClock
 from myolo.coordinator.cli.main import app
 from myolo.coordinator.commands.component import Commands
 from myolo.coordinator.components import COMPONENTS
@@ -21,7 +22,6 @@ from myolo.coordinator.core.coordinator import Coordinator, state_codec
 from myolo.coordinator.fleet.component import Fleet
 from myolo.coordinator.localstack.broker import LocalBroker
 from myolo.events.bus import EventProducer
-from myolo.events.clock import Clock, SimClock
 from myolo.events.settings import KafkaSettings
 from tests.support.api_auth import write_tokens
 from tests.support.helpers import new_ed25519_key, wait_until

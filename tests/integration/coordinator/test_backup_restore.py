@@ -21,6 +21,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.backup.state_read import existing_topics
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.core.coordinator import topic_specs
@@ -31,7 +32,6 @@ from myolo.coordinator.localstack.broker import LocalBroker
 from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
 from myolo.coordinator.registry.records import STATE_REGISTRY
 from myolo.coordinator.rollouts.records import STATE_ROLLOUTS
-from myolo.events.clock import SimClock
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import ensure_topics
 from tests.integration.coordinator.conftest import Services, cluster_config, one_leader

@@ -13,6 +13,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from myolo.common.clock import SimClock
+from myolo.common.keys import load_signer
 from myolo.coordinator.backup import restore as rs
 from myolo.coordinator.backup.archive import read_archive
 from myolo.coordinator.backup.key_check import check_seals
@@ -23,8 +25,6 @@ from myolo.coordinator.core.coordinator import Coordinator, state_topics, topic_
 from myolo.coordinator.fleet.interface import FleetNodes
 from myolo.coordinator.localstack.broker import LocalBroker
 from myolo.coordinator.state import StateKeys
-from myolo.events.clock import SimClock
-from myolo.events.keys import load_signer
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import ensure_topics
 from tests.integration.coordinator.conftest import cluster_config, one_leader

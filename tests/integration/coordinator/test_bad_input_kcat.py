@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from myolo.agent.fleetsim.simulator import FleetSimulator
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.deadletter import dead_letter_info
 from myolo.events.examples import node_sample
 from myolo.events.payloads import NodeFault

@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
+from myolo.common.keys import load_verify_key
 from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from myolo.coordinator.core.errors import NotLeader
 from myolo.events.codec import decode
-from myolo.events.keys import load_verify_key
 from myolo.events.payloads import Command, CommandAck, GpuReading, NodeSample
 from myolo.events.payloads.commands import ReportSampleArgs, SetIntervalArgs
 from myolo.events.signing import Verifier

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import uuid
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
-from myolo.events.clock import SimClock
 from myolo.events.payloads import GpuReading, NodeFault, NodeSample
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
 from tests.support.api_auth import VIEWER

@@ -18,12 +18,12 @@ import msgspec
 from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.v1.event import CloudEvent
 
+from myolo.common.keys import Ed25519Signer
 from myolo.coordinator.nodes.component import Nodes
 from myolo.coordinator.nodes.interface import NodeKeys
 from myolo.events.codec import decode
 from myolo.events.deadletter import DLQ_PREFIX, dead_letter_info
 from myolo.events.envelope import Event, new_event
-from myolo.events.keys import Ed25519Signer
 from myolo.events.payloads import CommandAck, GpuReading, NodeFault, NodeSample
 from myolo.events.payloads.commands import ReportSampleArgs
 from myolo.events.signing import sign

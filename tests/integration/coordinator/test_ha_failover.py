@@ -17,9 +17,9 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+from myolo.common.keys import load_signer
 from myolo.events.bus import EventProducer
 from myolo.events.codec import decode
-from myolo.events.keys import load_signer
 from myolo.events.payloads import Command, CommandAck
 from myolo.events.topics import COMMAND_ACKS
 from tests.integration.coordinator.conftest import read_topic, wait_until

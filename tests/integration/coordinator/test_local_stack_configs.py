@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from myolo.common.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
 from myolo.coordinator.api.tokens import TokenStore
 from myolo.coordinator.cli.auth import stack_token
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
 from myolo.coordinator.localstack import configs, stack
 from myolo.coordinator.localstack.broker import state
-from myolo.events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key, public_path
 from tests.support.helpers import write_key
 
 

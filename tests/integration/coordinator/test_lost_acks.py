@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.common.clock import SimClock
+from myolo.common.keys import load_verify_key
 from myolo.coordinator.commands.records import CommandIntent
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.jobs.component import Jobs
 from myolo.coordinator.rollouts.component import Rollouts
 from myolo.coordinator.rollouts.config import Plan
 from myolo.events.bus import EventProducer
-from myolo.events.clock import SimClock
-from myolo.events.keys import load_verify_key
 from myolo.events.payloads import CommandAck, GpuReading, NodeSample, Payload, WorkerInfo
 from myolo.events.payloads.commands import StartWorkersArgs, UpgradeArgs
 from myolo.events.settings import KafkaSettings

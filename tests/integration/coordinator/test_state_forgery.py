@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 
+from myolo.common.keys import Ed25519Signer
 from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
@@ -16,7 +17,6 @@ from myolo.coordinator.state import StateKeys
 from myolo.coordinator.state.codec import KIND_HEADER
 from myolo.events.bus import EventProducer
 from myolo.events.codec import decode
-from myolo.events.keys import Ed25519Signer
 from myolo.events.payloads import GpuReading, NodeSample
 from myolo.events.payloads.commands import ReportSampleArgs
 from myolo.events.topics import COMMANDS

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
+from myolo.common.keys import Ed25519Signer, load_signer
 from myolo.events.bus import EventProducer
 from myolo.events.deadletter import dead_letter_info
 from myolo.events.examples import node_sample
-from myolo.events.keys import Ed25519Signer, load_signer
 from myolo.events.payloads import Command, NodeFault
 from myolo.events.topics import COMMAND_ACKS, COMMANDS, DEAD_LETTER, NODE_FAULTS, NODE_SAMPLES
 from tests.support.agent.agent_proc import AgentProc

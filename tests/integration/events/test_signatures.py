@@ -9,10 +9,10 @@ import uuid
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from myolo.common.keys import Ed25519Signer, HmacKey
 from myolo.events.bus import EventConsumer, EventProducer
 from myolo.events.codec import decode, encode
 from myolo.events.examples import example_payloads
-from myolo.events.keys import Ed25519Signer, HmacKey
 from myolo.events.signing import Verifier, sign
 from tests.integration.events.conftest import Running, dead_letters_from, wait_until
 from tests.support.helpers import read_topic

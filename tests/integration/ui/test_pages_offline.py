@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from selenium.webdriver.common.by import By
 
+from myolo.common.clock import SystemClock
 from myolo.coordinator.api.app import SHUTDOWN_GRACE_S, create_app
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.drift.records import STATE_DRIFT, StatusRecord
@@ -31,7 +32,6 @@ from myolo.coordinator.registry.records import (
 )
 from myolo.coordinator.rollouts.records import STATE_ROLLOUTS, Change, RolloutRecord, RolloutSpec, RolloutStatus, Wave
 from myolo.events.bus import RecordInfo
-from myolo.events.clock import SystemClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import GpuReading, NodeFault, NodeSample
 from myolo.events.payloads.models import FeatureDrift, GateResult

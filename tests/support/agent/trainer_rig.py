@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from myolo.common.keys import Ed25519Signer
 from myolo.events.bus import EventConsumer, EventProducer
-from myolo.events.keys import Ed25519Signer
 from myolo.events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import COMMAND_ACKS, TRAINING_PROGRESS

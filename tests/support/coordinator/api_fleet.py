@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import msgspec
 from aiohttp import web
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.api.app import create_app
 from myolo.coordinator.cordons import routes as cordon_routes
 from myolo.coordinator.cordons.component import Cordons
@@ -24,7 +25,6 @@ from myolo.coordinator.core.errors import NotLeader, UnknownNode
 from myolo.coordinator.fleet import routes as fleet_routes
 from myolo.coordinator.fleet.component import Fleet
 from myolo.coordinator.fleet.model import FaultEntry, NodeState
-from myolo.events.clock import SimClock
 from myolo.events.payloads import GpuReading, LeakReport, NcclReport
 from tests.support.api_auth import MemoryAudit, security
 

@@ -18,8 +18,8 @@ import signal
 from pathlib import Path
 
 from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.common.keys import ensure_ed25519, load_verify_key
 from myolo.events.bus import EventProducer
-from myolo.events.keys import ensure_ed25519, load_verify_key
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier
 from myolo.events.sources import agent_source

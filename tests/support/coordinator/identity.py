@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 
+from myolo.common.clock import Clock
+from myolo.common.keys import Ed25519Public, Ed25519Signer
 from myolo.coordinator.cli.auth import Token
 from myolo.coordinator.cli.client import ApiClient
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.localstack.identity import enroll_nodes
 from myolo.coordinator.nodes.interface import NodeKeys
 from myolo.events.bus import EventProducer
-from myolo.events.clock import Clock
 from myolo.events.codec import encode_structured
 from myolo.events.envelope import Event, new_event
-from myolo.events.keys import Ed25519Public, Ed25519Signer
 from myolo.events.payloads import Payload
 from myolo.events.signing import sign
 from myolo.events.sources import agent_source

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.commands.component import Commands
 from myolo.coordinator.cordons.component import Cordons
 from myolo.coordinator.core.coordinator import Coordinator
@@ -15,7 +16,6 @@ from myolo.coordinator.fleet.component import Fleet
 from myolo.coordinator.jobs.component import Jobs
 from myolo.coordinator.jobs.records import STATE_JOBS, JobRecord
 from myolo.events.bus import RecordInfo
-from myolo.events.clock import SimClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import (
     Command,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.api.app import create_app
 from myolo.coordinator.core.component import RouteSet
 from myolo.coordinator.core.errors import NotLeader
@@ -29,7 +30,6 @@ from myolo.coordinator.jobs.records import (
     with_spec,
     with_status,
 )
-from myolo.events.clock import SimClock
 from tests.support.api_auth import MemoryAudit, security
 from tests.support.coordinator.api_fleet import MemoryFleet
 from tests.unit.coordinator.jobs.test_manifest import EXAMPLE as MANIFEST  # the tiny-pretrain example

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
 from myolo.coordinator.core.component import Component
 from myolo.coordinator.core.coordinator import Coordinator
-from myolo.events.clock import SimClock
 from tests.support.api_auth import shared
 from tests.support.helpers import write_key
 

@@ -8,12 +8,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.core.leadership import LeaderTerm
 from myolo.coordinator.registry.component import Registry
 from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import KINDS, STATE_REGISTRY, AliasRecord, ModelRecord, VersionRecord, key_of
-from myolo.events.clock import SimClock
 from myolo.events.payloads import EvalResult
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers

@@ -18,12 +18,12 @@ from typing import Any
 import msgspec
 from aiokafka import ConsumerRecord
 
+from myolo.common.clock import SimClock
+from myolo.common.keys import HmacKey
 from myolo.events.bus import EventConsumer
-from myolo.events.clock import SimClock
 from myolo.events.codec import encode, encode_structured
 from myolo.events.envelope import Event, new_event
 from myolo.events.examples import example_payloads
-from myolo.events.keys import HmacKey
 from myolo.events.limits import MAX_REASON_BYTES
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier, sign

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from myolo.agent.config import load_agent_config
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "systemd" / "agent.toml"

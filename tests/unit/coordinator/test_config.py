@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from myolo.common.errors import ConfigError
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
-from myolo.events.errors import ConfigError
 from tests.support.api_auth import shared
 from tests.support.helpers import write_key
 

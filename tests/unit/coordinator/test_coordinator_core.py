@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.api import openapi
 from myolo.coordinator.api.app import create_app
 from myolo.coordinator.commands.component import Commands
@@ -25,7 +26,6 @@ from myolo.coordinator.core.errors import ComponentError, NotLeader, UnknownNode
 from myolo.coordinator.core.leadership import STATE_COORDINATOR, TERM_KEY, LeaderTerm
 from myolo.coordinator.fleet.interface import FleetNodes
 from myolo.events.bus import RecordInfo
-from myolo.events.clock import SimClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import GpuReading, NodeFault, NodeSample, ReleasePublished
 from tests.support.api_auth import VIEWER, bearer, security

@@ -10,6 +10,8 @@ from collections import Counter
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from myolo.common.clock import SimClock
+from myolo.common.metrics.mapping import load
 from myolo.coordinator.cordons.component import Cordons
 from myolo.coordinator.core.leadership import LeaderTerm
 from myolo.coordinator.core.metrics import CoordinatorMetrics
@@ -17,9 +19,7 @@ from myolo.coordinator.jobs.manifest import parse_manifest
 from myolo.coordinator.jobs.records import Decision, JobRecord, JobSpec, JobStatus, with_status
 from myolo.coordinator.jobs.series import new_decisions
 from myolo.events.bus import RecordInfo
-from myolo.events.clock import SimClock
 from myolo.events.envelope import new_event
-from myolo.events.metrics.mapping import load
 from myolo.events.payloads import GpuReading, NodeFault, NodeSample
 from tests.support.coordinator.jobs_sim import manifest
 from tests.support.coordinator.offline import offline_coordinator

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from myolo.common.keys import Ed25519Signer
 from myolo.coordinator.commands.records import STATE_COMMANDS
 from myolo.coordinator.cordons.records import STATE_NODES
 from myolo.coordinator.drift.component import Drift
@@ -16,7 +17,6 @@ from myolo.coordinator.nodes.records import STATE_NODE_KEYS
 from myolo.coordinator.registry.component import Registry
 from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import STATE_REGISTRY
-from myolo.events.keys import Ed25519Signer
 from myolo.events.payloads import Command, CommandAck
 from myolo.events.payloads.commands import DrainArgs
 from tests.support.coordinator.failing import WriteRefused, refused_writes

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from myolo.common.clock import SimClock
 from myolo.events.bus.dedupe import RecentIds
-from myolo.events.clock import SimClock
 
 
 async def test_sim_clock_plays_an_hour_of_ticks_instantly() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from myolo.common.keys import Ed25519Signer, HmacKey
 from myolo.events.codec import decode, encode
 from myolo.events.envelope import Event, new_event
 from myolo.events.errors import SignatureError
 from myolo.events.examples import example_payloads
-from myolo.events.keys import Ed25519Signer, HmacKey
 from myolo.events.signing import SIG, SIG_KEY_ID, Verifier, sign, verify_with
 
 KEY_A = HmacKey("key-a", b"a" * 32)

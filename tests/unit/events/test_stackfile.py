@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 from myolo.events.settings import KafkaSettings
 from myolo.events.stackfile import STATE_FILE, default_state_dir, local_bootstrap
 

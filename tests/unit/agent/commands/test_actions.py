@@ -11,10 +11,10 @@ import pytest
 from myolo.agent.commands import CommandExecutor, CommandsConfig, commands_state_dir, load_verifier, nccl_probe_action
 from myolo.agent.commands.args import ArgsError, nccl_probe_args, set_interval_args
 from myolo.agent.nccl.probe import ProbeSpec
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
+from myolo.common.errors import ConfigError
+from myolo.common.keys import HmacKey, load_signer
 from myolo.events.envelope import new_event
-from myolo.events.errors import ConfigError
-from myolo.events.keys import HmacKey, load_signer
 from myolo.events.payloads import BandwidthReport, Command, CommandAck
 from myolo.events.signing import Verifier, sign
 from tests.support.helpers import new_ed25519_key, write_key

@@ -14,12 +14,12 @@ import pytest
 from aiokafka.structs import ConsumerRecord
 
 from myolo.agent.commands import CommandExecutor, build_command_consumer
+from myolo.common.clock import SimClock
+from myolo.common.keys import HmacKey
 from myolo.events.bus import EventConsumer
-from myolo.events.clock import SimClock
 from myolo.events.codec import encode
 from myolo.events.deadletter import dead_letter_info
 from myolo.events.envelope import Event, new_event
-from myolo.events.keys import HmacKey
 from myolo.events.payloads import Command, CommandAck, Payload
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier, sign

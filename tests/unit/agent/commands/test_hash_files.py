@@ -12,9 +12,9 @@ import pytest
 from myolo.agent.commands import CommandExecutor
 from myolo.agent.commands.args import ArgsError, hash_files_args
 from myolo.agent.commands.hash_files import hash_files_action, hash_one, hash_paths
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
+from myolo.common.keys import HmacKey
 from myolo.events.envelope import new_event
-from myolo.events.keys import HmacKey
 from myolo.events.payloads import Command, CommandAck
 from myolo.events.signing import Verifier, sign
 

@@ -21,9 +21,9 @@ from myolo.agent.daemon.idle_probe import IdleProbe
 from myolo.agent.daemon.main import handle_control, serve
 from myolo.agent.gpu import SimBackend
 from myolo.agent.notify import Notifier
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
+from myolo.common.errors import ConfigError
 from myolo.events.envelope import Event, new_event
-from myolo.events.errors import ConfigError
 from myolo.events.payloads import BandwidthPoint, BandwidthReport, Command, CommandAck
 from myolo.events.signing import sign
 from tests.support.helpers import new_ed25519_key, refused_port, wait_until

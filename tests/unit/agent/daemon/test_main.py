@@ -25,7 +25,7 @@ from myolo.agent.daemon.assemble import build_runtime
 from myolo.agent.daemon.main import handle_control, serve
 from myolo.agent.gpu import SimBackend
 from myolo.agent.notify import Notifier
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.envelope import Event
 from myolo.events.payloads import NodeFault, NodeSample
 from tests.support.helpers import wait_until

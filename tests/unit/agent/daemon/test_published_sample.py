@@ -6,7 +6,7 @@ import asyncio
 
 from myolo.agent.daemon.main import serve
 from myolo.agent.metrics.sources import SOURCES
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from tests.unit.agent.daemon.test_main import FakeBroker, make_runtime, play, settle
 
 

@@ -12,7 +12,7 @@ import pytest
 from myolo.agent.endpoint import ActiveCheck, HealthServer
 from myolo.agent.endpoint.checks import check_gpus, check_kafka, check_nvml, check_spool, report
 from myolo.agent.spool import SpoolStats
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 
 
 def stats(**kw) -> SpoolStats:

@@ -10,7 +10,7 @@ import pytest
 
 from myolo.agent.endpoint import ActiveCheck, HealthServer
 from myolo.agent.endpoint.checks import check_nvml, report
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 
 
 def current():

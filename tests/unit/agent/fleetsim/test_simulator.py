@@ -11,10 +11,10 @@ import pytest
 from myolo.agent.fleetsim.simulator import FleetSimulator
 from myolo.agent.fleetsim.sink import MemorySink, partition_of
 from myolo.agent.health.xid import FAIL_XIDS, WARN_XIDS
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
+from myolo.common.keys import Ed25519Signer
 from myolo.events.codec import decode
 from myolo.events.errors import SignatureError
-from myolo.events.keys import Ed25519Signer
 from myolo.events.payloads import NodeFault, NodeSample
 from myolo.events.signing import SIG, verify_with
 from myolo.events.topics import NODE_FAULTS, NODE_SAMPLES

@@ -25,7 +25,7 @@ import pytest
 import myolo.agent.gpu.nvml as nvml_module
 from myolo.agent.gpu.backend import GpuBackend, GpuBackendError
 from myolo.agent.gpu.nvml import NvmlBackend
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 
 GiB = 1 << 30
 

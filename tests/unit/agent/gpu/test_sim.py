@@ -10,7 +10,7 @@ from myolo.agent.gpu import GpuBackend, NvmlBackend, SimBackend, make_backend
 from myolo.agent.gpu.sim_faults import parse_leak_rate
 from myolo.agent.gpu.sim_model import constant_profile, idle_profile, profile_from_name, training_profile
 from myolo.agent.health import HealthState
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 
 
 def sim(count: int = 2, profile=idle_profile, seed: int = 1) -> tuple[SimBackend, SimClock]:

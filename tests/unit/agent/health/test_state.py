@@ -7,7 +7,7 @@ from myolo.agent.gpu.sample import build_sample
 from myolo.agent.gpu.sim import SimBackend
 from myolo.agent.gpu.sim_model import constant_profile
 from myolo.agent.health import HealthState, fault_from_event
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.payloads import GpuReading, NodeSample
 
 

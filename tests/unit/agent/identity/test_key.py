@@ -16,11 +16,11 @@ from myolo.agent.daemon.assemble import build_runtime
 from myolo.agent.notify import Notifier
 from myolo.agent.publish import Publisher
 from myolo.agent.spool import Spool
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
+from myolo.common.errors import ConfigError
+from myolo.common.keys import Ed25519Signer, load_verify_key
 from myolo.events.codec import decode
-from myolo.events.errors import ConfigError
 from myolo.events.examples import example_payloads
-from myolo.events.keys import Ed25519Signer, load_verify_key
 from myolo.events.signing import SIG, SIGNED_NODE_EVENTS, verify_with
 from tests.unit.agent.daemon.test_main import FakeBroker
 

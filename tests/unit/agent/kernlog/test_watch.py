@@ -10,7 +10,7 @@ from myolo.agent.kernlog.dedup import XidDedup
 from myolo.agent.kernlog.lines import LineSplitter
 from myolo.agent.kernlog.source import follow
 from myolo.agent.kernlog.watch import KernelXidWatcher
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 
 LINE = b"[ 9121.337701] NVRM: Xid (PCI:0000:3b:00): 79, pid=1927, name=python3, GPU has fallen off the bus."
 GPUS = {"0000:3b:00": (3, "GPU-3"), "0000:86:00": (4, "GPU-4")}

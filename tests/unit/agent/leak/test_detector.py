@@ -7,7 +7,7 @@ import os
 
 from myolo.agent.leak.detector import LeakDetector
 from myolo.agent.leak.rss import host_total_bytes, read_rss
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.payloads import GpuProcess, GpuReading, LeakReport, NodeFault, NodeSample
 
 TOTAL = 80 * 2**30

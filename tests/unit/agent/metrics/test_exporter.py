@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from myolo.agent.control import InjectRequest
 from myolo.agent.daemon.main import handle_control, serve
 from myolo.agent.metrics.plan import GPU_LABELS
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from tests.support.helpers import wait_until
 from tests.unit.agent.daemon.test_main import FakeBroker, make_runtime, play, settle
 

@@ -14,7 +14,7 @@ from myolo.agent.control import InjectRequest
 from myolo.agent.daemon.main import handle_control, serve
 from myolo.agent.metrics.exporter import AgentMetrics
 from myolo.agent.metrics.otel import register
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from tests.unit.agent.daemon.test_main import FakeBroker, make_runtime, play, settle
 
 

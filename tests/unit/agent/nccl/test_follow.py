@@ -9,7 +9,7 @@ from pathlib import Path
 from myolo.agent.nccl.follow import FileFollower, stream_lines
 from myolo.agent.nccl.tracker import NcclTracker
 from myolo.agent.nccl.watch import watch_lines
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.payloads import NcclReport, NodeFault
 
 

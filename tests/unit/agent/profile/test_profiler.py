@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from myolo.agent.profile.profiler import ProfileError, Profiler, find_py_spy
 from myolo.agent.profile.routes import routes
-from myolo.events.clock import SystemClock
+from myolo.common.clock import SystemClock
 
 BUSY = "import time\ndef train_step():\n    s = 0\n    for i in range(10**5): s += i\n    return s\nt = time.time()\n"
 

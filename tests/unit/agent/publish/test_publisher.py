@@ -9,7 +9,7 @@ import os
 
 from myolo.agent.publish import Publisher
 from myolo.agent.spool import Spool
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.codec import decode
 from myolo.events.envelope import Event
 from myolo.events.payloads import NodeFault, NodeSample

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from myolo.agent.config import load_agent_config
+from myolo.common.errors import ConfigError
 from myolo.coordinator.localstack import configs
-from myolo.events.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -8,7 +8,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from myolo.agent.spool import Spool
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from tests.support.agent.spoolkit import KIB, ids, make, rec
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from myolo.agent.trainer.config import TrainerConfig
 from myolo.agent.trainer.supervisor import Supervisor
-from myolo.events.clock import Clock, SystemClock
+from myolo.common.clock import Clock, SystemClock
 from myolo.events.payloads import Payload, StartWorkersArgs, TrainingCompleted, TrainingFault, TrainingProgress
 
 FAKE = Path(__file__).parents[3] / "support" / "agent" / "fake_worker.py"

@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from myolo.agent.trainer.signals import process_stopped
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from tests.support.helpers import wait_until
 from tests.unit.agent.trainer.conftest import start_args
 

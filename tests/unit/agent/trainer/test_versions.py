@@ -11,7 +11,7 @@ import pytest
 
 from myolo.agent.gpu import SimBackend
 from myolo.agent.trainer.versions import runtime_versions_action, trainer_versions
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.kernels.cli.versions import cudnn_text
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from myolo.agent.trainer.config import TrainerConfig
 from myolo.agent.trainer.signals import running_child
-from myolo.events.clock import SimClock
+from myolo.common.clock import SimClock
 from myolo.events.payloads import TrainerJob
 from tests.support.helpers import pid_gone, wait_until
 from tests.unit.agent.trainer.conftest import start_args

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from myolo.common.errors import ConfigError
 from myolo.coordinator.api.settings import server_ssl
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
-from myolo.events.errors import ConfigError
 from tests.support.api_auth import shared, write_tokens
 from tests.support.helpers import write_key
 from tests.support.tls_certs import make_certs

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from myolo.common.errors import ConfigError
 from myolo.coordinator.api import tokens
 from myolo.coordinator.api.tokens import TokenStore, TokensUnavailable
-from myolo.events.errors import ConfigError
 from tests.support.api_auth import write_tokens
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from myolo.common.keys import Ed25519Signer
 from myolo.coordinator.backup.files import (
     PLACEHOLDER,
     Collected,
@@ -26,7 +27,6 @@ from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.core.coordinator import state_topics
 from myolo.coordinator.jobs.manifest import parse_manifest
 from myolo.coordinator.jobs.records import JobRecord, JobSpec, JobStatus
-from myolo.events.keys import Ed25519Signer
 
 MANIFEST = """\
 apiVersion: myolo.ai/v1

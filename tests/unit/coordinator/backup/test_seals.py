@@ -7,13 +7,13 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from myolo.common.keys import Ed25519Signer, write_private
 from myolo.coordinator.backup.archive import Archive, ArchiveWriter, read_archive
 from myolo.coordinator.backup.key_check import check_seals
 from myolo.coordinator.backup.schema import Record, TopicInfo, encode_records, topic_member
 from myolo.coordinator.cli.main import app
 from myolo.coordinator.state.codec import KIND_HEADER
 from myolo.coordinator.state.seal import StateKeys
-from myolo.events.keys import Ed25519Signer, write_private
 from tests.unit.coordinator.backup.test_archive import manifest
 
 TOPIC = "myolo.state.jobs"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from myolo.common.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key
 from myolo.coordinator.cli.main import app
-from myolo.events.keys import Ed25519Public, Ed25519Signer, load_signer, load_verify_key
 
 
 def test_generate_writes_a_private_key_0600_and_its_public_half(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from typer.testing import CliRunner, Result
 
+from myolo.common.keys import Ed25519Signer, public_path
 from myolo.coordinator.api.app import create_app
 from myolo.coordinator.cli.auth import Token
 from myolo.coordinator.cli.client import ApiClient
@@ -20,7 +21,6 @@ from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.core.leadership import LeaderTerm
 from myolo.coordinator.localstack.identity import agent_public_keys, enroll_nodes
 from myolo.coordinator.nodes.component import Nodes
-from myolo.events.keys import Ed25519Signer, public_path
 from tests.support.api_auth import ADMIN, security, token
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers

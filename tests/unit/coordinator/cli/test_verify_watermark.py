@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from myolo.events.keys import write_secret
+from myolo.common.keys import write_secret
 from myolo.kernels.export.manifest import manifest_path
 from myolo.kernels.watermark.files import EmbedSpec, embed_file
 from myolo.kernels.watermark.mark import DigitalWatermark

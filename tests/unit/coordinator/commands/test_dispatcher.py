@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.commands.dispatcher import Dispatcher
 from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from myolo.coordinator.core.errors import NotLeader
-from myolo.events.clock import SimClock
 from myolo.events.errors import InvalidEvent
 from myolo.events.payloads import Command, CommandAck
 from myolo.events.payloads.commands import DrainArgs, ReportSampleArgs, SetIntervalArgs, StartWorkersArgs, action_args

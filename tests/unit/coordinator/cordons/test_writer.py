@@ -6,10 +6,10 @@ import asyncio
 
 import msgspec
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.cordons.records import CordonRecord
 from myolo.coordinator.cordons.writer import CordonWriter
 from myolo.coordinator.fleet.model import NodeState
-from myolo.events.clock import SimClock
 
 
 class Store:

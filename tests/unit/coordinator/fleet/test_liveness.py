@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.cordons.records import CordonRecord
 from myolo.coordinator.fleet import liveness
 from myolo.coordinator.fleet.liveness import LivenessPolicy
 from myolo.coordinator.fleet.view import FleetView
-from myolo.events.clock import SimClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import GpuReading, NodeSample
 

@@ -13,6 +13,7 @@ import asyncio
 import msgspec
 import pytest
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.cordons.component import Cordons
 from myolo.coordinator.cordons.policy import AUTO_ALIVE, AUTO_LOST, never_stopped
 from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
@@ -25,7 +26,6 @@ from myolo.coordinator.fleet.liveness import LivenessPolicy
 from myolo.coordinator.fleet.model import NodeState
 from myolo.coordinator.fleet.view import FleetView
 from myolo.events.bus import RecordInfo
-from myolo.events.clock import SimClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import Command, GpuReading, NodeSample
 from tests.support.coordinator.offline import offline_coordinator

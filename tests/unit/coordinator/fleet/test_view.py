@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.cordons.records import CordonRecord
 from myolo.coordinator.fleet.answers import node_json
 from myolo.coordinator.fleet.view import MAX_FLAGS, FleetView
-from myolo.events.clock import SimClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import GpuReading, LeakReport, NcclReport, NodeFault, NodeSample
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.commands.records import CommandIntent
 from myolo.coordinator.core.errors import Conflict, Invalid
 from myolo.coordinator.fleet.model import NodeState
 from myolo.coordinator.jobs.manifest import parse_manifest
 from myolo.coordinator.jobs.profile import ProfileRequest, start_profile
 from myolo.coordinator.jobs.records import Generation, JobRecord, JobSpec, JobStatus, Member
-from myolo.events.clock import SimClock
 from myolo.events.payloads.commands import ProfileArgs
 from tests.support.coordinator.jobs_sim import manifest
 

@@ -10,6 +10,8 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import Ed25519Signer, HmacKey
 from myolo.coordinator.api.app import create_app
 from myolo.coordinator.core.component import Component
 from myolo.coordinator.core.coordinator import Coordinator
@@ -22,8 +24,7 @@ from myolo.coordinator.nodes.records import STATE_NODE_KEYS, NodeKeyRecord
 from myolo.coordinator.nodes.routes import ADMIN_ROUTES
 from myolo.events.codec import decode, encode
 from myolo.events.envelope import Event, new_event
-from myolo.events.errors import ConfigError, SignatureError
-from myolo.events.keys import Ed25519Signer, HmacKey
+from myolo.events.errors import SignatureError
 from myolo.events.payloads import CommandAck, NodeFault, NodeSample, TrainingCompleted
 from myolo.events.signing import GUARDED_NODE_EVENTS, SIGNED_NODE_EVENTS, sign
 from myolo.events.sources import agent_source

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
+from myolo.common.errors import ConfigError
+from myolo.common.keys import Ed25519Signer, HmacKey, derive_hmac, load_signer
 from myolo.coordinator.commands.records import CommandIntent
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
@@ -16,8 +18,6 @@ from myolo.coordinator.core.leadership import LeaderTerm
 from myolo.coordinator.state import ForgedStateRecord, StateCodec, StateKeys, StateStore, StateTail
 from myolo.coordinator.state.codec import KIND_HEADER
 from myolo.coordinator.state.seal import PURPOSE, SEAL_HEADER
-from myolo.events.errors import ConfigError
-from myolo.events.keys import Ed25519Signer, HmacKey, derive_hmac, load_signer
 from myolo.events.settings import KafkaSettings
 from tests.support.helpers import new_ed25519_key, write_key
 

@@ -9,12 +9,12 @@ import re
 import msgspec
 import pytest
 
+from myolo.common.clock import SimClock
 from myolo.coordinator.ui.assets import STATIC, load, weight
 from myolo.coordinator.ui.history import JobRings, NodeRings
 from myolo.coordinator.ui.sessions import SessionTable, cookie_header
 from myolo.coordinator.ui.sse import Changed, Feed, frame
 from myolo.coordinator.ui.views import job_history
-from myolo.events.clock import SimClock
 from myolo.events.payloads import GpuReading, NodeSample, TrainingProgress
 
 

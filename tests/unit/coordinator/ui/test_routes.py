@@ -15,12 +15,12 @@ import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
 
+from myolo.common.clock import SimClock, SystemClock
 from myolo.coordinator.api.app import create_app, serve
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.ui.assets import CSP
 from myolo.coordinator.ui.component import Ui
 from myolo.events.bus import RecordInfo
-from myolo.events.clock import SimClock, SystemClock
 from myolo.events.envelope import new_event
 from myolo.events.payloads import GpuReading, NodeFault, NodeSample
 from tests.support.api_auth import ADMIN, SCRAPER, VIEWER, security, shared

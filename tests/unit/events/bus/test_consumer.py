@@ -11,9 +11,9 @@ import pytest
 from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
+from myolo.common.clock import SimClock
 from myolo.events.bus import EventConsumer
 from myolo.events.bus.consumer import DeadLetterUnsent
-from myolo.events.clock import SimClock
 from myolo.events.codec import encode
 from myolo.events.deadletter import dead_letter_info, field_kind
 from myolo.events.envelope import new_event

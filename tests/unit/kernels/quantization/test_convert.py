@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from myolo.events.digest import sha256_file
+from myolo.common.digest import sha256_file
 from myolo.kernels.model import GPT, preset
 from myolo.kernels.quantization import PTQConverter
 from myolo.kernels.quantization.calibrate import calibration_set

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from myolo.events.keys import write_secret
+from myolo.common.keys import write_secret
 from myolo.kernels.infer.load import file_metadata, load_model
 from myolo.kernels.watermark import WatermarkKey
 from myolo.kernels.watermark.header import file_watermark

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from myolo.events.clock import SimClock, sleep_or_wake
+from myolo.common.clock import SimClock, sleep_or_wake
 
 
 async def started(clock: SimClock) -> None:

@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 ENV_EVERY = "MYOLO_MALLOC_TRIM_S"
 DEFAULT_EVERY_S = 300.0

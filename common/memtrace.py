@@ -4,9 +4,9 @@ A daemon whose RSS creeps up by a few MiB an hour shows it only after hours, und
 ``MYOLO_TRACEMALLOC_DIR`` before starting the agent or a coordinator: it traces allocations
 (``MYOLO_TRACEMALLOC_FRAMES`` deep, 8 by default) and writes ``<name>-<pid>-<n>.snap`` there every
 ``MYOLO_TRACEMALLOC_EVERY_S`` seconds (600), from a daemon thread, so a stuck event loop is still seen.
-``python -m myolo.events.memtrace A.snap B.snap`` prints what grew between two snapshots, biggest first. Beside the
+``python -m myolo.common.memtrace A.snap B.snap`` prints what grew between two snapshots, biggest first. Beside the
 snapshots, ``<name>-<pid>.jsonl`` gets one line per snapshot of where the resident memory sits by allocator
-(``events/memstats.py``): a traced heap that stays flat while RSS grows is then placed.
+(``common/memstats.py``): a traced heap that stays flat while RSS grows is then placed.
 Tracing costs CPU and memory of its own: it is for a diagnosis run, never on by default.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import msgspec
 
-from myolo.events import memstats
-from myolo.events.errors import ConfigError
+from myolo.common import memstats
+from myolo.common.errors import ConfigError
 
 ENV_DIR, ENV_EVERY, ENV_FRAMES = "MYOLO_TRACEMALLOC_DIR", "MYOLO_TRACEMALLOC_EVERY_S", "MYOLO_TRACEMALLOC_FRAMES"
 
@@ -75,7 +75,7 @@ class MemTrace:
 
     def dump(self) -> Path:
         """Write the next snapshot now (atomically: a reader never sees half of one), and append the process's
-        memory by allocator to ``<name>-<pid>.jsonl`` (``events/memstats.py``)."""
+        memory by allocator to ``<name>-<pid>.jsonl`` (``common/memstats.py``)."""
         path = self.settings.dir / f"{self.name}-{os.getpid()}-{self.written:04d}.snap"
         tmp = path.with_suffix(".tmp")
         tracemalloc.take_snapshot().dump(str(tmp))
@@ -123,7 +123,7 @@ def growth(before: Path, after: Path, top: int = 25, depth: int = 8) -> list[str
 
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3):
-        print("usage: python -m myolo.events.memtrace BEFORE.snap AFTER.snap [TOP]", file=sys.stderr)
+        print("usage: python -m myolo.common.memtrace BEFORE.snap AFTER.snap [TOP]", file=sys.stderr)
         return 2
     print("\n".join(growth(Path(argv[0]), Path(argv[1]), int(argv[2]) if len(argv) == 3 else 25)))
     return 0

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from myolo.events.metrics import units
-from myolo.events.metrics.mapping import Mapping, MetricSpec, load
-from myolo.events.metrics.text import format_value
+from myolo.common.metrics import units
+from myolo.common.metrics.mapping import Mapping, MetricSpec, load
+from myolo.common.metrics.text import format_value
 
 MAX_EXPR = 64 * 1024
 _TOKEN = re.compile(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from myolo.events.metrics.grafana import translate_dashboard
-from myolo.events.metrics.promql import PromqlError, translate, translate_template
+from myolo.common.metrics.grafana import translate_dashboard
+from myolo.common.metrics.promql import PromqlError, translate, translate_template
 
 DATA = Path(__file__).parent / "data"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from myolo.events.metrics.text import HistogramValue
+from myolo.common.metrics.text import HistogramValue
 
 
 class Histogram:

@@ -11,8 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from myolo.events.errors import ConfigError
-from myolo.events.keys import (
+from myolo.common.errors import ConfigError
+from myolo.common.keys import (
     MAX_KEY_FILE_BYTES,
     Ed25519Public,
     Ed25519Signer,

@@ -15,7 +15,7 @@ from typing import Literal
 
 import msgspec
 
-from myolo.events.metrics import units
+from myolo.common.metrics import units
 
 MetricType = Literal["gauge", "counter", "histogram"]
 Scope = Literal["gpu", "node", "coordinator"]
@@ -159,5 +159,5 @@ def validate(mapping: Mapping) -> list[str]:
 @functools.cache
 def load() -> Mapping:
     """The mapping shipped with the package (parsed once per process)."""
-    text = resources.files("myolo.events.metrics").joinpath("mapping.toml").read_text(encoding="utf-8")
+    text = resources.files("myolo.common.metrics").joinpath("mapping.toml").read_text(encoding="utf-8")
     return parse(text)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from myolo.events.errors import ConfigError, validation_problem
+from myolo.common.errors import ConfigError, validation_problem
 
 T = TypeVar("T", bound=msgspec.Struct)
 

@@ -7,8 +7,8 @@ import math
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from myolo.events.metrics.mapping import load
-from myolo.events.metrics.text import escape_label, format_value, render_family
+from myolo.common.metrics.mapping import load
+from myolo.common.metrics.text import escape_label, format_value, render_family
 
 
 def test_values_and_escapes_are_written_as_the_format_says():

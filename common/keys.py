@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from myolo.events.errors import ConfigError
+from myolo.common.errors import ConfigError
 
 MIN_SECRET_BYTES = 16
 MAX_KEY_FILE_BYTES = 16 * 1024

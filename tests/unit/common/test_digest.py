@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from myolo.events.digest import Hashed, Sha256, TooLarge, sha256_file
+from myolo.common.digest import Hashed, Sha256, TooLarge, sha256_file
 
 DATA = bytes(range(256)) * 1000  # 256000 bytes
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from myolo.events.metrics import units
-from myolo.events.metrics.mapping import MappingError, load, parse
+from myolo.common.metrics import units
+from myolo.common.metrics.mapping import MappingError, load, parse
 
 DATA = Path(__file__).parent / "data"
 # in dcgm-exporter's default list but nothing this agent can read: a vGPU licence (no vGPU here)

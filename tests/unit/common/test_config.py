@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from myolo.events.config import env_names, load_config
-from myolo.events.errors import ConfigError
+from myolo.common.config import env_names, load_config
+from myolo.common.errors import ConfigError
 from myolo.events.settings import KafkaSettings
 
 

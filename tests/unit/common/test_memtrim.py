@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from myolo.events import memtrim
-from myolo.events.errors import ConfigError
+from myolo.common import memtrim
+from myolo.common.errors import ConfigError
 
 
 def test_interval_defaults_and_reads_the_environment() -> None:

@@ -1,5 +1,5 @@
 """Rewrite a Grafana dashboard (its JSON model) from dcgm-exporter's names to OpenTelemetry's, with
-:mod:`myolo.events.metrics.promql`: every query (``expr``, and the template variables' ``query`` / ``definition``)
+:mod:`myolo.common.metrics.promql`: every query (``expr``, and the template variables' ``query`` / ``definition``)
 and the legend templates that name a label (``{{gpu}}``). Everything else is kept as it was.
 """
 
@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from myolo.events.metrics.mapping import Mapping, load
-from myolo.events.metrics.promql import PromqlError, translate, translate_template
+from myolo.common.metrics.mapping import Mapping, load
+from myolo.common.metrics.promql import PromqlError, translate, translate_template
 
 MAX_DASHBOARD_BYTES = 16 * 1024 * 1024
 _QUERY_KEYS = ("expr", "query", "definition")

@@ -8,7 +8,7 @@ import logging
 
 import structlog
 
-from myolo.events.logs import configure_logging
+from myolo.common.logs import configure_logging
 
 
 def lines(stream: io.StringIO) -> list[dict]:

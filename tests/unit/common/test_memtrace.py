@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from myolo.events import memstats
-from myolo.events.errors import ConfigError
-from myolo.events.memtrace import ENV_DIR, ENV_EVERY, ENV_FRAMES, MemTrace, TraceSettings, growth, settings_from_env
+from myolo.common import memstats
+from myolo.common.errors import ConfigError
+from myolo.common.memtrace import ENV_DIR, ENV_EVERY, ENV_FRAMES, MemTrace, TraceSettings, growth, settings_from_env
 
 
 def test_off_unless_the_directory_is_set() -> None:
