@@ -22,7 +22,7 @@ import msgspec
 from myolo.common.config import load_config
 from myolo.common.errors import ConfigError
 from myolo.common.keys import load_signer
-from myolo.coordinator.api.settings import check_api
+from myolo.coordinator.api.security import check_api
 from myolo.coordinator.core.assembly import check_names
 from myolo.coordinator.core.component import Component
 from myolo.coordinator.core.config import CoreConfig, previous_signers, section

@@ -31,6 +31,7 @@ from myolo.coordinator.core.component import Component, StateTopic
 from myolo.coordinator.core.config import CoreConfig, previous_signers, section
 from myolo.coordinator.core.context import Context
 from myolo.coordinator.core.dashboard import Boards, collect
+from myolo.coordinator.core.election import LeaderElector
 from myolo.coordinator.core.gc_tuning import tune_gc
 from myolo.coordinator.core.ingest import ConsumerHealth
 from myolo.coordinator.core.ingest_guard import IngestGuard
@@ -44,7 +45,6 @@ from myolo.coordinator.core.leadership import (
 )
 from myolo.coordinator.core.metrics import CoordinatorMetrics, Series
 from myolo.coordinator.core.router import EventRouter
-from myolo.coordinator.leader.election import LeaderElector
 from myolo.coordinator.state import StateCodec, StateKeys, StateStore, StateTail
 from myolo.events.bus import EventConsumer, EventProducer
 from myolo.events.signing import GUARDED_NODE_EVENTS
@@ -242,7 +242,7 @@ class Coordinator:
             return
         from myolo.coordinator.api.app import serve
         from myolo.coordinator.api.audit import kafka_sender
-        from myolo.coordinator.api.settings import security_for, server_ssl
+        from myolo.coordinator.api.security import security_for, server_ssl
 
         api = self.cfg.api
         parts = [p for p in (c.api() for c in self.peers) if p is not None]

@@ -49,4 +49,3 @@ def test_the_rule_sees_a_forbidden_import(tmp_path: Path) -> None:
     pkg.mkdir()
     (pkg / "x.py").write_text("def f():\n    from myolo.coordinator.jobs import interface\n")
     assert {r.rsplit(" -> ", 1)[1] for r in reached(pkg, tmp_path)} == {"myolo.coordinator"}
-

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.support.prometheus import binary
 
 HERE = Path(__file__).parent
-RULES = HERE.parents[2] / "events" / "metrics" / "prometheus" / "myolo-rules.yml"
+RULES = HERE.parents[2] / "common" / "metrics" / "prometheus" / "myolo-rules.yml"
 
 
 def test_promtool_checks_the_rules() -> None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from myolo.coordinator.cli.main import app
 
-DATA = Path(__file__).parents[2] / "events" / "metrics" / "data"
+DATA = Path(__file__).parents[2] / "common" / "metrics" / "data"
 
 
 def myoloctl(*args: str, stdin: str | None = None):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from myolo.common.errors import ConfigError
-from myolo.coordinator.api.settings import server_ssl
+from myolo.coordinator.api.security import server_ssl
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.config import load_coordinator_config
 from tests.support.api_auth import shared, write_tokens

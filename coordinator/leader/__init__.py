@@ -1,1 +1,0 @@
-"""Leader election by Kafka group membership (the terms and epochs are the core's: coordinator/core)."""
