@@ -36,7 +36,7 @@ app = typer.Typer(
 
 BANDWIDTH_HELP = (
     "Bandwidth to move --size in --hours: Mbps = GB x 8000 / (hours x 3600).\n\n"
-    "The seed writes `Mbps = GB x 8 / hours / 3600`, which is off by a factor of 1000: GB x 8 is gigabits, so "
+    "A common shortcut, `Mbps = GB x 8 / hours / 3600`, is off by a factor of 1000: GB x 8 is gigabits, so "
     "that formula gives Gbps. Example: 50 TB in 24 h needs 4,629.6 Mbps (4.63 Gbps), not 4.63 Mbps.\n\n"
     "Sizes are bytes, in decimal units (KB, MB, GB, TB, PB = 10^3 ... 10^15) or binary ones (KiB ... PiB = "
     "2^10 ... 2^50); rates are decimal bits per second, as links are sold (10Gbps = 10^10 bit/s).\n\n"

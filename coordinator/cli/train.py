@@ -1,4 +1,4 @@
-"""``myoloctl train``: the seed's one-line training command, as an ElasticJob built from flags.
+"""``myoloctl train``: a one-line training command, as an ElasticJob built from flags.
 
 ``myoloctl train NAME --defense gradient_compression --param 0.01 ...`` writes the manifest ``myoloctl apply``
 would take, checks it the same way (an error names the manifest's field and the flag behind it), and applies
@@ -119,7 +119,7 @@ def train(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the manifest; send nothing.")] = False,
     api: ApiOption = None,
 ) -> None:
-    """Train a model as an elastic job built from flags: the seed's `myoloctl train --defense=... --param=...`.
+    """Train a model as an elastic job built from flags (`myoloctl train --defense=... --param=...`).
 
     The manifest is checked here first (an error names its field and the flag, exit 2); --dry-run prints it (YAML) for `myoloctl apply -f`.
     """

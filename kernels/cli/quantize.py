@@ -19,7 +19,7 @@ scales and zeros) and its manifest <output>.json, printed on stdout; progress go
 SOURCE is an export (`python -m myolo.kernels.cli.export`, a job's --export-path; it names its model) or a training
 checkpoint directory (give --model and --model-arg; it is exported beside the output first). Schemes: gptq
 (needs --calib: it compensates rounding errors on calibration activations), rtn (plain group-wise rounding),
-hqq (optimised zero points, no calibration), dynamic_fixed_point (the seed's: one power-of-two scale per
+hqq (optimised zero points, no calibration), dynamic_fixed_point (one power-of-two scale per
 layer; --calib sets its activation formats). With --eval the source and the quantized model are evaluated on
 the same held-out tokens; --calib and --eval must not share tokens. Embeddings and the output head stay in
 float unless --layers names them (e.g. --layers 'layers.*' --layers output).

@@ -1,7 +1,7 @@
 """Post-training quantization of the trainer's GPT: 8- and 4-bit weights (rtn, gptq, hqq, dynamic fixed point),
 packed kernels to run them, and the file that keeps them.
 
-``from myolo.kernels.quantization import PTQConverter`` is the seed's API; ``save_quantized`` / ``load_quantized``
+``from myolo.kernels.quantization import PTQConverter`` converts a model; ``save_quantized`` / ``load_quantized``
 the file (``file.py``). torch loads on first use, like ``myolo.kernels.model``.
 """
 

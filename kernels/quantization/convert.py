@@ -1,4 +1,4 @@
-"""``PTQConverter``: the seed's post-training quantization API over the trainer's GPT.
+"""``PTQConverter``: post-training quantization of the trainer's GPT in one call.
 
 Calibrated schemes run layer by layer in the order the model uses them: the calibration sequences are
 embedded once, and through each block the inputs of each group of linears that share an input (q/k/v, then

@@ -1,4 +1,4 @@
-"""Dynamic fixed point (Ristretto, Gysel et al. 2016), the seed's scheme: one power-of-two scale per layer.
+"""Dynamic fixed point (Ristretto, Gysel et al. 2016), one power-of-two scale per layer.
 
 A layer's weights share a fixed-point format of ``bits`` bits: enough integer bits to hold ``max|w|`` (and the
 sign), the fractional length ``fl`` takes the rest, and every weight is rounded to a multiple of ``2^-fl``.

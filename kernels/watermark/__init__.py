@@ -1,7 +1,6 @@
 """A keyed watermark in a model's weights: ``DigitalWatermark.generate(key=...)``, ``apply``, ``verify``.
 
-The seed's ``from myolo.security import DigitalWatermark`` is ``from myolo.kernels.watermark import DigitalWatermark``
-here. torch loads on first use, like ``myolo.kernels.model``. How it works and what it survives: docs/watermark.md.
+torch loads on first use, like ``myolo.kernels.model``. How it works and what it survives: docs/watermark.md.
 """
 
 from __future__ import annotations

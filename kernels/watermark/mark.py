@@ -101,7 +101,7 @@ class DigitalWatermark:
 
     @classmethod
     def generate(cls, key: str | bytes | WatermarkKey, **settings: float) -> DigitalWatermark:
-        """The seed's ``DigitalWatermark.generate(key="secret")``; any :class:`WatermarkSettings` by keyword."""
+        """A watermark derived from ``key`` (``DigitalWatermark.generate(key="secret")``); any :class:`WatermarkSettings` by keyword."""
         wk = key if isinstance(key, WatermarkKey) else WatermarkKey.of(key)
         return cls(wk, replace(WatermarkSettings(), **settings))
 

@@ -36,7 +36,7 @@ class WatermarkKey:
 
     @classmethod
     def of(cls, key: str | bytes) -> WatermarkKey:
-        """From a passphrase or raw bytes (the seed's ``generate(key="secret")``)."""
+        """From a passphrase or raw bytes (``generate(key="secret")``)."""
         return cls(key.encode() if isinstance(key, str) else bytes(key))
 
     @classmethod
