@@ -58,8 +58,9 @@ while True:
 
 
 def _release(store: ReleaseStore, version: str, mode: str) -> None:
-    pkg = store.path(version) / "agent"
+    pkg = store.path(version) / "myolo" / "agent"
     pkg.mkdir(parents=True)
+    (pkg.parent / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "__main__.py").write_text(FAKE_AGENT.format(mode=mode, version=version))
     info = {"version": version, "sha256": "0" * 64, "installed_at": time.time(), "artifact": f"{version}.whl"}
