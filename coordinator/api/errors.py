@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from myolo.coordinator.api.answers import ErrorAnswer
 from myolo.coordinator.core.errors import (
     Conflict,
     Forbidden,
@@ -73,20 +74,11 @@ def refusal_of(status: int, body: Any) -> Refusal:
     )
 
 
-def error_body(error: str, field: str | None = None, hint: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"error": error}
-    if field is not None:
-        body["field"] = field
-    if hint is not None:
-        body["hint"] = hint
-    return body
-
-
 def error_response(refusal: Refusal, headers: dict[str, str] | None = None) -> web.Response:
-    from aiohttp import web
+    from myolo.coordinator.api.respond import json_response
 
     status = refusal.status or status_of(refusal)
-    return web.json_response(error_body(refusal.error, refusal.field, refusal.hint), status=status, headers=headers)
+    return json_response(ErrorAnswer(error=refusal.error, field=refusal.field, hint=refusal.hint), status, headers)
 
 
 async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -116,14 +108,11 @@ json_errors.__middleware_version__ = 1  # type: ignore[attr-defined]  # what @we
 
 def to_leader(request: web.Request, leader_url: str | None) -> web.Response:
     """307 to the same path on the leader, or 503 with Retry-After while no leader is known."""
-    from aiohttp import web
+    from myolo.coordinator.api.respond import json_response
 
     if not leader_url:
-        return web.json_response(
-            error_body("no leader is known right now", hint="a leader is elected within seconds; retry"),
-            status=503,
-            headers={"Retry-After": "1"},
-        )
+        unknown = ErrorAnswer(error="no leader is known right now", hint="a leader is elected within seconds; retry")
+        return json_response(unknown, 503, {"Retry-After": "1"})
     location = leader_url.rstrip("/") + request.path_qs
-    body = error_body("this coordinator is a standby; writes go to the leader", hint=location)
-    return web.json_response(body, status=307, headers={"Location": location})
+    body = ErrorAnswer(error="this coordinator is a standby; writes go to the leader", hint=location)
+    return json_response(body, 307, {"Location": location})

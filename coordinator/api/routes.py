@@ -9,6 +9,8 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from myolo.common.metrics.text import CONTENT_TYPE
+from myolo.coordinator.api.answers import LeaderAnswer
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.leadership import LeaderInfo
 
 
@@ -31,15 +33,15 @@ class CoreView(Protocol):
         """The Prometheus page of this coordinator (``coordinator/core/metrics.py``)."""
 
 
-def leader_json(info: LeaderInfo | None, instance_id: str, is_leader: bool) -> dict[str, Any]:
+def leader_answer(info: LeaderInfo | None, instance_id: str, is_leader: bool) -> LeaderAnswer:
     """The leader (or the last one recorded; all None before any term) and whether that is the answerer."""
-    return {
-        "leader_id": info.instance_id if info else None,
-        "epoch": info.epoch if info else None,
-        "api_url": info.api_url if info else None,
-        "instance_id": instance_id,
-        "is_leader": is_leader,
-    }
+    return LeaderAnswer(
+        leader_id=info.instance_id if info else None,
+        epoch=info.epoch if info else None,
+        api_url=info.api_url if info else None,
+        instance_id=instance_id,
+        is_leader=is_leader,
+    )
 
 
 def routes(core: CoreView, document: dict[str, Any], health: list[Callable[[], dict[str, Any]]]) -> list[web.RouteDef]:
@@ -56,13 +58,13 @@ def routes(core: CoreView, document: dict[str, Any], health: list[Callable[[], d
             group_generation=group_generation,
             term_generation=term_generation,
         )
-        return web.json_response(body, status=200 if ready else 503)
+        return json_response(body, status=200 if ready else 503)
 
     async def openapi(request: web.Request) -> web.Response:
-        return web.json_response(document)
+        return json_response(document)
 
     async def leader(request: web.Request) -> web.Response:
-        return web.json_response(leader_json(core.leader_info(), core.instance_id, core.is_leader))
+        return json_response(leader_answer(core.leader_info(), core.instance_id, core.is_leader))
 
     async def metrics(request: web.Request) -> web.Response:
         return web.Response(body=core.metrics_text().encode(), headers={"Content-Type": CONTENT_TYPE})

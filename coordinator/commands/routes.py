@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import msgspec
 from aiohttp import web
 
+from myolo.coordinator.api.respond import json_response
+from myolo.coordinator.commands.answers import IntentList
 from myolo.coordinator.commands.records import CommandIntent
 
 
@@ -18,6 +19,6 @@ def routes(commands: CommandList) -> list[web.RouteDef]:
     async def list_commands(request: web.Request) -> web.Response:
         node = request.query.get("node")
         items = [i for i in commands.intents() if node is None or i.node_id == node]
-        return web.json_response({"items": msgspec.to_builtins(items)})
+        return json_response(IntentList(items=items))
 
     return [web.get("/v1/commands", list_commands)]

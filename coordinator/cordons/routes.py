@@ -11,6 +11,8 @@ from aiohttp import web
 
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
+from myolo.coordinator.api.respond import json_response
+from myolo.coordinator.cordons.answers import CordonAnswer
 from myolo.coordinator.cordons.records import CordonRecord
 
 MAX_REASON = 500
@@ -38,7 +40,7 @@ def routes(cordons: CordonWrites) -> list[web.RouteDef]:
         reason = body.reason.strip() or f"{verb} by operator"
         action = cordons.cordon if cordoned else cordons.uncordon
         record = await action(node_id, reason, caller(request).by)
-        return web.json_response({"node_id": node_id, "cordon": msgspec.to_builtins(record)})
+        return json_response(CordonAnswer(node_id=node_id, cordon=record))
 
     async def cordon(request: web.Request) -> web.Response:
         return await write(request, True)

@@ -13,7 +13,9 @@ from aiohttp import web
 
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.drift.answers import RuleReset, StatusList
 from myolo.coordinator.drift.interface import DriftAPI
 from myolo.coordinator.drift.reference import CategoricalReference, NumericReference
 from myolo.coordinator.drift.rule import DriftRule
@@ -36,11 +38,11 @@ class ReferenceBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 def routes(drift: DriftAPI) -> list[web.RouteDef]:
     async def listing(request: web.Request) -> web.Response:
-        return web.json_response({"items": msgspec.to_builtins(drift.summary())})
+        return json_response(StatusList(items=list(drift.summary())))
 
     async def one(request: web.Request) -> web.Response:
         model = request.match_info["model"]
-        return web.json_response(msgspec.to_builtins(drift.view(model)))
+        return json_response(drift.view(model))
 
     async def reference(request: web.Request) -> web.Response:
         model, feature = request.match_info["model"], request.match_info["feature"]
@@ -49,18 +51,18 @@ def routes(drift: DriftAPI) -> list[web.RouteDef]:
         if len(given) != 1:
             raise Invalid("give exactly one of numeric and categorical", field="numeric", hint=_REF_HINT)
         rec = await drift.set_reference(model, body.version, feature, given[0], body.source, caller(request).by)
-        return web.json_response(msgspec.to_builtins(rec))
+        return json_response(rec)
 
     async def put_rule(request: web.Request) -> web.Response:
         model = request.match_info["model"]
         rule = await read_json(request, DriftRule, "send the whole rule: GET /v1/drift/{model} shows it")
         rec = await drift.set_rule(model, rule, caller(request).by)
-        return web.json_response(msgspec.to_builtins(rec))
+        return json_response(rec)
 
     async def reset_rule(request: web.Request) -> web.Response:
         model = request.match_info["model"]
         await drift.set_rule(model, None, caller(request).by)
-        return web.json_response({"model": model, "rule_source": "default"})
+        return json_response(RuleReset(model=model))
 
     return [
         web.get(LIST_PATH, listing),

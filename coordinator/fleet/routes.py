@@ -6,6 +6,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import UnknownNode
 from myolo.coordinator.fleet import answers as views
 from myolo.coordinator.fleet.model import NodeState
@@ -24,18 +25,18 @@ def routes(fleet: FleetReads) -> list[web.RouteDef]:
     async def list_nodes(request: web.Request) -> web.Response:
         now = fleet.now()
         items = [views.node_summary(n, now) for n in sorted(fleet.nodes(), key=lambda n: n.node_id)]
-        return web.json_response({"now": now, "items": items})
+        return json_response({"now": now, "items": items})
 
     async def get_node(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
         node = fleet.node(node_id)
         if node is None:
             raise UnknownNode(node_id)
-        return web.json_response(views.node_json(node, fleet.now()))
+        return json_response(views.node_json(node, fleet.now()))
 
     async def list_gpus(request: web.Request) -> web.Response:
         nodes = sorted(fleet.nodes(), key=lambda n: n.node_id)
-        return web.json_response({"now": fleet.now(), "items": views.gpu_rows(nodes)})
+        return json_response({"now": fleet.now(), "items": views.gpu_rows(nodes)})
 
     return [
         web.get("/v1/nodes", list_nodes),

@@ -51,3 +51,9 @@ def job_answer(rec: JobRecord, nccl: NcclView | None = None) -> JobAnswer:
         deleting=spec.deleting,
         **msgspec.structs.asdict(rec.status),
     )
+
+
+class JobList(msgspec.Struct, kw_only=True):
+    """``GET /v1/jobs``: every job, by name."""
+
+    items: list[JobAnswer]

@@ -22,8 +22,9 @@ from aiohttp import web
 from myolo.coordinator.api.audit import set_target
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, no_query, read_bounded, read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid, TooLarge, Unsupported
-from myolo.coordinator.jobs.answers import job_answer
+from myolo.coordinator.jobs.answers import JobList, job_answer
 from myolo.coordinator.jobs.interface import JobsAPI, UnknownJob
 from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from myolo.coordinator.jobs.nccl import NcclView
@@ -56,8 +57,7 @@ def job_response(
     record: JobRecord, status: int = 200, headers: dict[str, str] | None = None, nccl: NcclView | None = None
 ) -> web.Response:
     """The record as JSON (msgspec writes a NaN loss as null, which strict JSON readers accept)."""
-    body = msgspec.json.encode(job_answer(record, nccl))
-    return web.Response(body=body, status=status, content_type="application/json", headers=headers)
+    return json_response(job_answer(record, nccl), status, headers)
 
 
 async def manifest_request(request: web.Request) -> str:
@@ -97,7 +97,7 @@ def value_of(field: str) -> Iterator[None]:
 def routes(jobs: JobsAPI) -> list[web.RouteDef]:
     async def list_jobs(request: web.Request) -> web.Response:
         items = [job_answer(r) for r in sorted(jobs.jobs(), key=lambda r: r.name)]
-        return web.Response(body=msgspec.json.encode({"items": items}), content_type="application/json")
+        return json_response(JobList(items=items))
 
     async def get_job(request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -136,7 +136,7 @@ def routes(jobs: JobsAPI) -> list[web.RouteDef]:
         no_query(request)
         started = await jobs.profile(request.match_info["name"], body, caller(request).by)
         set_target(request, request.match_info["name"])
-        return web.Response(body=msgspec.json.encode(started), status=202, content_type="application/json")
+        return json_response(started, 202)
 
     return [
         web.get("/v1/jobs", list_jobs),

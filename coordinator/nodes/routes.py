@@ -5,7 +5,7 @@ Writes are the leader's: on a standby ``NotLeader`` becomes a 307 to the leader 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from aiohttp import web
@@ -14,9 +14,10 @@ from myolo.common.errors import ConfigError
 from myolo.common.keys import MAX_KEY_FILE_BYTES
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.nodes.answers import NodeKeyList, key_answer
 from myolo.coordinator.nodes.interface import NodeKeys, NotEnrolled
-from myolo.coordinator.nodes.records import NodeKeyRecord
 
 KEY_PATH = "/v1/nodes/{node_id}/key"
 LIST_PATH = "/v1/node-keys"
@@ -30,10 +31,6 @@ class EnrollRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     public_key: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_FILE_BYTES)]
 
 
-def key_body(record: NodeKeyRecord, **extra: Any) -> dict[str, Any]:
-    return {**msgspec.to_builtins(record), **extra}
-
-
 def routes(nodes: NodeKeys) -> list[web.RouteDef]:
     async def enroll(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
@@ -42,22 +39,22 @@ def routes(nodes: NodeKeys) -> list[web.RouteDef]:
             record, change = await nodes.enroll(node_id, body.public_key, caller(request).by)
         except ConfigError as exc:
             raise Invalid(f"public_key: {exc.reason}", field="public_key", hint=_HINT) from None
-        return web.json_response(key_body(record, change=change), status=201 if change == "enrolled" else 200)
+        return json_response(key_answer(record, change), 201 if change == "enrolled" else 200)
 
     async def read(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
         record = nodes.key_of(node_id)
         if record is None:
             raise NotEnrolled(node_id)
-        return web.json_response(key_body(record))
+        return json_response(key_answer(record))
 
     async def revoke(request: web.Request) -> web.Response:
         node_id = request.match_info["node_id"]
         record = await nodes.revoke(node_id, caller(request).by)
-        return web.json_response(key_body(record))
+        return json_response(key_answer(record))
 
     async def listing(request: web.Request) -> web.Response:
-        return web.json_response({"items": [key_body(r) for r in nodes.key_records()]})
+        return json_response(NodeKeyList(items=[key_answer(r) for r in nodes.key_records()]))
 
     return [  # no HEAD twins: every route here is an admin's, and a HEAD would tell a viewer who is enrolled
         web.put(KEY_PATH, enroll),

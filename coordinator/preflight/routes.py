@@ -5,11 +5,11 @@ going on or no node to check (409)."""
 
 from __future__ import annotations
 
-import msgspec
 from aiohttp import web
 
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.preflight.interface import Preflights
 from myolo.coordinator.preflight.records import PreflightRequest
 
@@ -24,6 +24,6 @@ def routes(preflights: Preflights) -> list[web.RouteDef]:
     async def run(request: web.Request) -> web.Response:
         body = await read_json(request, PreflightRequest, _HINT)
         report = await preflights.preflight(body, caller(request).by)
-        return web.json_response(msgspec.to_builtins(report))
+        return json_response(report)
 
     return [web.post(PATH, run)]

@@ -4,14 +4,15 @@ answers 307); an operator may ask (the result is a new version, never champion u
 
 from __future__ import annotations
 
-import msgspec
 from aiohttp import web
 
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid
+from myolo.coordinator.quantize.answers import RunList
 from myolo.coordinator.quantize.interface import Quantizations, UnknownRun
-from myolo.coordinator.quantize.records import QuantizeRequest, QuantizeRun
+from myolo.coordinator.quantize.records import QuantizeRequest
 
 ASK = "/v1/models/{model}/versions/{version}/quantize"
 LIST = "/v1/quantizations"
@@ -21,14 +22,6 @@ _HINT = (
 )
 
 
-class RunList(msgspec.Struct, kw_only=True):
-    items: list[QuantizeRun]
-
-
-def _json(body: msgspec.Struct, status: int = 200) -> web.Response:
-    return web.Response(body=msgspec.json.encode(body), status=status, content_type="application/json")
-
-
 def routes(q: Quantizations) -> list[web.RouteDef]:
     async def ask(request: web.Request) -> web.Response:
         raw = request.match_info["version"]
@@ -36,15 +29,15 @@ def routes(q: Quantizations) -> list[web.RouteDef]:
             raise Invalid(f"version: {raw!r} is not a version number (1, 2, ...)", field="version")
         body = await read_json(request, QuantizeRequest, _HINT)
         run, created = await q.quantize(request.match_info["model"], int(raw), body, caller(request).by)
-        return _json(run, 202 if created else 200)
+        return json_response(run, 202 if created else 200)
 
     async def list_runs(request: web.Request) -> web.Response:
-        return _json(RunList(items=list(q.runs())))
+        return json_response(RunList(items=list(q.runs())))
 
     async def get_run(request: web.Request) -> web.Response:
         run = q.run(request.match_info["name"])
         if run is None:
             raise UnknownRun(request.match_info["name"])
-        return _json(run)
+        return json_response(run)
 
     return [web.post(ASK, ask), web.get(LIST, list_runs), web.get(ONE, get_run)]

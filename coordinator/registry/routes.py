@@ -18,6 +18,7 @@ from aiohttp import web
 
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import MAX_SMALL_BODY, json_limit, no_query, read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.api.tokens import RANK
 from myolo.coordinator.core.errors import Forbidden, Invalid, NotFound
 from myolo.coordinator.registry.answers import (
@@ -62,10 +63,6 @@ class AliasRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class AliasRemoval(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(max_length=2000)]
-
-
-def _json(body: msgspec.Struct, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=msgspec.json.encode(body), status=status, content_type="application/json", headers=headers)
 
 
 def _number(text: str, field: str) -> int:
@@ -114,10 +111,10 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         return record
 
     async def list_models(request: web.Request) -> web.Response:
-        return _json(ModelList(items=[model_answer(reg, m) for m in reg.models()]))
+        return json_response(ModelList(items=[model_answer(reg, m) for m in reg.models()]))
 
     async def get_model(request: web.Request) -> web.Response:
-        return _json(model_answer(reg, model_of(request)))
+        return json_response(model_answer(reg, model_of(request)))
 
     async def put_model(request: web.Request) -> web.Response:
         hint = 'send {"description": "...", "retrain": {...}, "promote_margin": 0.02}'
@@ -130,7 +127,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
             name, body.description, body.retrain, body.promote_margin, caller(request).by,
             quantize_margin=body.quantize_margin,
         )  # fmt: skip
-        return _json(model_answer(reg, record), 201 if current is None else 200)
+        return json_response(model_answer(reg, record), 201 if current is None else 200)
 
     async def list_versions(request: web.Request) -> web.Response:
         record = model_of(request)
@@ -139,7 +136,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         newest = [v for v in reversed(reg.versions(record.name)) if before is None or v.version < before]
         page = newest[:limit]
         more = len(newest) > limit
-        return _json(
+        return json_response(
             VersionPage(
                 items=[version_answer(reg, v) for v in page],
                 total=record.latest_version,
@@ -156,7 +153,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
                 f"version: model {record.name} has no version {n} (myoloctl registry versions {record.name} lists them)",
                 field="version",
             )
-        return _json(version_answer(reg, version, lineage=True))
+        return json_response(version_answer(reg, version, lineage=True))
 
     async def register(request: web.Request) -> web.Response:
         hint = 'send {"artifact": "s3://.../model.safetensors", "sha256": "<64 hex>"}'
@@ -166,11 +163,11 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         known = reg.registered(name, new)
         version = await reg.register(name, new, caller(request).by)
         path = f"{MODELS}/{name}/versions/{version.version}"
-        return _json(version_answer(reg, version, lineage=True), 200 if known else 201, {"Location": path})
+        return json_response(version_answer(reg, version, lineage=True), 200 if known else 201, {"Location": path})
 
     async def list_aliases(request: web.Request) -> web.Response:
         record = model_of(request)
-        return _json(AliasList(items=[alias_answer(a, history=False) for a in reg.aliases(record.name)]))
+        return json_response(AliasList(items=[alias_answer(a, history=False) for a in reg.aliases(record.name)]))
 
     def alias_of(request: web.Request) -> AliasRecord:
         record = model_of(request)
@@ -190,7 +187,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         record = await reg.set_alias(
             request.match_info["model"], request.match_info["alias"], body.version, caller(request).by, body.reason
         )
-        return _json(alias_answer(record))
+        return json_response(alias_answer(record))
 
     async def remove_alias(request: web.Request) -> web.Response:
         body = await read_json(request, AliasRemoval, 'send {"reason": "why it is removed"}', MAX_SMALL_BODY)
@@ -198,7 +195,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
         record = await reg.set_alias(
             request.match_info["model"], request.match_info["alias"], None, caller(request).by, body.reason
         )
-        return _json(alias_answer(record))
+        return json_response(alias_answer(record))
 
     async def alias_history(request: web.Request) -> web.Response:
         record = alias_of(request)
@@ -211,7 +208,7 @@ def routes(reg: ModelRegistry) -> list[web.RouteDef]:
                 raise Invalid(f"at: {raw_at!r} is not a time (seconds since the epoch)", field="at") from None
         answer = alias_answer(record, newest_first=True)
         version_at = record.version_at(at) if at is not None else None
-        return _json(AliasHistory(**msgspec.structs.asdict(answer), at=at, version_at=version_at))
+        return json_response(AliasHistory(**msgspec.structs.asdict(answer), at=at, version_at=version_at))
 
     return [
         web.get(MODELS, list_models),

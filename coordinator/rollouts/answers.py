@@ -41,3 +41,7 @@ def rollout_answer(rec: RolloutRecord) -> RolloutAnswer:
     return RolloutAnswer(
         name=rec.name, created=rec.created, **msgspec.structs.asdict(rec.spec), **msgspec.structs.asdict(rec.status)
     )
+
+
+class RolloutList(msgspec.Struct, kw_only=True):
+    items: list[RolloutAnswer]

@@ -10,8 +10,9 @@ from aiohttp import web
 
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import NotFound
-from myolo.coordinator.rollouts.answers import rollout_answer
+from myolo.coordinator.rollouts.answers import RolloutList, rollout_answer
 from myolo.coordinator.rollouts.config import Plan
 from myolo.coordinator.rollouts.interface import RolloutsAPI
 from myolo.events.payloads.commands import Component, Sha256, Version
@@ -34,26 +35,26 @@ class StartRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 def routes(api: RolloutsAPI) -> list[web.RouteDef]:
     async def listing(request: web.Request) -> web.Response:
-        return web.json_response({"items": [msgspec.to_builtins(rollout_answer(r)) for r in api.rollouts()]})
+        return json_response(RolloutList(items=[rollout_answer(r) for r in api.rollouts()]))
 
     async def one(request: web.Request) -> web.Response:
         name = request.match_info["name"]
         rec = api.rollout(name)
         if rec is None:
             raise NotFound(f"no rollout named {name!r}", field="name", hint="GET /v1/rollouts lists them")
-        return web.json_response(msgspec.to_builtins(rollout_answer(rec)))
+        return json_response(rollout_answer(rec))
 
     async def start(request: web.Request) -> web.Response:
         body = await read_json(request, StartRequest, _HINT)
         rec = await api.start(body.component, body.version, body.artifact, body.sha256, caller(request).by, body.plan)
-        return web.json_response(msgspec.to_builtins(rollout_answer(rec)), status=201)
+        return json_response(rollout_answer(rec), 201)
 
     async def act(request: web.Request) -> web.Response:
         name, action = request.match_info["name"], request.match_info["action"]
         if action not in ACTIONS:
             raise NotFound(f"no action {action!r}; one of {', '.join(ACTIONS)}", field="action")
         rec = await api.act(name, action, caller(request).by)
-        return web.json_response(msgspec.to_builtins(rollout_answer(rec)))
+        return json_response(rollout_answer(rec))
 
     return [
         web.get(LIST_PATH, listing),

@@ -16,6 +16,7 @@ from aiohttp import web
 from myolo.common.clock import Clock, sleep_or_wake
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.gate import SECURITY
+from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.api.tokens import RANK
 from myolo.coordinator.core.dashboard import Boards
 from myolo.coordinator.core.errors import NotFound, Refusal, Unavailable
@@ -44,10 +45,6 @@ class UiState(Protocol):
 
 def _file(asset: Asset, status: int = 200) -> web.Response:
     return web.Response(body=asset.body, status=status, headers={**HEADERS, "Content-Type": asset.content_type})
-
-
-def _json(body: msgspec.Struct) -> web.Response:
-    return web.Response(body=msgspec.json.encode(body), headers={**HEADERS, "Content-Type": "application/json"})
 
 
 def _see(location: str, cookie: str | None = None) -> web.Response:
@@ -103,14 +100,14 @@ def routes(ui: UiState) -> list[web.RouteDef]:
         return _file(ui.assets["index.html"])
 
     async def catalogue(request: web.Request) -> web.Response:
-        return _json(views.catalogue(ui.boards, caller(request).name))
+        return json_response(views.catalogue(ui.boards, caller(request).name), headers=HEADERS)
 
     async def page(request: web.Request) -> web.Response:
         name, key = request.match_info["name"], request.query.get("key")
         body = ui.read(name, key)
         if body is None:
             raise NotFound(f"no page {name!r}" + (f" for {key!r}" if key else ""), field="name")
-        return _json(body)
+        return json_response(body, headers=HEADERS)
 
     async def events(request: web.Request) -> web.StreamResponse:
         stream = ui.feed.join()
