@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from myolo.coordinator.jobs.interface import load_yaml
+from myolo.coordinator.jobs.interface import manifest_document
 from myolo.coordinator.registry.interface import RetrainTemplate, VersionRecord
 from myolo.coordinator.registry.interface import local_path as registry_path
 
@@ -47,7 +47,7 @@ def local_path(artifact: str, version: int) -> str:
 
 def manifest(template: RetrainTemplate, model: str, job: str, detection_id: str, champion: VersionRecord | None) -> str:
     """The template with this run's name, labels, export path and (from the champion) initial weights."""
-    doc: dict[str, Any] = load_yaml(template.manifest.encode())
+    doc: dict[str, Any] = manifest_document(template.manifest)
     meta = doc.setdefault("metadata", {}) or {}
     doc["metadata"] = meta
     meta["name"] = job

@@ -102,23 +102,23 @@ class Retrainer:
 
     async def _follow(self, run: RetrainRun, now: float) -> None:
         """A running retraining: register its export once the job succeeded; record why when it did not."""
-        job = self._jobs.job(run.job)
+        job = self._jobs.outcome(run.job)
         if job is None and self._jobs.applying(run.job):
             return  # submitted a moment ago: the job's record is being written
         if job is None:
             await self._save(replace(run, state="failed", reason="the job was deleted"))
             return
-        if job.status.phase == "Failed":
-            await self._save(replace(run, state="failed", reason=f"job failed: {job.status.reason}"))
+        if job.failed:
+            await self._save(replace(run, state="failed", reason=f"job failed: {job.reason}"))
             return
-        if job.status.phase != "Succeeded":
+        if not job.succeeded:
             return
         heard = self.exports.get(run.job)
         export, generation = run.export, run.generation
         if export is None and heard is not None:
             generation, export = heard
         if export is None:
-            if now - job.status.updated > EXPORT_WAIT_S:
+            if now - job.updated > EXPORT_WAIT_S:
                 reason = "the job succeeded but no node reported its export (spec.trainer.exportPath)"
                 await self._save(replace(run, state="failed", reason=reason))
             return

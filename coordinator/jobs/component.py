@@ -32,6 +32,7 @@ from myolo.coordinator.jobs.nccl import NcclView, nccl_view
 from myolo.coordinator.jobs.placement import replica_counts
 from myolo.coordinator.jobs.policies import evaluate, straggler
 from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted, start_profile
+from myolo.coordinator.jobs.queries import JobQueries
 from myolo.coordinator.jobs.reconcile import Evidence, Reconciler, Resize, decide
 from myolo.coordinator.jobs.records import STATE_JOBS, JobRecord, JobSpec, JobStatus, with_spec, with_status
 from myolo.coordinator.jobs.runtime import JobRuntime
@@ -45,7 +46,7 @@ MAX_FAULTS = 64  # worker faults kept per job until the next step acts on them
 MUTABLE = ("min_replicas", "max_replicas", "policies", "max_restarts", "labels")
 
 
-class Jobs(Component):
+class Jobs(JobQueries, Component):
     name = "jobs"
     requires = (
         FleetNodes,

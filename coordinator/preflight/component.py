@@ -72,7 +72,7 @@ class Preflight(Component):
             self._running = by
             try:
                 run = PreflightRun(self.commands, self.ctx.clock, self.cfg, request)
-                report = await run.run(nodes, self.jobs.jobs(), epoch, by)
+                report = await run.run(nodes, self.jobs, epoch, by)
                 self.ctx.leadership.require()  # deposed meanwhile: the acks stopped counting; the caller retries
             finally:
                 self._running = None

@@ -17,7 +17,7 @@ import msgspec
 from myolo.common.clock import Clock
 from myolo.coordinator.commands.interface import CommandIntent, CommandSender
 from myolo.coordinator.fleet.interface import NodeState
-from myolo.coordinator.jobs.interface import JobRecord
+from myolo.coordinator.jobs.interface import Training
 from myolo.coordinator.preflight.records import CheckResult, Verdict
 from myolo.events.payloads.commands import RdmaLatencyArgs, RdmaLatencyResult
 
@@ -35,18 +35,15 @@ class Pair:
         return f"job/{self.job} {self.server.node_id} <-> {self.client.node_id}"
 
 
-def pairs(nodes: Sequence[NodeState], jobs: Sequence[JobRecord]) -> tuple[list[Pair], list[str]]:
+def pairs(nodes: Sequence[NodeState], jobs: Sequence[Training]) -> tuple[list[Pair], list[str]]:
     """One pair per job spanning two of ``nodes`` (Ready, each node in one pair at most), and the nodes left."""
     ready = {n.node_id: n for n in nodes if n.liveness == "Ready"}
     used: set[str] = set()
     out: list[Pair] = []
-    for rec in sorted(jobs, key=lambda r: r.name):
-        gen = rec.status.generation
-        if rec.terminal or gen is None:
-            continue
-        members = [n for n in dict.fromkeys(gen.node_ids) if n in ready and n not in used]
+    for job in sorted(jobs, key=lambda t: t.job):
+        members = [n for n in dict.fromkeys(job.nodes) if n in ready and n not in used]
         if len(members) >= 2:
-            out.append(Pair(rec.name, ready[members[0]], ready[members[1]]))
+            out.append(Pair(job.job, ready[members[0]], ready[members[1]]))
             used.update(members[:2])
     return out, [n for n in ready if n not in used]
 
@@ -60,7 +57,7 @@ class RdmaRun:
         self.commands, self.clock, self.poll_s = commands, clock, poll_s
         self.timeout_s, self.max_latency_us = timeout_s, max_latency_us
 
-    async def run(self, nodes: Sequence[NodeState], jobs: Sequence[JobRecord]) -> list[CheckResult]:
+    async def run(self, nodes: Sequence[NodeState], jobs: Sequence[Training]) -> list[CheckResult]:
         found, alone = pairs(nodes, jobs)
         rows = [CheckResult(node_id=n, check="rdma", verdict="SKIP", reason=NO_PAIR) for n in alone]
         for pair in found:

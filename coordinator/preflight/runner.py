@@ -21,7 +21,7 @@ import structlog
 from myolo.common.clock import Clock
 from myolo.coordinator.commands.interface import CommandIntent, CommandSender
 from myolo.coordinator.fleet.interface import NodeState
-from myolo.coordinator.jobs.interface import JobRecord
+from myolo.coordinator.jobs.interface import JobData, JobsAPI
 from myolo.coordinator.preflight import checks, cuda, tfrecords
 from myolo.coordinator.preflight.config import PreflightConfig
 from myolo.coordinator.preflight.rdma import RdmaRun
@@ -77,29 +77,25 @@ class Asked:
     tfrecords: list[TfRecordData] = field(default_factory=list)
 
 
-def data_files(node_id: str, jobs: Iterable[JobRecord]) -> tuple[list[DataFile], list[CheckResult]]:
+def data_files(node_id: str, jobs: Iterable[JobData]) -> tuple[list[DataFile], list[CheckResult]]:
     """The data files of the jobs whose current generation runs on the node, and a SKIP row for each job that
     has nothing to check (synthetic data, no digest recorded, a relative path)."""
     files, skipped = [], []
-    for rec in sorted(jobs, key=lambda r: r.name):
-        gen = rec.status.generation
-        if rec.terminal or gen is None or gen.member(node_id) is None:
-            continue
-        trainer = rec.spec.job.trainer
-        path, why = trainer.data_path, None
+    for rec in jobs:
+        path, why = rec.data_path, None
         if path is None:
             why = "the job trains on synthetic data (no dataPath): nothing to hash"
-        elif trainer.data_sha256 is None:
+        elif rec.data_sha256 is None:
             why = NO_SHA
         elif not path.startswith("/"):
             why = (
                 "dataPath is relative: it resolves in the workers' run directory, not the agent's; give it as an "
                 "absolute path to have it checked"
             )
-        if why is None and path is not None and trainer.data_sha256 is not None:
-            files.append(DataFile(rec.name, path, trainer.data_sha256))
+        if why is None and path is not None and rec.data_sha256 is not None:
+            files.append(DataFile(rec.job, path, rec.data_sha256))
         else:
-            subject = f"job/{rec.name}" + (f" {path}" if path else "")
+            subject = f"job/{rec.job}" + (f" {path}" if path else "")
             skipped.append(
                 CheckResult(node_id=node_id, check="data", verdict="SKIP", subject=subject, reason=why or "")
             )
@@ -114,7 +110,7 @@ class PreflightRun:
         self.rows: list[CheckResult] = []
         self.asked: list[Asked] = []
 
-    async def run(self, nodes: Sequence[NodeState], jobs: Sequence[JobRecord], epoch: int, by: str) -> PreflightReport:
+    async def run(self, nodes: Sequence[NodeState], jobs: JobsAPI, epoch: int, by: str) -> PreflightReport:
         started = self.clock.now()
         for node in nodes:
             await self._node(node, jobs)
@@ -123,7 +119,7 @@ class PreflightRun:
             self._answered(asked)
         if "rdma" in self.checks:  # after the first answers: a measurement saturates nothing, but needs two nodes
             rdma = RdmaRun(self.commands, self.clock, self.cfg.poll_s, self.timeout_s, self.req.max_rdma_latency_us)
-            self.rows += await rdma.run([n for n in nodes if n.liveness == "Ready"], jobs)
+            self.rows += await rdma.run([n for n in nodes if n.liveness == "Ready"], jobs.trainings())
         order = {n.node_id: i for i, n in enumerate(nodes)}
         self.rows.sort(key=lambda r: (order[r.node_id], CHECKS.index(r.check), r.subject or ""))
         counts = {v: sum(1 for r in self.rows if r.verdict == v) for v in ("PASS", "FAIL", "SKIP")}
@@ -153,7 +149,7 @@ class PreflightRun:
         return report
 
     # ---- per node -------------------------------------------------------------------------------------------
-    async def _node(self, node: NodeState, jobs: Sequence[JobRecord]) -> None:
+    async def _node(self, node: NodeState, jobs: JobsAPI) -> None:
         if node.liveness != "Ready":
             seen = f"last sample {self.clock.now() - node.last_seen:.0f} s ago" if node.last_seen else "never seen"
             why = f"the node is {node.liveness} ({seen}): its readings are stale and it cannot be asked"
@@ -166,7 +162,7 @@ class PreflightRun:
         if "cuda" in self.checks:
             await self._ask(node, "cuda", RuntimeVersionsArgs(timeout_s=min(120.0, max(1.0, self.timeout_s))))
         if "data" in self.checks:
-            files, skipped = data_files(node.node_id, jobs)
+            files, skipped = data_files(node.node_id, jobs.data_on(node.node_id))
             self.rows += skipped
             if files:
                 paths = list(dict.fromkeys(f.path for f in files))
@@ -176,7 +172,7 @@ class PreflightRun:
                     CheckResult(node_id=node.node_id, check="data", verdict="SKIP", reason="no job runs on this node")
                 )
         if "tfrecord" in self.checks:
-            await self._tfrecords(node, jobs)
+            await self._tfrecords(node, jobs.data_on(node.node_id))
         if "nccl" in self.checks:
             args = NcclProbeArgs(
                 world_size=min(64, max(2, len(node.gpus))),
@@ -184,7 +180,7 @@ class PreflightRun:
             )
             await self._ask(node, "nccl", args)
 
-    async def _tfrecords(self, node: NodeState, jobs: Sequence[JobRecord]) -> None:
+    async def _tfrecords(self, node: NodeState, jobs: Sequence[JobData]) -> None:
         data, skipped = tfrecords.tfrecord_data(node.node_id, jobs)
         self.rows += skipped
         if data:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from myolo.coordinator.jobs.interface import JobRecord
+from myolo.coordinator.jobs.interface import JobData
 from myolo.coordinator.preflight.records import CheckResult
 from myolo.events.payloads.commands import TfRecordPattern
 
@@ -33,14 +33,13 @@ def is_tfrecord(path: str) -> bool:
     return bool(_TFRECORD.search(path.rsplit("/", 1)[-1]))
 
 
-def tfrecord_data(node_id: str, jobs: Iterable[JobRecord]) -> tuple[list[TfRecordData], list[CheckResult]]:
+def tfrecord_data(node_id: str, jobs: Iterable[JobData]) -> tuple[list[TfRecordData], list[CheckResult]]:
     """The TFRecord data of the jobs whose current generation runs on the node, and a SKIP row for each job of
     TFRecord data that cannot be checked (a relative path, compressed files)."""
     data, skipped = [], []
-    for rec in sorted(jobs, key=lambda r: r.name):
-        gen = rec.status.generation
-        path = rec.spec.job.trainer.data_path
-        if rec.terminal or gen is None or gen.member(node_id) is None or path is None or not is_tfrecord(path):
+    for rec in jobs:
+        path = rec.data_path
+        if path is None or not is_tfrecord(path):
             continue
         why = None
         if not path.startswith("/"):
@@ -48,11 +47,11 @@ def tfrecord_data(node_id: str, jobs: Iterable[JobRecord]) -> tuple[list[TfRecor
         elif path.lower().endswith(_COMPRESSED):
             why = "compressed TFRecord files frame compressed bytes: their records are not checked"
         if why is None:
-            data.append(TfRecordData(rec.name, path))
+            data.append(TfRecordData(rec.job, path))
         else:
             skipped.append(
                 CheckResult(
-                    node_id=node_id, check="tfrecord", verdict="SKIP", subject=f"job/{rec.name} {path}", reason=why
+                    node_id=node_id, check="tfrecord", verdict="SKIP", subject=f"job/{rec.job} {path}", reason=why
                 )
             )
     return data, skipped

@@ -149,20 +149,20 @@ class Quantize(Component):
             await self._follow(run, now)
 
     async def _follow(self, run: QuantizeRun, now: float) -> None:
-        job = self.jobs.job(run.name)
+        job = self.jobs.outcome(run.name)
         if job is None and self.jobs.applying(run.name):
             return  # submitted a moment ago: the job's record is being written
         if job is None:
             await self._end(replace(run, state="failed", reason="its job was deleted"))
             return
-        if job.status.phase == "Failed":
-            await self._end(replace(run, state="failed", reason=f"job failed: {job.status.reason}"))
+        if job.failed:
+            await self._end(replace(run, state="failed", reason=f"job failed: {job.reason}"))
             return
-        if job.status.phase != "Succeeded":
+        if not job.succeeded:
             return
         heard = self.heard.get(run.name)
         if heard is None:
-            if now - job.status.updated > self.cfg.export_wait_s:
+            if now - job.updated > self.cfg.export_wait_s:
                 await self._end(
                     replace(run, state="failed", reason="the job succeeded but no node reported its export")
                 )

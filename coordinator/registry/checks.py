@@ -14,7 +14,7 @@ import msgspec
 import yaml
 
 from myolo.common.errors import validation_problem
-from myolo.coordinator.jobs.interface import ManifestError, load_yaml, parse_manifest
+from myolo.coordinator.jobs.interface import ManifestError, check_manifest, manifest_document
 from myolo.coordinator.registry.errors import RegistryError
 from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import RetrainTemplate
@@ -71,7 +71,7 @@ def template(value: RetrainTemplate) -> RetrainTemplate:
     and an export path filled in), without the fields each run sets."""
     value = _converted(value, RetrainTemplate, "retrain")
     try:
-        doc = load_yaml(value.manifest.encode())
+        doc = manifest_document(value.manifest)
     except ManifestError as exc:
         raise RegistryError("retrain.manifest", str(exc)) from None
     meta, spec = doc.get("metadata"), doc.get("spec")
@@ -84,7 +84,7 @@ def template(value: RetrainTemplate) -> RetrainTemplate:
                 raise RegistryError("retrain.manifest", f"spec.trainer.{key} must not be set: {RUN_SET} ({what})")
     run = _as_a_run(doc, value.artifact_dir)
     try:
-        parse_manifest(run)
+        check_manifest(run)
     except ManifestError as exc:
         raise RegistryError("retrain.manifest", str(exc)) from None
     return value

@@ -13,46 +13,22 @@ fails the gate.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+
+from myolo.coordinator.jobs.interface import Training
 
 
-class _Generation(Protocol):
-    @property
-    def stage(self) -> str: ...
-
-    @property
-    def first_step_at(self) -> float | None: ...
-
-
-class _JobStatus(Protocol):
-    @property
-    def generation(self) -> _Generation | None: ...
-
-
-class _Job(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def terminal(self) -> bool: ...
-
-    @property
-    def status(self) -> _JobStatus: ...
-
-
-def window_starts(jobs: Iterable[_Job], judged: Iterable[str], upgraded_at: float) -> dict[str, float | None]:
+def window_starts(trainings: Iterable[Training], judged: Iterable[str], upgraded_at: float) -> dict[str, float | None]:
     """Each judged job's bake window start: the first step of the generation it runs (the upgrade, if that
-    generation trained before it); None while it is not training again. A job deleted or ended since is not
-    waited for (its window starts at the upgrade)."""
-    by_name = {j.name: j for j in jobs}
+    generation trained before it); None while it is not training again. A job deleted or ended since (no
+    longer among the ``trainings``) is not waited for (its window starts at the upgrade)."""
+    by_name = {t.job: t for t in trainings}
     starts: dict[str, float | None] = {}
     for name in judged:
-        job = by_name.get(name)
-        if job is None or job.terminal:
+        t = by_name.get(name)
+        if t is None:
             starts[name] = upgraded_at
             continue
-        gen = job.status.generation
-        first = gen.first_step_at if gen is not None and gen.stage == "running" else None
+        first = t.first_step_at if t.running else None
         starts[name] = None if first is None else max(upgraded_at, first)
     return starts
 

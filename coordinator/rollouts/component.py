@@ -33,7 +33,7 @@ from myolo.coordinator.rollouts.config import Plan, RolloutsConfig, check
 from myolo.coordinator.rollouts.evidence import Evidence
 from myolo.coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
 from myolo.coordinator.rollouts.plan import waves
-from myolo.coordinator.rollouts.reconcile import Reconciler, busy_nodes
+from myolo.coordinator.rollouts.reconcile import Reconciler
 from myolo.coordinator.rollouts.records import STATE_ROLLOUTS, Phase, RolloutRecord, RolloutSpec, RolloutStatus, Wave
 from myolo.coordinator.rollouts.store import RolloutStore
 from myolo.events.bus import RecordInfo
@@ -126,7 +126,7 @@ class Rollouts(Component):
                     skipped[node.node_id] = "cordoned" if node.cordoned else f"{node.liveness}, health {node.health}"
             if not nodes:
                 raise RolloutConflict("nodes", f"no node is Ready and uncordoned to upgrade (skipped: {skipped})")
-            planned = waves(nodes, busy_nodes(self.jobs), plan.waves)
+            planned = waves(nodes, self.jobs.busy_nodes(), plan.waves)
             now = self.ctx.clock.now()
             rec = RolloutRecord(
                 name=name,

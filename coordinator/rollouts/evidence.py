@@ -44,14 +44,13 @@ class Evidence:
 
     def sample(self, jobs: JobsAPI, now: float) -> None:
         """Note each running job's tokens/s once per progress report."""
-        for job in jobs.jobs():
-            gen, p = job.status.generation, job.status.progress
-            if gen is None or gen.stage != "running" or p.tokens_per_s is None or p.updated is None:
+        for t in jobs.trainings():
+            if not t.running or t.tokens_per_s is None or t.reported is None:
                 continue
-            if self._seen_progress.get(job.name) == p.updated:
+            if self._seen_progress.get(t.job) == t.reported:
                 continue
-            self._seen_progress[job.name] = p.updated
-            self.throughput.setdefault(job.name, deque(maxlen=SAMPLES)).append((now, p.tokens_per_s))
+            self._seen_progress[t.job] = t.reported
+            self.throughput.setdefault(t.job, deque(maxlen=SAMPLES)).append((now, t.tokens_per_s))
 
     def rates(self, job: str, since: float, until: float) -> list[float]:
         """The job's samples from ``since`` to ``until`` (both included)."""

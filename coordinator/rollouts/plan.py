@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 
-def waves(nodes: Iterable[str], busy: set[str], percents: list[float]) -> list[tuple[float, list[str]]]:
+def waves(nodes: Iterable[str], busy: AbstractSet[str], percents: list[float]) -> list[tuple[float, list[str]]]:
     """``[(share, nodes of that wave)]``: ``share`` is the percentage of ``nodes`` upgraded once the wave is
     done (with 3 nodes, waves planned at 5/20/50/100 % cover 33.3/66.7/100 %); empty waves (more waves than
     nodes) are left out."""

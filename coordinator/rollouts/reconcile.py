@@ -32,25 +32,6 @@ CLOCK_SKEW_S = 60.0  # how far a node's clock may lag the coordinator's when its
 StepHandler = Callable[[RolloutRecord, Wave, float], Awaitable[None]]
 
 
-def busy_nodes(jobs: JobsAPI) -> set[str]:
-    """Nodes a live job's generation runs on."""
-    return {
-        n
-        for j in jobs.jobs()
-        if j.status.generation is not None and not j.terminal
-        for n in j.status.generation.node_ids
-    }
-
-
-def jobs_on(jobs: JobsAPI, nodes: set[str]) -> list[str]:
-    """Live jobs with a member on one of ``nodes``."""
-    return [
-        j.name
-        for j in jobs.jobs()
-        if j.status.generation is not None and not j.terminal and nodes & set(j.status.generation.node_ids)
-    ]
-
-
 class Reconciler:
     """Steps the active rollout towards its next wave, or back (the leader only; the caller holds the lock)."""
 
@@ -117,7 +98,7 @@ class Reconciler:
         """``pending``: note each node's version and the jobs' throughput before the wave, cordon its nodes."""
         previous = {n: (s.agent_version if (s := self.fleet.node(n)) else None) or "" for n in wave.nodes}
         since = now - rec.spec.plan.baseline_s
-        jobs = jobs_on(self.jobs, set(wave.nodes))
+        jobs = self.jobs.jobs_on(wave.nodes)
         baseline = {j: fmean(rates) for j in jobs if (rates := self.evidence.rates(j, since, now))}
         wave = replace(wave, previous=previous, baseline=baseline, step="draining", started=now, step_since=now)
         reason = f"wave {wave.index + 1}: cordon and drain {', '.join(wave.nodes)}"
@@ -126,7 +107,7 @@ class Reconciler:
 
     async def _drain(self, rec: RolloutRecord, wave: Wave, now: float) -> None:
         """``draining``: once the wave's nodes run no job (or the drain timed out), send each its upgrade."""
-        left = set(wave.nodes) & busy_nodes(self.jobs)
+        left = set(wave.nodes) & self.jobs.busy_nodes()
         if left and now - (wave.step_since or now) < rec.spec.plan.drain_timeout_s:
             return
         commands = dict(wave.commands)
@@ -257,7 +238,7 @@ class Reconciler:
             return
         if now < (wave.bake_until or now):
             return
-        starts = bake.window_starts(self.jobs.jobs(), wave.baseline, since)
+        starts = bake.window_starts(self.jobs.trainings(), wave.baseline, since)
         if not bake.over(starts, since, now, rec.spec.plan.bake_s, rec.spec.plan.upgrade_timeout_s):
             return  # a job the wave displaced is not training again yet, or not for bake_s
         during = {j: self.evidence.rates(j, since if s is None else s, now) for j, s in starts.items()}

@@ -19,6 +19,7 @@ from myolo.coordinator.jobs import routes as job_routes
 from myolo.coordinator.jobs.interface import JobConflict, UnknownJob
 from myolo.coordinator.jobs.manifest import parse_manifest
 from myolo.coordinator.jobs.nccl import NcclView, nccl_view
+from myolo.coordinator.jobs.queries import JobQueries
 from myolo.coordinator.jobs.records import (
     Decision,
     Generation,
@@ -35,7 +36,7 @@ from tests.support.coordinator.api_fleet import MemoryFleet
 from tests.unit.coordinator.jobs.test_manifest import EXAMPLE as MANIFEST  # the tiny-pretrain example
 
 
-class MemoryJobs:
+class MemoryJobs(JobQueries):
     def __init__(self, *, leader: bool = True, leader_url: str | None = None, clock: SimClock | None = None) -> None:
         self.clock = clock or SimClock()
         self.is_leader = leader

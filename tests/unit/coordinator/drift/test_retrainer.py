@@ -13,6 +13,7 @@ import pytest
 from myolo.coordinator.drift.config import DriftConfig
 from myolo.coordinator.drift.records import STATE_DRIFT, RetrainRun
 from myolo.coordinator.drift.retrainer import Retrainer
+from myolo.coordinator.jobs.interface import JobOutcome
 from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import ModelRecord, RetrainTemplate, VersionRecord
 from myolo.events.payloads import TrainingCompleted
@@ -87,6 +88,12 @@ class Jobs:
 
     def job(self, name: str) -> Job | None:
         return self.records.get(name)
+
+    def outcome(self, name: str) -> JobOutcome | None:
+        job = self.records.get(name)
+        if job is None:
+            return None
+        return JobOutcome(job=name, phase=job.status.phase, reason=job.status.reason, updated=job.status.updated)
 
     def applying(self, name: str) -> bool:
         return name in self.under_way

@@ -5,10 +5,9 @@ on their own, then on the real rollouts and jobs components (simulated time, age
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
+from myolo.coordinator.jobs.interface import Training
 from myolo.coordinator.rollouts import bake
 from myolo.coordinator.rollouts.config import Plan
 from tests.support.coordinator.jobs_sim import manifest
@@ -16,34 +15,23 @@ from tests.unit.coordinator.rollouts import test_component
 from tests.unit.coordinator.rollouts.test_component import NEW, NODES, SHA, FleetSim
 
 
-@dataclass(frozen=True)
-class Gen:
-    stage: str
-    first_step_at: float | None
-
-
-@dataclass(frozen=True)
-class Status:
-    generation: Gen | None
-
-
-@dataclass(frozen=True)
-class Job:
-    name: str
-    status: Status
-    terminal: bool = False
+def job(name: str, stage: str | None, first_step_at: float | None = None) -> Training:
+    """A live job as the jobs component answers it (``stage`` None: not placed yet)."""
+    nodes = ("n1",) if stage else ()
+    return Training(
+        job=name, nodes=nodes, running=stage == "running", first_step_at=first_step_at, tokens_per_s=None, reported=None
+    )
 
 
 def test_a_job_s_window_starts_at_its_first_step_after_the_upgrade() -> None:
     jobs = [
-        Job("kept", Status(Gen("running", 50.0))),  # trained before the upgrade (at 100) on the layout it still runs
-        Job("back", Status(Gen("running", 130.0))),  # restarted and trained again
-        Job("restarting", Status(Gen("starting", None))),
-        Job("no-step-yet", Status(Gen("running", None))),
-        Job("unplaced", Status(None)),
-        Job("ended", Status(None), terminal=True),
-    ]
-    names = [j.name for j in jobs] + ["deleted"]
+        job("kept", "running", 50.0),  # trained before the upgrade (at 100) on the layout it still runs
+        job("back", "running", 130.0),  # restarted and trained again
+        job("restarting", "starting"),
+        job("no-step-yet", "running"),
+        job("unplaced", None),
+    ]  # an ended job is not among the live ones
+    names = [j.job for j in jobs] + ["ended", "deleted"]
     assert bake.window_starts(jobs, names, 100.0) == {
         "kept": 100.0,
         "back": 130.0,
