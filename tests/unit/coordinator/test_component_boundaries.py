@@ -4,7 +4,12 @@ no component, and only the daemon's callers import the composition root (``coord
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import typing
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.core.assembly import members
@@ -79,3 +84,112 @@ def test_the_rule_sees_a_crossing_import(tmp_path: Path) -> None:
         "myolo.coordinator.fleet.model",
         "myolo.coordinator.fleet.interface",
     }
+
+
+# Records stay with the component that writes them: an interface answers with its own small values. These
+# Protocols still hand out records, each to be given queries of its own; the list only shrinks (an entry that
+# no longer crosses fails the test, so the list is kept exact).
+RECORDS_STILL_CROSSING = {
+    "CommandSender": {"intent", "issue"},
+    "FleetNodes": {"set_cordon"},
+    "JobsAPI": {"apply", "delete", "job", "jobs", "scale"},  # the jobs routes' own reads and writes
+    "NodeKeys": {"enroll", "key_of", "key_records", "revoke"},
+    "ModelRegistry": {
+        *("alias", "aliases", "champion", "lineage", "model", "models"),
+        *("put_model", "register", "registered", "set_alias", "version", "versions"),
+    },
+    "DriftAPI": {"set_reference", "set_rule", "summary"},
+    "RolloutsAPI": {"act", "rollout", "rollouts", "start"},
+    "Preflights": {"preflight"},
+    "Quantizations": {"quantize", "run", "runs"},
+}
+REEXPORTS_STILL_LEFT = {
+    "commands": {"CommandIntent"},
+    "cordons": {"CordonRecord"},
+    "drift": {"ReferenceRecord", "RetrainRun", "RuleRecord", "StatusRecord"},
+    "fleet": {"CordonRecord"},
+    "jobs": {"JobRecord"},
+    "nodes": {"NodeKeyRecord"},
+    "preflight": {"PreflightReport", "PreflightRequest"},
+    "quantize": {"QuantizeRequest", "QuantizeRun"},
+    "registry": {"AliasRecord", "ModelRecord", "RetrainTemplate", "VersionRecord"},
+    "rollouts": {"RolloutRecord"},
+}
+
+
+def is_record_type(obj: object) -> bool:
+    """A class a component writes to its state topic: defined in a ``records`` module."""
+    return isinstance(obj, type) and (obj.__module__ or "").endswith(".records")
+
+
+def is_owned_data(obj: object) -> bool:
+    """What an interface must not hand on: a record, or a class or function of a records or manifest module
+    (its parsers and loaders). Errors are what callers catch, and may cross."""
+    if isinstance(obj, type) and issubclass(obj, BaseException):
+        return False
+    module = getattr(obj, "__module__", None) or ""
+    return (inspect.isclass(obj) or inspect.isfunction(obj)) and module.endswith((".records", ".manifest"))
+
+
+def mentioned(hint: object) -> Iterator[object]:
+    """``hint`` and every type inside it (``tuple[X, ...] | None`` mentions tuple, X and None)."""
+    yield hint
+    for arg in typing.get_args(hint):
+        yield from mentioned(arg)
+
+
+def records_in_signatures(protocol: type) -> dict[str, set[str]]:
+    """Each member of ``protocol`` whose parameters or return mention a record type, with those types."""
+    found: dict[str, set[str]] = {}
+    for name in members(protocol):
+        hints = typing.get_type_hints(getattr(protocol, name))
+        names = {t.__name__ for h in hints.values() for t in mentioned(h) if is_record_type(t)}  # type: ignore[attr-defined]
+        if names:
+            found[name] = names
+    return found
+
+
+def reexported(module: ModuleType) -> set[str]:
+    return {name for name, obj in vars(module).items() if is_owned_data(obj)}
+
+
+def test_no_interface_protocol_hands_out_a_record() -> None:
+    crossing = {
+        interface.__name__: set(found)
+        for comp in COMPONENTS
+        for interface in comp.provides
+        if (found := records_in_signatures(interface))
+    }
+    assert crossing == RECORDS_STILL_CROSSING
+
+
+def test_no_interface_module_re_exports_a_record_a_parser_or_a_loader() -> None:
+    found = {
+        name: names
+        for name in sorted(FOLDERS)
+        if (names := reexported(importlib.import_module(f"myolo.coordinator.{name}.interface")))
+    }
+    assert found == REEXPORTS_STILL_LEFT
+
+
+def test_the_rule_sees_a_record_crossing_an_interface() -> None:
+    records = ModuleType("myolo.coordinator.fake.records")
+    answers = ModuleType("myolo.coordinator.fake.interface")
+    record = type("FakeRecord", (), {"__module__": records.__name__})
+    answer = type("FakeAnswer", (), {"__module__": answers.__name__})
+    error = type("FakeError", (ValueError,), {"__module__": records.__name__})
+
+    class Leaky(typing.Protocol):
+        def one(self, name: str) -> object: ...
+
+        def many(self, names: tuple[object, ...]) -> int: ...
+
+        def fine(self, name: str) -> object: ...
+
+    # the annotations as objects: the fake types are local, out of reach of postponed evaluation
+    Leaky.one.__annotations__ = {"name": str, "return": record | None}
+    Leaky.many.__annotations__ = {"names": tuple[record, ...], "return": int}  # type: ignore[valid-type]
+    Leaky.fine.__annotations__ = {"name": str, "return": answer}
+    assert records_in_signatures(Leaky) == {"one": {"FakeRecord"}, "many": {"FakeRecord"}}
+    answers.FakeRecord, answers.FakeAnswer, answers.FakeError = record, answer, error  # type: ignore[attr-defined]
+    assert reexported(answers) == {"FakeRecord"}
