@@ -1,7 +1,8 @@
 """How to reach Kafka: bootstrap address and security, as configuration, turned into aiokafka arguments.
 
-Defaults point at the local stack (``myoloctl local up``); ``MYOLO_KAFKA_BOOTSTRAP`` or the config file
-point elsewhere. SASL_SSL / SASL_PLAINTEXT with SCRAM-SHA-512 and a CA file cover production clusters.
+The bootstrap comes from the config file or ``MYOLO_KAFKA_BOOTSTRAP``; ``local`` names the stack of
+``myoloctl local up`` on this machine. A daemon told nothing refuses to start rather than guess a cluster;
+``myoloctl``, on the operator's machine, asks for the local stack as its default. SASL_SSL / SASL_PLAINTEXT with SCRAM-SHA-512 and a CA file cover production clusters.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from myolo.common.errors import ConfigError
 from myolo.events.limits import DEDUPE_WINDOW_IDS
 from myolo.events.stackfile import local_bootstrap
 
+LOCAL = "local"  # kafka.bootstrap: the local stack's address, read from its state file
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 
 
@@ -37,20 +39,25 @@ class KafkaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # the dedupe, and the memory it takes once full (about 190 bytes an id)
     dedupe_window_ids: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)] = DEDUPE_WINDOW_IDS
 
-    def resolved_bootstrap(self) -> str:
-        """The bootstrap address: this setting, else the environment, else the running local stack."""
-        if self.bootstrap:
-            return self.bootstrap
-        env = os.environ.get("MYOLO_KAFKA_BOOTSTRAP")
-        if env:
-            return env
-        found = local_bootstrap()
-        if found:
-            return found
+    def resolved_bootstrap(self, *, local_fallback: bool = False) -> str:
+        """The bootstrap address: this setting, else the environment; the local stack's when either says
+        ``local``, or when neither says anything and the caller asks for that fallback (``myoloctl``)."""
+        given = self.bootstrap or os.environ.get("MYOLO_KAFKA_BOOTSTRAP", "")
+        if given and given != LOCAL:
+            return given
+        if given == LOCAL or local_fallback:
+            found = local_bootstrap()
+            if found:
+                return found
+            raise ConfigError(
+                "kafka.bootstrap",
+                "no local stack is running on this machine; start one with `myoloctl local up`, or give the "
+                "cluster's host:port (MYOLO_KAFKA_BOOTSTRAP, --bootstrap)",
+            )
         raise ConfigError(
             "kafka.bootstrap",
-            "no Kafka cluster given and no local stack running; set MYOLO_KAFKA_BOOTSTRAP, pass --bootstrap, "
-            "or start one with `myoloctl local up`",
+            'no Kafka cluster given; set kafka.bootstrap = "host:9092" in the config file (or MYOLO_KAFKA_BOOTSTRAP), '
+            f'or kafka.bootstrap = "{LOCAL}" for the stack of `myoloctl local up` on this machine',
         )
 
     def client_kwargs(self) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Where a local stack (``myoloctl local up``) records itself on this machine, and the bootstrap it records.
 
-A daemon or tool given no bootstrap address falls back to the local stack's (myolo.events.settings), so this much of
-the stack's state file is read here; the file's other contents (processes, security) and its writing belong to
+A daemon told ``kafka.bootstrap = "local"``, or ``myoloctl`` given no bootstrap, uses the local stack's
+(myolo.events.settings), so this much of the stack's state file is read here; the file's other contents (processes, security) and its writing belong to
 the local stack (coordinator/localstack/broker/state.py).
 """
 

@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn
+from typing import Annotated, Literal
 
 import msgspec
 import typer
@@ -39,6 +39,7 @@ from myolo.coordinator.backup.make import (
 )
 from myolo.coordinator.backup.schema import BadArchive
 from myolo.coordinator.cli import common, render
+from myolo.coordinator.cli.exits import fail
 from myolo.coordinator.components import COMPONENTS
 from myolo.coordinator.core.coordinator import state_topics, topic_specs
 from myolo.coordinator.localstack.broker import state
@@ -60,10 +61,6 @@ KafkaConfig = Annotated[
 ]
 
 
-def _fail(message: str, code: int = 1) -> NoReturn:
-    common.fail(escape(message), code)
-
-
 def settings_for(bootstrap: str | None, kafka_config: Path | None, user: Literal["operator", "admin"]) -> KafkaSettings:
     """From ``--kafka-config`` (its bootstrap replaced by ``--bootstrap`` if given), else myoloctl's usual way."""
     if kafka_config is None:
@@ -72,15 +69,10 @@ def settings_for(bootstrap: str | None, kafka_config: Path | None, user: Literal
         doc = tomllib.loads(kafka_config.read_text())
         found = msgspec.convert(doc.get("kafka", {}), KafkaSettings)
     except OSError as exc:
-        _fail(f"--kafka-config: cannot read {str(kafka_config)!r}: {exc.strerror}", 2)
+        fail(f"--kafka-config: cannot read {str(kafka_config)!r}: {exc.strerror}", 2)
     except (tomllib.TOMLDecodeError, msgspec.ValidationError) as exc:
-        _fail(f"--kafka-config: {str(kafka_config)!r}: [kafka] is not valid: {exc}", 2)
-    found = msgspec.structs.replace(found, client_id="myoloctl", bootstrap=bootstrap or found.bootstrap)
-    try:
-        found.resolved_bootstrap()
-    except ConfigError as exc:
-        _fail(exc.reason)
-    return found
+        fail(f"--kafka-config: {str(kafka_config)!r}: [kafka] is not valid: {exc}", 2)
+    return common.resolved(msgspec.structs.replace(found, client_id="myoloctl", bootstrap=bootstrap or found.bootstrap))
 
 
 @contextmanager
@@ -137,7 +129,7 @@ def backup(
     try:
         chosen = resolve_topics(topics, STATE) if topics else default_topics(STATE)
     except BackupError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     configs = [] if no_configs else (config or default_configs(state.default_state_dir()))
     settings = settings_for(bootstrap, kafka_config, "operator")  # reading: the read-only operator will do
     req = BackupRequest(
@@ -147,9 +139,9 @@ def backup(
         with progress_on_stderr("reading the state topics...") as progress:
             result = asyncio.run(make_backup(settings, req, progress))
     except (BackupError, RefusedFile) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), 2)
     except (KafkaError, ConfigError, TimeoutError, RuntimeError, OSError) as exc:
-        _fail(f"backup failed, nothing written to {str(req.output)!r}: {_reason(exc)}")
+        fail(f"backup failed, nothing written to {str(req.output)!r}: {_reason(exc)}", 1)
     out = Console(highlight=False, soft_wrap=True)
     m = result.manifest
     rows = [[t.name, str(t.partitions), str(t.read), str(t.records), str(t.tombstones)] for t in m.topics]
@@ -219,7 +211,7 @@ def restore(
         archive = read_archive(file, limits)
         rs.catalogue_topics(archive, CATALOGUE)
     except (BadArchive, rs.RestoreRefused) as exc:
-        _fail(f"refused {str(file)!r}: {exc}", 2)
+        fail(f"refused {str(file)!r}: {exc}", 2)
     out = Console(highlight=False, soft_wrap=True)
     _describe(out, archive)
     if key_file is not None:
@@ -229,7 +221,7 @@ def restore(
         try:
             rs.check_destination(restore_configs, members, force)
         except rs.RestoreRefused as exc:
-            _fail(str(exc), 2)
+            fail(str(exc), 2)
     if dry_run:
         out.print(f"verified {len(archive.manifest.members) + 1} members of {escape(str(file))}: nothing written")
         return
@@ -238,9 +230,9 @@ def restore(
         with progress_on_stderr("checking the target cluster...") as progress:
             done = asyncio.run(_restore(settings, archive, force, replication_factor, progress))
     except rs.RestoreRefused as exc:
-        _fail(f"refused: {exc}")
+        fail(f"refused: {exc}", 1)
     except (KafkaError, ConfigError, TimeoutError, RuntimeError, OSError) as exc:
-        _fail(f"restore failed: {_reason(exc)}")
+        fail(f"restore failed: {_reason(exc)}", 1)
     rows = [[d.name, str(d.partitions), str(d.written), str(d.verified)] for d in done]
     render.table(out, ["TOPIC", "PARTITIONS", "WRITTEN", "READ BACK"], rows)
     if restore_configs is None:
@@ -250,7 +242,7 @@ def restore(
     try:
         written = rs.write_files(restore_configs, archive, members)
     except OSError as exc:
-        _fail(f"--restore-configs: {_reason(exc)} (the topics were restored)")
+        fail(f"--restore-configs: {_reason(exc)} (the topics were restored)", 1)
     for path in written:
         out.print(f"wrote {escape(str(path))}")
 
@@ -259,10 +251,10 @@ def _check_seals(out: Console, archive: Archive, key_file: Path) -> None:
     try:
         signer = load_signer(key_file, "--key-file")
     except ConfigError as exc:
-        _fail(f"{exc.key}: {exc.reason}", 2)
+        fail(f"{exc.key}: {exc.reason}", 2)
     report = check_seals(archive, StateKeys.derive(signer))
     if report.failed:
-        _fail(
+        fail(
             f"refused: {report.failed} of {report.checked} records are not sealed with the key of {str(key_file)!r} "
             f"(a coordinator holding it would skip them as forged); first: {'; '.join(report.first)}",
             2,

@@ -1,35 +1,45 @@
-"""A small synchronous client of the coordinator API for ``myoloctl`` (stdlib HTTP, no event loop).
+"""``myoloctl``'s typed client of the coordinator API: one method per route it uses, each answer decoded into
+the Struct the server encodes it from, and the only place a ``/v1/`` path is written.
 
-It is given every coordinator it may ask, in order: a read falls through to the next one when a
-coordinator does not answer, and a write follows ``307`` redirects to the leader, so the CLI keeps working
-while a leader dies and a standby takes over. Every request carries the caller's bearer token (see
-``coordinator/cli/auth.py``), the redirected one too (the leader is a coordinator of the same cluster, named
-in its signed leadership record), but never from ``https`` to plain ``http``. ``https`` URLs are verified
-against ``--ca-file`` or the system's trust store. Every failure is a ``Refusal`` of the coordinator's family: an
-error answer is read back into the refusal it was (``api/errors.py``), a failure here is one of the same kinds,
-and ``cli/exits.py`` turns any of them into the one exit code of its kind.
+The HTTP under it (several coordinators, 307 to the leader, the bearer token, TLS, errors read back into
+refusals) is ``transport.py``. A refusal raised here reaches ``main.py``, which turns it into its exit code.
+``AgentClient`` reads the node agents' own endpoints (a worker's log, a profile).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
-from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote, urlencode
 
 import typer
 
-from myolo.coordinator.api.errors import refusal_of
-from myolo.coordinator.cli import auth
-from myolo.coordinator.core.errors import Forbidden, Invalid, Refusal, Unauthenticated, Unavailable
-from myolo.coordinator.localstack.broker import process, state
-from myolo.coordinator.localstack.broker.state import default_state_dir
-
-MAX_REDIRECTS = 3
+from myolo.coordinator.api.answers import LeaderAnswer
+from myolo.coordinator.cli.transport import Transport
+from myolo.coordinator.commands.answers import IntentList
+from myolo.coordinator.cordons.answers import CordonAnswer
+from myolo.coordinator.drift.answers import RuleReset, StatusList
+from myolo.coordinator.drift.interface import DriftView
+from myolo.coordinator.drift.records import ReferenceRecord, RuleRecord
+from myolo.coordinator.drift.rule import DriftRule
+from myolo.coordinator.jobs.answers import JobAnswer, JobList
+from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted
+from myolo.coordinator.nodes.answers import NodeKeyAnswer, NodeKeyList
+from myolo.coordinator.preflight.records import PreflightReport, PreflightRequest
+from myolo.coordinator.quantize.answers import RunList
+from myolo.coordinator.quantize.records import QuantizeRequest, QuantizeRun
+from myolo.coordinator.registry.answers import (
+    AliasAnswer,
+    AliasHistory,
+    AliasList,
+    ModelAnswer,
+    ModelList,
+    VersionAnswer,
+    VersionPage,
+)
+from myolo.coordinator.registry.interface import NewVersion
+from myolo.coordinator.rollouts.answers import RolloutAnswer, RolloutList
+from myolo.coordinator.rollouts.config import Plan
+from myolo.events.payloads.worker_logs import WorkerLogChunk
 
 ApiOption = Annotated[
     str | None,
@@ -41,180 +51,168 @@ ApiOption = Annotated[
         show_default=False,
     ),
 ]
+Json = dict[str, Any]  # the fleet's answers: computed per node, no Struct on the server either
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        return None  # we follow 307 ourselves, keeping the method and the body
+def _path(*parts: str | int) -> str:
+    """``/v1/`` and the parts, each quoted (a name with a slash stays one part)."""
+    return "/v1/" + "/".join(quote(str(p), safe="") for p in parts)
 
 
-def local_api_urls(state_dir: Path | None = None) -> list[str]:
-    """API URLs of the local stack's running coordinators, in the order they were started."""
-    try:
-        stack = state.load(state_dir or default_state_dir())
-    except Exception:  # an unreadable state file means: no local stack to talk to
-        return []
-    return [
-        p.info["api_url"]
-        for p in stack.processes
-        if p.role == "coordinator" and "api_url" in p.info and process.alive(p.pid, p.marker)
-    ]
+class ApiClient(Transport):
+    """The coordinators' routes, by name."""
+
+    # -- core and fleet -------------------------------------------------------------------------------------
+    def leader(self) -> LeaderAnswer:
+        return self.call("GET", _path("leader"), LeaderAnswer)
+
+    def nodes(self) -> Json:
+        return self.call("GET", _path("nodes"), Json)
+
+    def node(self, node_id: str) -> Json:
+        return self.call("GET", _path("nodes", node_id), Json)
+
+    def gpus(self) -> Json:
+        return self.call("GET", _path("gpus"), Json)
+
+    def commands(self) -> IntentList:
+        return self.call("GET", _path("commands"), IntentList)
+
+    def cordon(self, node_id: str, reason: str | None) -> CordonAnswer:
+        return self._cordon("cordon", node_id, reason)
+
+    def uncordon(self, node_id: str, reason: str | None) -> CordonAnswer:
+        return self._cordon("uncordon", node_id, reason)
+
+    def _cordon(self, verb: str, node_id: str, reason: str | None) -> CordonAnswer:
+        body = {} if reason is None else {"reason": reason}
+        return self.call("POST", _path("nodes", node_id, verb), CordonAnswer, body)
+
+    # -- node keys ------------------------------------------------------------------------------------------
+    def enroll(self, node_id: str, public_key: str) -> NodeKeyAnswer:
+        return self.call("PUT", _path("nodes", node_id, "key"), NodeKeyAnswer, {"public_key": public_key})
+
+    def revoke_key(self, node_id: str) -> NodeKeyAnswer:
+        return self.call("DELETE", _path("nodes", node_id, "key"), NodeKeyAnswer)
+
+    def node_keys(self) -> NodeKeyList:
+        return self.call("GET", _path("node-keys"), NodeKeyList)
+
+    # -- jobs -----------------------------------------------------------------------------------------------
+    def jobs(self) -> JobList:
+        return self.call("GET", _path("jobs"), JobList)
+
+    def job(self, name: str) -> JobAnswer:
+        return self.call("GET", _path("jobs", name), JobAnswer)
+
+    def apply(self, manifest: str) -> JobAnswer:
+        """Create or update a job (``last_status`` 201: created)."""
+        return self.call("POST", _path("jobs"), JobAnswer, {"manifest": manifest})
+
+    def scale(self, name: str, replicas: int) -> JobAnswer:
+        return self.call("POST", _path("jobs", name, "scale"), JobAnswer, {"replicas": replicas})
+
+    def delete_job(self, name: str) -> JobAnswer:
+        return self.call("DELETE", _path("jobs", name), JobAnswer)
+
+    def profile(self, job: str, request: ProfileRequest) -> ProfileStarted:
+        return self.call("POST", _path("jobs", job, "profile"), ProfileStarted, request)
+
+    def preflight(self, request: PreflightRequest) -> PreflightReport:
+        return self.call("POST", _path("preflight"), PreflightReport, request)
+
+    # -- registry -------------------------------------------------------------------------------------------
+    def models(self) -> ModelList:
+        return self.call("GET", _path("models"), ModelList)
+
+    def model(self, model: str) -> ModelAnswer:
+        return self.call("GET", _path("models", model), ModelAnswer)
+
+    def put_model(self, model: str, body: Json) -> ModelAnswer:
+        """The model as it should be (``last_status`` 201: created); the fields of ``PutModelRequest``."""
+        return self.call("PUT", _path("models", model), ModelAnswer, body)
+
+    def versions(self, model: str, limit: int, before: int | None = None) -> VersionPage:
+        query = {"limit": limit} if before is None else {"limit": limit, "before": before}
+        return self.call("GET", _path("models", model, "versions") + "?" + urlencode(query), VersionPage)
+
+    def version(self, model: str, version: int) -> VersionAnswer:
+        return self.call("GET", _path("models", model, "versions", version), VersionAnswer)
+
+    def register(self, model: str, new: NewVersion) -> VersionAnswer:
+        """Register a version (``last_status`` 201: new, 200: the same artifact was registered already)."""
+        return self.call("POST", _path("models", model, "versions"), VersionAnswer, new)
+
+    def aliases(self, model: str) -> AliasList:
+        return self.call("GET", _path("models", model, "aliases"), AliasList)
+
+    def set_alias(self, model: str, alias: str, version: int, reason: str) -> AliasAnswer:
+        body = {"version": version, "reason": reason}
+        return self.call("PUT", _path("models", model, "aliases", alias), AliasAnswer, body)
+
+    def remove_alias(self, model: str, alias: str, reason: str) -> AliasAnswer:
+        return self.call("DELETE", _path("models", model, "aliases", alias), AliasAnswer, {"reason": reason})
+
+    def alias_history(self, model: str, alias: str, at: float | None = None) -> AliasHistory:
+        query = "" if at is None else "?" + urlencode({"at": at})
+        return self.call("GET", _path("models", model, "aliases", alias, "history") + query, AliasHistory)
+
+    def quantize(self, model: str, version: int, request: QuantizeRequest) -> QuantizeRun:
+        """Ask for a quantization (``last_status`` 202: submitted, 200: asked for before)."""
+        return self.call("POST", _path("models", model, "versions", version, "quantize"), QuantizeRun, request)
+
+    def quantizations(self) -> RunList:
+        return self.call("GET", _path("quantizations"), RunList)
+
+    def quantization(self, name: str) -> QuantizeRun:
+        return self.call("GET", _path("quantizations", name), QuantizeRun)
+
+    # -- drift ----------------------------------------------------------------------------------------------
+    def drift_summary(self) -> StatusList:
+        return self.call("GET", _path("drift"), StatusList)
+
+    def drift(self, model: str) -> DriftView:
+        return self.call("GET", _path("drift", model), DriftView)
+
+    def set_reference(self, model: str, feature: str, body: Json) -> ReferenceRecord:
+        """One feature's reference; the fields of the route's ``ReferenceBody``."""
+        return self.call("PUT", _path("drift", model, "references", feature), ReferenceRecord, body)
+
+    def set_rule(self, model: str, rule: DriftRule) -> RuleRecord:
+        return self.call("PUT", _path("drift", model, "rule"), RuleRecord, rule)
+
+    def reset_rule(self, model: str) -> RuleReset:
+        return self.call("DELETE", _path("drift", model, "rule"), RuleReset)
+
+    # -- rollouts -------------------------------------------------------------------------------------------
+    def rollouts(self) -> RolloutList:
+        return self.call("GET", _path("rollouts"), RolloutList)
+
+    def rollout(self, name: str) -> RolloutAnswer:
+        return self.call("GET", _path("rollouts", name), RolloutAnswer)
+
+    def start_rollout(
+        self, component: str, version: str, artifact: str, sha256: str, plan: Plan | None = None
+    ) -> RolloutAnswer:
+        body: Json = {"component": component, "version": version, "artifact": artifact, "sha256": sha256}
+        if plan is not None:
+            body["plan"] = plan
+        return self.call("POST", _path("rollouts"), RolloutAnswer, body)
+
+    def act(self, name: str, action: str) -> RolloutAnswer:
+        """pause, resume, abort or undo a rollout."""
+        return self.call("POST", _path("rollouts", name, action), RolloutAnswer)
 
 
-def resolve_urls(api: str | None, state_dir: Path | None = None) -> list[str]:
-    """--api / MYOLO_API (comma-separated), else the local stack; a refusal with a hint when there is none."""
-    if api:
-        urls = [u.strip().rstrip("/") for u in api.split(",") if u.strip()]
-        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
-        if bad or not urls:
-            raise Invalid(
-                f"--api {api!r} is not an http(s) URL", field="--api", hint="e.g. --api http://127.0.0.1:8480"
-            )
-        return urls
-    urls = local_api_urls(state_dir)
-    if not urls:
-        raise Unavailable(
-            "no coordinator API given and no local stack coordinator is running",
-            hint="pass --api URL (or set MYOLO_API), or start one with `myoloctl local up --nodes 2`",
-        )
-    return urls
+class AgentClient(Transport):
+    """A node agent's HTTP endpoint (its ``health_url``): a worker's log, a profile."""
 
+    def logs(self, job: str, rank: int, generation: int, offset: int) -> WorkerLogChunk:
+        query = urlencode({"rank": rank, "generation": generation, "offset": offset})
+        return self.call("GET", _path("jobs", job, "logs") + "?" + query, WorkerLogChunk)
 
-class ApiClient:
-    def __init__(self, urls: list[str], timeout: float = 5.0, token: auth.Token | None = None) -> None:
-        self.urls = urls
-        self.timeout = timeout
-        self.token = token
-        self.last_url: str | None = None  # base URL of the coordinator that answered last
-        self.last_status: int | None = None  # its HTTP status (201 Created, 202 Accepted, ...)
-        self._opener: urllib.request.OpenerDirector | None = None
+    def profile(self, profile_id: str) -> Json:
+        return self.call("GET", _path("profiles", profile_id), Json)
 
-    @classmethod
-    def from_option(cls, api: str | None) -> ApiClient:
-        """The coordinators of --api (or the local stack), with the token that goes with them."""
-        state_dir = Path(os.environ["MYOLO_STATE_DIR"]) if os.environ.get("MYOLO_STATE_DIR") else None
-        urls = resolve_urls(api, state_dir)
-        stack = state_dir or default_state_dir()
-        local = not api or set(urls) <= set(local_api_urls(stack))  # the local stack's coordinators only
-        try:
-            token = auth.find_token(stack if local else None)
-        except auth.CredentialError as exc:
-            raise Invalid(str(exc), field="token") from None
-        client = cls(urls, token=token)
-        client.opener()  # a bad --ca-file is named before anything is sent
-        return client
-
-    def opener(self) -> urllib.request.OpenerDirector:
-        if self._opener is None:
-            handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
-            if any(u.startswith("https://") for u in self.urls):
-                try:
-                    handlers.append(urllib.request.HTTPSHandler(context=auth.tls_context()))
-                except auth.CredentialError as exc:
-                    raise Invalid(str(exc), field="--ca-file") from None
-            self._opener = urllib.request.build_opener(*handlers)
-        return self._opener
-
-    def get(self, path: str) -> dict[str, Any]:
-        return self._any("GET", path, None)
-
-    def get_bytes(self, path: str, max_bytes: int) -> bytes:
-        """A GET whose answer is not JSON (a profile's stacks) from the first URL, at most ``max_bytes``."""
-        request = urllib.request.Request(self.urls[0] + path, method="GET")
-        if self.token is not None:
-            request.add_header("Authorization", f"Bearer {self.token.value}")
-        try:
-            with self.opener().open(request, timeout=self.timeout) as resp:
-                body = resp.read(max_bytes + 1)
-        except urllib.error.HTTPError as exc:
-            raise self._api_error(exc) from None
-        except OSError as exc:
-            raise Unavailable(f"{self.urls[0]}: {getattr(exc, 'reason', exc)}") from None
-        if len(body) > max_bytes:
-            raise Refusal(f"{self.urls[0]}{path}: over {max_bytes} bytes", field="size")
-        return body
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._any("POST", path, body)
-
-    def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._any("PUT", path, body)
-
-    def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self._any("DELETE", path, body or {})  # a write carries a JSON body, even an empty one
-
-    def _any(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        reasons = []
-        for base in self.urls:
-            try:
-                return self._follow(method, base + path, body)
-            except OSError as exc:  # refused, reset, timed out: try the next coordinator
-                reason = getattr(exc, "reason", exc)
-                if isinstance(reason, ssl.SSLCertVerificationError):
-                    raise Refusal(
-                        f"{base}: its TLS certificate is not trusted: {reason.verify_message}",
-                        field="--ca-file",
-                        hint="pass the CA that signed the API's certificate: myoloctl --ca-file ca.pem ... "
-                        "(or MYOLO_CA_FILE, or ~/.config/myolo/ca.pem)",
-                    ) from None
-                reasons.append(f"{base}: {reason}")
-        raise Unavailable(
-            "no coordinator API answered: " + "; ".join(reasons),
-            hint="is the coordinator running? `myoloctl local status` lists the local stack",
-        )
-
-    def _follow(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        for _ in range(MAX_REDIRECTS + 1):
-            request = urllib.request.Request(url, data=data, method=method)
-            request.add_header("Accept", "application/json")
-            if data is not None:
-                request.add_header("Content-Type", "application/json")
-            if self.token is not None:
-                request.add_header("Authorization", f"Bearer {self.token.value}")
-            try:
-                with self.opener().open(request, timeout=self.timeout) as resp:
-                    parts = urllib.parse.urlsplit(url)
-                    self.last_url = f"{parts.scheme}://{parts.netloc}"
-                    self.last_status = resp.status
-                    return json.loads(resp.read() or b"{}")
-            except urllib.error.HTTPError as exc:
-                if exc.code in (307, 308) and exc.headers.get("Location"):
-                    url = _redirect(url, exc.headers["Location"])
-                    continue
-                raise self._api_error(exc) from None
-        raise Unavailable(
-            f"more than {MAX_REDIRECTS} redirects from {url}", hint="the coordinators disagree on who leads; retry"
-        )
-
-    def _api_error(self, exc: urllib.error.HTTPError) -> Refusal:
-        """The refusal an error answer stands for, said for the person at the command line."""
-        try:
-            body = json.loads(exc.read() or b"{}")
-        except ValueError:
-            body = {}
-        refusal = refusal_of(exc.code, body)
-        if not isinstance(body, dict) or "error" not in body:
-            refusal.error = f"HTTP {exc.code} {exc.reason} from {exc.url}"
-        elif isinstance(refusal, Unauthenticated):
-            if self.token is None:
-                return Unauthenticated(
-                    "not authenticated: no token to send", field="token", hint=auth.no_token_hint(), status=exc.code
-                )
-            error = f"not authenticated: the token from {self.token.source} was refused ({refusal.error})"
-            hint = "it may be revoked, or made for another cluster; " + auth.no_token_hint()
-            return Unauthenticated(error, field="token", hint=hint, status=exc.code)
-        elif isinstance(refusal, Forbidden):
-            refusal.error = f"not allowed: {refusal.error}"
-        return refusal
-
-
-def _redirect(url: str, location: str) -> str:
-    """Where a 307 points, unless it would carry the token from https down to plain http."""
-    target = urllib.parse.urljoin(url, location)
-    if url.startswith("https://") and not target.startswith("https://"):
-        raise Refusal(
-            f"{url} redirected to {target}: the token is not sent without TLS",
-            hint="every coordinator of a cluster with TLS should serve https (api.tls_cert_file)",
-        )
-    return target
+    def folded(self, profile_id: str, max_bytes: int) -> bytes:
+        return self.get_bytes(_path("profiles", profile_id, "folded"), max_bytes)

@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from myolo.coordinator.cli.client import ApiOption
-from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.client import ApiClient, ApiOption
 
 NodeArg = Annotated[str, typer.Argument(help="Node id, as `myoloctl get nodes` lists it.")]
 ReasonOption = Annotated[
@@ -22,16 +22,13 @@ ReasonOption = Annotated[
 
 
 def _write(node: str, reason: str | None, *, cordoned: bool, api: str | None) -> None:
-    verb = "cordon" if cordoned else "uncordon"
-    body: dict[str, str] = {}
-    if reason is not None:
-        body["reason"] = reason
-    client, answer = ask(api, lambda c: c.post(f"/v1/nodes/{node}/{verb}", body))
-    record = answer["cordon"]
+    client = ApiClient.from_option(api)
+    answer = client.cordon(node, reason) if cordoned else client.uncordon(node, reason)
+    record = answer.cordon
     out = Console(soft_wrap=True, highlight=False)
-    state = "cordoned" if record["cordoned"] else "uncordoned"
-    out.print(f"node/{answer['node_id']} [bold]{state}[/]: {record['reason']}")
-    out.print(f"recorded by {record['by']} (epoch {record.get('epoch', 0)}) via {client.last_url}", style="dim")
+    state = "cordoned" if record.cordoned else "uncordoned"
+    out.print(f"node/{escape(answer.node_id)} [bold]{state}[/]: {escape(record.reason)}")
+    out.print(escape(f"recorded by {record.by} (epoch {record.epoch}) via {client.last_url}"), style="dim")
 
 
 def cordon(node: NodeArg, reason: ReasonOption = None, api: ApiOption = None) -> None:

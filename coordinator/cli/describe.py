@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import time
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from myolo.coordinator.cli import render
-from myolo.coordinator.cli.client import ApiOption
-from myolo.coordinator.cli.common import fail
-from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.client import ApiClient, ApiOption
 from myolo.coordinator.cli.render import Cell, age, reasons, styled
 from myolo.coordinator.jobs.answers import JobAnswer
 from myolo.coordinator.jobs.records import Generation
@@ -34,7 +31,7 @@ def describe_node(
     api: ApiOption = None,
 ) -> None:
     """GPUs, health and reasons, recent faults, NCCL facts, leak trend and cordon of one node."""
-    _, node = ask(api, lambda c: c.get(f"/v1/nodes/{name}"))
+    node = ApiClient.from_option(api).node(name)
     print_node(Console(soft_wrap=True, highlight=False), node)
 
 
@@ -47,11 +44,7 @@ def describe_job(
 
     Every decision is listed with its reason and the metric values behind it, newest last.
     """
-    _, body = ask(api, lambda c: c.get(f"/v1/jobs/{quote(name, safe='')}"))
-    try:
-        job = render.job_records([body])[0]
-    except render.UnreadableJob as exc:
-        fail(str(exc), code=1)
+    job = ApiClient.from_option(api).job(name)
     print_job(Console(soft_wrap=True, highlight=False), job)
 
 

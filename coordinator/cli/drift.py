@@ -8,8 +8,7 @@ and sends them one feature at a time; ``rule set`` changes the options given and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
-from urllib.parse import quote
+from typing import Annotated, Any
 
 import msgspec
 import typer
@@ -17,12 +16,11 @@ from rich.console import Console
 from rich.text import Text
 
 from myolo.coordinator.cli import render
-from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.client import ApiClient, ApiOption
 from myolo.coordinator.cli.drift_compare import compare
 from myolo.coordinator.cli.drift_files import DataFileError, read_columns
-from myolo.coordinator.cli.exits import ask
-from myolo.coordinator.cli.get import Output, OutputOption
-from myolo.coordinator.cli.registry import fail, new_console, print_body
+from myolo.coordinator.cli.exits import fail
+from myolo.coordinator.cli.output import Output, OutputOption, new_console, print_body
 from myolo.coordinator.drift.interface import DriftView
 from myolo.coordinator.drift.records import StatusRecord
 from myolo.coordinator.drift.reference import DEFAULT_MAX_VALUES, categorical_reference, numeric_reference
@@ -40,19 +38,7 @@ rule_app = typer.Typer(help="Show or change when a model counts as drifted.", no
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(rule_app, name="rule")
 
-T = TypeVar("T")
 ModelArg = Annotated[str, typer.Argument(help="Model name, as the serving side names it in its drift samples.")]
-
-
-def _path(model: str, *rest: str) -> str:
-    return "/v1/drift/" + "/".join(quote(p, safe="") for p in (model, *rest))
-
-
-def _read(body: Any, kind: type[T]) -> T:
-    try:
-        return msgspec.convert(body, kind)
-    except msgspec.ValidationError as exc:
-        fail(f"cannot read the coordinator's answer: {exc} (is myoloctl older than the API?)", code=1)
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -163,13 +149,11 @@ def status(
 ) -> None:
     """Every watched model's drift, or one model's statistics per feature (fired tests in red)."""
     if model is None:
-        _, body = ask(api, lambda c: c.get("/v1/drift"))
-        items = _read(body.get("items", []), list[StatusRecord])
-        print_body(body, output, lambda console: _print_summary(console, items))
+        listed = ApiClient.from_option(api).drift_summary()
+        print_body(listed, output, lambda console: _print_summary(console, listed.items))
         return
-    _, body = ask(api, lambda c: c.get(_path(model)))
-    view = _read(body, DriftView)
-    print_body(body, output, lambda console: _print_view(console, view))
+    view = ApiClient.from_option(api).drift(model)
+    print_body(view, output, lambda console: _print_view(console, view))
 
 
 @baseline_app.command("set")
@@ -203,27 +187,19 @@ def baseline_set(
     except (DataFileError, ValueError) as exc:
         fail(str(exc))
     console = new_console()
-    client = None
+    client = ApiClient.from_option(api)
     for name in sorted(refs):
         kind, ref = refs[name]
-        body = {"version": version, "source": f"file:{source.name}", kind: msgspec.to_builtins(ref)}
-        client, answer = ask(api, lambda c, n=name, b=body: c.put(_path(model, "references", n), b))
-        console.print(f"{model} version {answer['version']}: {name} ({kind}, {columns.rows} rows) set", highlight=False)
-    console.print(
-        f"references of {len(refs)} feature(s) recorded via {client.last_url if client else '-'}", highlight=False
-    )
-
-
-def _current_rule(api: str | None, model: str) -> DriftRule:
-    _, body = ask(api, lambda c: c.get(_path(model)))
-    return _read(body.get("rule", {}), DriftRule)
+        answer = client.set_reference(model, name, {"version": version, "source": f"file:{source.name}", kind: ref})
+        console.print(f"{model} version {answer.version}: {name} ({kind}, {columns.rows} rows) set", highlight=False)
+    console.print(f"references of {len(refs)} feature(s) recorded via {client.last_url or '-'}", highlight=False)
 
 
 @rule_app.command("show")
 def rule_show(model: ModelArg, output: OutputOption = Output.yaml, api: ApiOption = None) -> None:
     """The rule in force for the model (its own, or the [drift.rule] default)."""
-    _, body = ask(api, lambda c: c.get(_path(model)))
-    shown = {"rule_source": body.get("rule_source"), "rule": body.get("rule")}
+    view = ApiClient.from_option(api).drift(model)
+    shown = {"rule_source": view.rule_source, "rule": view.rule}
     print_body(shown, Output.json if output is Output.json else Output.yaml, lambda _: None)
 
 
@@ -277,12 +253,13 @@ def rule_set(
         fail(f"--window/--every: {exc}")
     if not changes:
         fail("give at least one option to change (myoloctl drift rule set --help lists them)")
-    merged = {**msgspec.to_builtins(_current_rule(api, model)), **changes}
+    client = ApiClient.from_option(api)
+    merged = {**msgspec.to_builtins(client.drift(model).rule), **changes}
     try:
         rule = msgspec.convert(merged, DriftRule)
     except (msgspec.ValidationError, ValueError) as exc:
         fail(f"the rule is not valid: {exc}")
-    client, _ = ask(api, lambda c: c.put(_path(model, "rule"), msgspec.to_builtins(rule)))
+    client.set_rule(model, rule)
     new_console().print(
         f"drift rule of {model} set ({', '.join(sorted(changes))}) via {client.last_url}", highlight=False
     )
@@ -291,7 +268,8 @@ def rule_set(
 @rule_app.command("reset")
 def rule_reset(model: ModelArg, api: ApiOption = None) -> None:
     """Back to the [drift.rule] default of the coordinators."""
-    client, _ = ask(api, lambda c: c.delete(_path(model, "rule"), {}))
+    client = ApiClient.from_option(api)
+    client.reset_rule(model)
     new_console().print(f"{model} follows the default drift rule via {client.last_url}", highlight=False)
 
 

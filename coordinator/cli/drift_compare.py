@@ -14,19 +14,18 @@ from __future__ import annotations
 import enum
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import quote
 
 import msgspec
 import typer
 import yaml
 from rich.table import Table
 
-from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.client import ApiClient, ApiOption
 from myolo.coordinator.cli.drift_files import DataFileError
 from myolo.coordinator.cli.drift_sketch import DEFAULT_SAMPLE, Aligned, FileSketch, align
 from myolo.coordinator.cli.drift_stream import CHUNK_ROWS, chunks
-from myolo.coordinator.cli.exits import ask
-from myolo.coordinator.cli.registry import fail, new_console
+from myolo.coordinator.cli.exits import fail
+from myolo.coordinator.cli.output import new_console
 from myolo.coordinator.drift.reference import (
     CategoricalReference,
     Categories,
@@ -261,8 +260,7 @@ def compare(
         if rule is not None:
             chosen, source = load_rule(rule), f"file {rule}"
         elif model is not None:
-            _, body = ask(api, lambda c: c.get("/v1/drift/" + quote(model, safe="")))
-            chosen, source = msgspec.convert(body.get("rule", {}), DriftRule), f"model {model}"
+            chosen, source = ApiClient.from_option(api).drift(model).rule, f"model {model}"
         names = [f.strip() for f in features.split(",") if f.strip()] if features else None
         result = compare_files(a, b, chosen, names, sample)
     except (DataFileError, msgspec.ValidationError) as exc:

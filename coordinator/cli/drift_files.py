@@ -57,10 +57,10 @@ def read_columns(path: Path, only: list[str] | None = None) -> Columns:
         raise DataFileError(f"--from {path}: {len(raw)} columns, over {MAX_COLUMNS}; choose some with --features")
     out = Columns(rows=max((len(v) for v in raw.values()), default=0))
     for name, cells in raw.items():
-        kept = [c for c in cells if not _empty(c)]
+        kept = [c for c in cells if not is_empty(c)]
         if not kept:
             raise DataFileError(f"--from {path}: column {name!r} has no values")
-        numbers = [_number(c) for c in kept]
+        numbers = [as_number(c) for c in kept]
         if all(n is not None for n in numbers):
             out.numeric[name] = [float(n) for n in numbers if n is not None]
         else:
@@ -77,11 +77,11 @@ def file_format(path: Path, where: str) -> str:
     return found
 
 
-def _empty(cell: object) -> bool:
+def is_empty(cell: object) -> bool:
     return cell is None or cell == "" or (isinstance(cell, float) and math.isnan(cell))
 
 
-def _number(cell: object) -> float | None:
+def as_number(cell: object) -> float | None:
     if isinstance(cell, bool):
         return None  # a boolean column is categorical ("True"/"False")
     if isinstance(cell, int | float):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from myolo.coordinator.cli.drift_files import MAX_CELL_CHARS, DataFileError, _empty, _number
+from myolo.coordinator.cli.drift_files import MAX_CELL_CHARS, DataFileError, as_number, is_empty
 from myolo.events.payloads.external import MAX_CATEGORIES
 
 DEFAULT_SAMPLE = 50_000
@@ -51,7 +51,7 @@ class FileSketch:
         numbers = np.full(len(cells), np.nan)
         names: list[str | None] = [None] * len(cells)
         for i, cell in enumerate(cells):
-            if _empty(cell):
+            if is_empty(cell):
                 continue
             if isinstance(cell, dict | list):
                 raise DataFileError(f"{self.name}: column {column!r}: nested values are not features")
@@ -64,7 +64,7 @@ class FileSketch:
                 col.counts[name] = 1
             else:
                 col.other += 1
-            x = _number(cell)
+            x = as_number(cell)
             if x is None:
                 col.not_numbers += 1
                 col.example = col.example or name[:40]

@@ -15,7 +15,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from rich.console import Console
 from rich.markup import escape
 
-from myolo.coordinator.cli.common import Bootstrap, fail, invalid, kafka_settings
+from myolo.coordinator.cli.common import Bootstrap, invalid, kafka_settings
+from myolo.coordinator.cli.exits import fail
 from myolo.events.bus import EventProducer
 from myolo.events.codec import decode, decode_data, decode_structured
 from myolo.events.deadletter import dead_letter_info

@@ -1,20 +1,20 @@
-"""``myoloctl``'s exit codes: the one place a refusal becomes one, so a failure exits alike in every command.
+"""``myoloctl``'s one way to fail: a command raises ``CliError`` (or lets a ``Refusal`` through) and ``main.py``
+prints it on stderr and exits with its code, here and nowhere else.
 
-The kind of the refusal decides, whether the coordinator answered it (read back from its HTTP status) or the
-command found it before asking: a request that is the caller's to fix exits 2, a command that could not be
-carried out exits 1, as does a check or a gate that failed (``preflight``, ``local status``).
+The kind of a refusal decides its code, whether the coordinator answered it (read back from its HTTP status) or
+the command found it before asking: a request that is the caller's to fix exits 2, a command that could not be
+carried out exits 1, as does a check or a gate that failed (``preflight``, ``local status``, a version the
+watermark is not found in).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from rich.markup import escape
+import typer
+from rich.console import Console
+from rich.text import Text
 
-from myolo.coordinator.cli.client import ApiClient
-from myolo.coordinator.cli.common import fail
 from myolo.coordinator.core.errors import (
     Conflict,
     Forbidden,
@@ -31,6 +31,7 @@ from myolo.coordinator.core.errors import (
 OK = 0
 FAILED = 1  # a check or a gate failed, or the command could not be carried out
 REFUSED = 2  # the request is the caller's to fix
+CODES = (OK, FAILED, REFUSED)
 
 EXIT_CODE: dict[type[Refusal], int] = {
     Invalid: REFUSED,
@@ -51,6 +52,24 @@ HELP = (
     "current state, a body too large or of the wrong type)."
 )
 
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+class CliError(Exception):
+    """A command that cannot go on: one line for stderr (printed as written) and the exit code of ``CODES``."""
+
+    def __init__(self, message: str, exit_code: int = REFUSED) -> None:
+        if exit_code not in CODES[1:]:
+            raise ValueError(f"exit code {exit_code} is not one of myoloctl's failure codes {CODES[1:]}")
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+def fail(message: str, code: int = REFUSED) -> NoReturn:
+    """Stop the command: ``message`` on stderr and exit ``code`` (2: the caller's to fix, 1: not carried out)."""
+    raise CliError(message, code)
+
 
 def exit_code(refusal: Refusal) -> int:
     """The code of the first kind in the refusal's ancestry (1 for a refusal of no kind, e.g. a 500)."""
@@ -58,37 +77,11 @@ def exit_code(refusal: Refusal) -> int:
     return FAILED if code is None else code
 
 
-def refused(refusal: Refusal, where: str = "") -> NoReturn:
-    """Print the refusal (its field and hint; brackets in it print as written) and exit with its code."""
-    fail(escape(f"{where}{refusal.render()}"), exit_code(refusal))
-
-
-@contextmanager
-def refusals(where: str = "") -> Iterator[None]:
-    """Any refusal raised inside exits as ``refused`` says."""
-    try:
-        yield
-    except Refusal as exc:
-        refused(exc, where)
-
-
-def connect(api: str | None) -> ApiClient:
-    """The client of ``--api`` (or the local stack); a refusal exits with its kind's code ."""
-    try:
-        return ApiClient.from_option(api)
-    except Refusal as exc:
-        refused(exc)
-
-
-def answer(client: ApiClient, call: Callable[[ApiClient], dict[str, Any]]) -> dict[str, Any]:
-    """The answer to one request; a refusal exits with its kind's code ."""
-    try:
-        return call(client)
-    except Refusal as exc:
-        refused(exc)
-
-
-def ask(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, dict[str, Any]]:
-    """``connect`` then ``answer``: the one call path of a command that asks the coordinators once."""
-    client = connect(api)
-    return client, answer(client, call)
+def exit_for(exc: CliError | Refusal) -> typer.Exit:
+    """Print the failure (its field and hint for a refusal; brackets print as written) and say how to exit."""
+    if isinstance(exc, Refusal):
+        message, code = exc.render(), exit_code(exc)
+    else:
+        message, code = exc.message, exc.exit_code
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message))
+    return typer.Exit(code)

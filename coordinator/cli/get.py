@@ -7,12 +7,10 @@ when piped (JSON as one document per line, YAML separated by ``---``).
 
 from __future__ import annotations
 
-import enum
 import json
 import time
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 import yaml
@@ -22,20 +20,13 @@ from rich.text import Text
 
 from myolo.coordinator.cli import render
 from myolo.coordinator.cli.client import ApiClient, ApiOption
-from myolo.coordinator.cli.common import err_console
-from myolo.coordinator.cli.exits import answer, connect
+from myolo.coordinator.cli.exits import err_console
+from myolo.coordinator.cli.output import Output, OutputOption, data
 from myolo.coordinator.core.errors import Refusal
 
 app = typer.Typer(help="List the nodes, GPUs or elastic jobs of the cluster.", no_args_is_help=True)
 
 
-class Output(enum.StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
-OutputOption = Annotated[Output, typer.Option("--output", "-o", help="table, json or yaml.")]
 WatchOption = Annotated[bool, typer.Option("--watch", "-w", help="Keep refreshing until Ctrl-C.")]
 IntervalOption = Annotated[float, typer.Option("--interval", min=0.1, help="Seconds between refreshes with --watch.")]
 CountOption = Annotated[
@@ -46,6 +37,7 @@ CountOption = Annotated[
 ]
 
 Printer = Callable[[Console, dict[str, Any]], None]
+Read = Callable[[ApiClient], Any]  # one of the client's reads: a Struct, or the fleet's JSON
 
 
 @app.command("nodes")
@@ -57,7 +49,7 @@ def get_nodes(
     api: ApiOption = None,
 ) -> None:
     """Every node: liveness (Ready/Suspect/Lost), cordon, health, GPUs, time since the last sample."""
-    _show("/v1/nodes", render.print_nodes, output, watch, interval, count, api)
+    _show(ApiClient.nodes, render.print_nodes, output, watch, interval, count, api)
 
 
 @app.command("gpus")
@@ -69,7 +61,7 @@ def get_gpus(
     api: ApiOption = None,
 ) -> None:
     """Every GPU of the fleet: utilisation, memory, temperature, power, health and reasons."""
-    _show("/v1/gpus", render.print_gpus, output, watch, interval, count, api)
+    _show(ApiClient.gpus, render.print_gpus, output, watch, interval, count, api)
 
 
 def get_jobs(
@@ -85,16 +77,17 @@ def get_jobs(
     -o json|yaml print each job's full record: spec, generation with its nodes and ranks, progress, decisions.
     `myoloctl describe job NAME` shows one job for a person.
     """
-    path = "/v1/jobs" if name is None else f"/v1/jobs/{quote(name, safe='')}"
-    _show(path, render.print_jobs, output, watch, interval, count, api)
+    read: Read = ApiClient.jobs if name is None else (lambda c: c.job(name))
+    _show(read, render.print_jobs, output, watch, interval, count, api)
 
 
 app.command("jobs")(get_jobs)
 app.command("job", hidden=True)(get_jobs)  # `get job NAME` reads as well as `get jobs NAME`
 
 
-def _fetch(client: ApiClient, path: str) -> dict[str, Any]:
-    return answer(client, lambda c: c.get(path))
+def _fetch(client: ApiClient, read: Read) -> dict[str, Any]:
+    """The answer as data: what ``-o json|yaml`` print and the tables read."""
+    return data(read(client))
 
 
 def _print(console: Console, body: dict[str, Any], output: Output, printer: Printer, *, stream: bool) -> None:
@@ -109,15 +102,15 @@ def _print(console: Console, body: dict[str, Any], output: Output, printer: Prin
 
 
 def _show(
-    path: str, printer: Printer, output: Output, watch: bool, interval: float, count: int | None, api: str | None
+    read: Read, printer: Printer, output: Output, watch: bool, interval: float, count: int | None, api: str | None
 ) -> None:
     console = Console(soft_wrap=True, highlight=False)
-    client = connect(api)
+    client = ApiClient.from_option(api)
     if not watch:
-        _print(console, _fetch(client, path), output, printer, stream=False)
+        _print(console, _fetch(client, read), output, printer, stream=False)
         return
     if console.is_terminal and output is Output.table:
-        _watch_live(console, client, path, printer, interval, count)
+        _watch_live(console, client, read, printer, interval, count)
         return
     shown = 0
     while count is None or shown < count:
@@ -125,26 +118,26 @@ def _show(
             time.sleep(interval)
             if output is Output.table:
                 console.out("", highlight=False)
-        body = _fetch_or_warn(client, path)
+        body = _fetch_or_warn(client, read)
         if body is not None:
             _print(console, body, output, printer, stream=True)
         shown += 1
 
 
-def _fetch_or_warn(client: ApiClient, path: str) -> dict[str, Any] | None:
+def _fetch_or_warn(client: ApiClient, read: Read) -> dict[str, Any] | None:
     """While watching, a coordinator that does not answer is a warning, not the end (a standby takes over)."""
     try:
-        return client.get(path)
+        return _fetch(client, read)
     except Refusal as exc:
         err_console.print(f"[yellow]warning:[/] {exc.render()}", markup=True)
         return None
 
 
 def _watch_live(
-    console: Console, client: ApiClient, path: str, printer: Printer, interval: float, count: int | None
+    console: Console, client: ApiClient, read: Read, printer: Printer, interval: float, count: int | None
 ) -> None:
     def frame() -> Group:
-        body = _fetch_or_warn(client, path)
+        body = _fetch_or_warn(client, read)
         capture = Console(force_terminal=True, width=console.width, color_system=console.color_system)
         with capture.capture() as cap:
             if body is None:

@@ -9,22 +9,16 @@ runs (the job's generation, then that node's agent endpoint) and reads the log f
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Annotated, Any, NoReturn
-from urllib.parse import quote, urlencode
+from typing import Annotated
 
-import msgspec
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from myolo.coordinator.cli import common, render
-from myolo.coordinator.cli.client import ApiClient, ApiOption
-from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.client import AgentClient, ApiClient, ApiOption
+from myolo.coordinator.cli.exits import FAILED, fail
 from myolo.coordinator.core.errors import Refusal
-from myolo.coordinator.jobs.answers import JobAnswer
 from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
-from myolo.events.payloads.worker_logs import WorkerLogChunk
 
 JobArg = Annotated[str, typer.Argument(help="Job name (metadata.name), as `myoloctl get jobs` lists it.")]
 
@@ -35,23 +29,6 @@ logs_app = typer.Typer(help="Print a job's worker logs (read from the agents).",
 
 def _out() -> Console:
     return Console(soft_wrap=True, highlight=False)
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    """``common.fail`` for text that is not ours (a manifest's, an API's): brackets in it print as written."""
-    common.fail(escape(message), code)
-
-
-def _ask_job(api: str | None, call: Callable[[ApiClient], dict[str, Any]]) -> tuple[ApiClient, JobAnswer]:
-    client, body = ask(api, call)
-    try:
-        return client, render.job_records([body])[0]
-    except render.UnreadableJob as exc:
-        fail(str(exc), code=1)
-
-
-def _job_path(name: str) -> str:
-    return f"/v1/jobs/{quote(name, safe='')}"
 
 
 def read_manifest(filename: str) -> bytes:
@@ -93,9 +70,10 @@ def apply(
 
 def submit(text: str, api: str | None) -> None:
     """Send a checked manifest to the leader; print what became of the job."""
-    client, job = _ask_job(api, lambda c: c.post("/v1/jobs", {"manifest": text}))
+    client = ApiClient.from_option(api)
+    job = client.apply(text)
     verb = "created" if client.last_status == 201 else "configured"
-    _out().print(f"job/{job.name} [bold]{verb}[/] via {client.last_url}")
+    _out().print(f"job/{escape(job.name)} [bold]{verb}[/] via {client.last_url}")
 
 
 @scale_app.command("job")
@@ -110,8 +88,8 @@ def scale_job(
 
     The job resizes when the capacity is there: a new generation, resumed from its checkpoint.
     """
-    path = f"{_job_path(name)}/scale"
-    client, job = _ask_job(api, lambda c: c.post(path, {"replicas": replicas}))
+    client = ApiClient.from_option(api)
+    job = client.scale(name, replicas)
     now = job.generation.replicas if job.generation else 0
     _out().print(
         f"job/{name} [bold]scaled[/] to {replicas} replicas (running {now} now, {job.phase}) via {client.last_url}"
@@ -121,7 +99,7 @@ def scale_job(
 @delete_app.command("job")
 def delete_job(name: JobArg, api: ApiOption = None) -> None:
     """Delete the job: its workers stop with a checkpoint, then the job is gone from `get jobs`."""
-    ask(api, lambda c: c.delete(_job_path(name)))
+    ApiClient.from_option(api).delete_job(name)
     _out().print(f"job/{name} [bold]deleting[/]: its workers stop with a checkpoint, then it is removed")
 
 
@@ -140,7 +118,8 @@ def logs_job(
     Global rank = node rank x workers per node + the worker's index on its node.
     `myoloctl describe job NAME` lists each node's ranks.
     """
-    _, job = _ask_job(api, lambda c: c.get(_job_path(name)))
+    client = ApiClient.from_option(api)
+    job = client.job(name)
     gen = job.generation
     if gen is None:
         fail(f"job {name} has no generation yet ({job.phase}: {job.reason or 'not placed'}): no worker, no log", 1)
@@ -150,30 +129,26 @@ def logs_job(
     member = next((m for m in gen.members if m.node_rank == node_rank), None)
     if member is None:
         fail(f"generation {gen.number} of job {name} lists no node of node rank {node_rank} (rank {rank}); retry", 1)
-    _, node = ask(api, lambda c: c.get(f"/v1/nodes/{quote(member.node_id, safe='')}"))
-    url = node.get("health_url")
+    url = client.node(member.node_id).get("health_url")
     if not url:
         fail(
             f"node {member.node_id} (rank {rank}) does not say where its agent's HTTP endpoint is (no health_url "
-            "in GET /v1/nodes/{node_id}): the agent is older than this myoloctl, or runs without a health port",
-            1,
+            "in `myoloctl describe node`): the agent is older than this myoloctl, or runs without a health port",
+            FAILED,
         )
-    _stream(ApiClient([url.rstrip("/")]), name, gen.number, rank, member.node_id, follow, interval)
+    _stream(AgentClient([url.rstrip("/")]), name, gen.number, rank, member.node_id, follow, interval)
 
 
-def _stream(agent: ApiClient, job: str, generation: int, rank: int, node: str, follow: bool, interval: float) -> None:
+def _stream(agent: AgentClient, job: str, generation: int, rank: int, node: str, follow: bool, interval: float) -> None:
     """From offset 0: every chunk the agent has; with ``follow``, polling for more until ``eof`` or Ctrl-C."""
     offset, end = 0, None
     try:
         while True:
-            query = urlencode({"rank": rank, "generation": generation, "offset": offset})
             try:
-                chunk = msgspec.convert(agent.get(f"{_job_path(job)}/logs?{query}"), WorkerLogChunk)
+                chunk = agent.logs(job, rank, generation, offset)
             except Refusal as exc:  # the agent's, not the coordinators': what it says, and exit 1 whatever it is
                 where = f"the agent of node {node} at {agent.urls[0]}"
                 fail(f"{where}: {exc.render()}" if exc.status is not None else f"{where} does not answer", 1)
-            except msgspec.ValidationError as exc:
-                fail(f"the agent of node {node} answered something that is not a log chunk: {exc}", 1)
             typer.echo(chunk.text, nl=False)
             end = chunk.size if end is None else end
             if chunk.eof:

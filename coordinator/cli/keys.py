@@ -15,7 +15,7 @@ from rich.console import Console
 
 from myolo.common.errors import ConfigError
 from myolo.common.keys import ensure_ed25519, public_path
-from myolo.coordinator.cli.common import fail
+from myolo.coordinator.cli.exits import fail
 
 app = typer.Typer(help="Signing keys: `myoloctl keys generate PATH` makes the coordinators' Ed25519 key pair.")
 

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from myolo.coordinator.api.tokens import local_paths
 from myolo.coordinator.cli import auth, render
+from myolo.coordinator.cli.exits import FAILED, CliError
 from myolo.coordinator.localstack import prometheus, security, stack
 from myolo.coordinator.localstack.broker import BrokerError, LocalBroker, jars, state
 from myolo.coordinator.localstack.broker.security import StackSecurity
@@ -40,13 +41,9 @@ def _out() -> Console:
     return Console(soft_wrap=True, highlight=False)
 
 
-def _fail(err: BrokerError) -> typer.Exit:
-    console = Console(stderr=True, soft_wrap=True, highlight=False)
-    console.print(f"[bold red]error:[/] {err.message}", markup=True)
-    console.print(f"[yellow]hint:[/] {err.hint}", markup=True)
-    if err.detail:
-        console.print(err.detail, markup=False, style="dim")
-    return typer.Exit(1)
+def _broken(err: BrokerError) -> CliError:
+    """The local stack's error as the command's failure: the message, the hint, then the detail (a log)."""
+    return CliError("\n".join(filter(None, (err.message, f"hint: {err.hint}", err.detail))), FAILED)
 
 
 @app.command()
@@ -105,7 +102,7 @@ def up(
             security.create_topics(state.load(broker.state_dir))
         status = broker.status()
     except BrokerError as err:
-        raise _fail(err) from err
+        raise _broken(err) from err
     verb = "started" if started else "already running"
     out.print(f"[green]Kafka {verb}[/] at [bold]{status.bootstrap}[/] (pid {status.pid})")
     out.print(f"logs:  {status.log}")
@@ -134,7 +131,7 @@ def _up_members(out: Console, state_dir: Path, coordinators: int, nodes: int, gp
             with out.status("Waiting for a leader and for every node to be Ready..."):
                 stack.wait_fleet(urls, node_ids, timeout, auth.stack_token(state_dir))
     except BrokerError as err:
-        raise _fail(err) from err
+        raise _broken(err) from err
     out.print(f"[green]stack ready[/]: {coordinators} coordinator(s), {nodes} node(s)")
     if urls:
         out.print(f"coordinator API: {', '.join(urls)}")
@@ -176,7 +173,7 @@ def status(state_dir: StateDir = None) -> None:
         st = LocalBroker(state_dir or default_state_dir()).status()
         members = stack.view_members(state_dir or default_state_dir())
     except BrokerError as err:
-        raise _fail(err) from err
+        raise _broken(err) from err
     if st.running:
         secured = f", {st.security} with ACLs" if st.security else ""
         out.print(
@@ -228,7 +225,7 @@ def down(
         if clean:
             broker.clean()
     except BrokerError as err:
-        raise _fail(err) from err
+        raise _broken(err) from err
     if stopped:
         out.print(f"[green]Kafka stopped[/] (pid {pid})")
     else:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from myolo.coordinator.cli import (
     auth,
@@ -30,9 +31,22 @@ from myolo.coordinator.cli import (
     train,
     watermark,
 )
+from myolo.coordinator.core.errors import Refusal
+
+
+class Myoloctl(TyperGroup):
+    """The typer boundary: every command's ``CliError`` or ``Refusal`` is printed and exits with its code here."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (exits.CliError, Refusal) as exc:
+            raise exits.exit_for(exc) from None
+
 
 app = typer.Typer(
     name="myoloctl",
+    cls=Myoloctl,
     help="Operate a Myolotrain v4 cluster: run the local stack, inspect the fleet and its events, run elastic "
     "training jobs (apply -f job.yaml, get jobs, describe job, scale, logs, delete), watch production drift "
     "(drift status), keep model versions (registry) and upgrade the fleet in waves (rollout).\n\n" + exits.HELP,

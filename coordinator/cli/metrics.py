@@ -16,7 +16,7 @@ from rich.table import Table
 from myolo.common.metrics.grafana import MAX_DASHBOARD_BYTES, translate_dashboard
 from myolo.common.metrics.mapping import load
 from myolo.common.metrics.promql import PromqlError, factor_text, translate
-from myolo.coordinator.cli.common import err_console, fail
+from myolo.coordinator.cli.exits import err_console, fail
 
 app = typer.Typer(
     help="The metric-name mapping between dcgm-exporter / Prometheus names and OpenTelemetry's, and the rewrite "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 import yaml
@@ -21,10 +21,10 @@ from myolo.common.errors import ConfigError
 from myolo.common.keys import MAX_KEY_FILE_BYTES, public_key_from_pem
 from myolo.coordinator.cli import render
 from myolo.coordinator.cli.client import ApiClient, ApiOption
-from myolo.coordinator.cli.common import fail
-from myolo.coordinator.cli.exits import answer, connect
-from myolo.coordinator.cli.get import Output, OutputOption
-from myolo.coordinator.localstack.identity import PUBLIC_KEY, key_path
+from myolo.coordinator.cli.exits import fail
+from myolo.coordinator.cli.output import Output, OutputOption, data
+
+PUBLIC_KEY = "node.key.pub"  # the agent writes its public key there, beside its private node.key
 
 app = typer.Typer(
     help="Node identity: enrol the public key a node signs its faults, acks and training events with; list "
@@ -47,12 +47,6 @@ def _read_key(source: str) -> str:
     return text
 
 
-def _call(client: ApiClient, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    if method == "PUT":
-        return answer(client, lambda c: c.put(path, body or {}))
-    return answer(client, lambda c: c.delete(path) if method == "DELETE" else c.get(path))
-
-
 @app.command()
 def enroll(
     node: NodeArg,
@@ -70,27 +64,27 @@ def enroll(
     """Enrol NODE's public key: from now on its faults, acks and training events are accepted when signed with
     it (and refused otherwise). Enrolling a different key replaces the old one."""
     pem = _read_key(public_key)
-    client = connect(api)
-    answer = _call(client, "PUT", key_path(node), {"public_key": pem})
+    client = ApiClient.from_option(api)
+    answer = client.enroll(node, pem)
     out = Console(soft_wrap=True, highlight=False)
-    out.print(f"node/{answer['node_id']} key [bold]{answer['change']}[/]: key id {answer['key_id']}")
-    out.print(f"recorded by {answer['by']} (epoch {answer.get('epoch', 0)}) via {client.last_url}", style="dim")
+    out.print(f"node/{answer.node_id} key [bold]{answer.change}[/]: key id {answer.key_id}")
+    out.print(f"recorded by {answer.by} (epoch {answer.epoch}) via {client.last_url}", style="dim")
 
 
 @app.command()
 def revoke(node: NodeArg, api: ApiOption = None) -> None:
     """Revoke NODE's key: its faults, acks and training events are refused until a key is enrolled again."""
-    client = connect(api)
-    answer = _call(client, "DELETE", key_path(node))
+    client = ApiClient.from_option(api)
+    answer = client.revoke_key(node)
     out = Console(soft_wrap=True, highlight=False)
-    out.print(f"node/{answer['node_id']} key {answer['key_id']} [bold]revoked[/] by {answer.get('revoked_by')}")
+    out.print(f"node/{answer.node_id} key {answer.key_id} [bold]revoked[/] by {answer.revoked_by}")
     out.print(f"via {client.last_url}", style="dim")
 
 
 @app.command()
 def keys(output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """Every enrolled node key (revoked ones too): node, key id, state, when and by whom."""
-    body = _call(connect(api), "GET", "/v1/node-keys")
+    body = data(ApiClient.from_option(api).node_keys())
     out = Console(soft_wrap=True, highlight=False)
     if output is Output.json:
         out.print_json(json.dumps(body))

@@ -14,8 +14,8 @@ import typer
 import yaml
 from rich.console import Console
 
-from myolo.coordinator.cli.common import fail
-from myolo.coordinator.cli.get import Output, OutputOption
+from myolo.coordinator.cli.exits import fail
+from myolo.coordinator.cli.output import Output, OutputOption
 from myolo.coordinator.cli.plan_math import (
     BandwidthPlan,
     MetadataPlan,

@@ -1,6 +1,6 @@
 """``myoloctl preflight [NODE...]``: the pre-upgrade checklist, run by the leader through the agents.
 
-The coordinator does the work (``POST /v1/preflight``, see ``coordinator/preflight/``); this prints its report
+The coordinator does the work (``coordinator/preflight/``); this prints its report
 as a table (node, check, value, threshold, PASS/FAIL/SKIP, reason) or as the API's JSON/YAML, and exits
 0 when no check failed, 1 when one did (or the coordinator could not be asked), 2 for bad input.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import msgspec
 import typer
@@ -17,13 +17,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from myolo.coordinator.cli import common, render
-from myolo.coordinator.cli.client import ApiOption
-from myolo.coordinator.cli.exits import answer, connect
-from myolo.coordinator.cli.get import Output, OutputOption
-from myolo.coordinator.cli.registry import print_body
+from myolo.coordinator.cli import render
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.exits import FAILED, fail
+from myolo.coordinator.cli.output import Output, OutputOption, print_body
 from myolo.coordinator.preflight.config import MAX_TIMEOUT_S
-from myolo.coordinator.preflight.records import CHECKS, DEFAULT_MIN_DRIVER, PreflightReport
+from myolo.coordinator.preflight.records import CHECKS, DEFAULT_MIN_DRIVER, PreflightReport, PreflightRequest
 
 ANSWER_MARGIN_S = 30.0  # beyond the run's own timeout, for the report to come back
 _DIGEST = re.compile(r"\b[0-9a-f]{64}\b")
@@ -53,10 +52,6 @@ HELP = (
 Check = enum.StrEnum("Check", [(c, c) for c in CHECKS])  # the component's check names, as typer's choices
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    common.fail(escape(message), code)
-
-
 def request_body(
     nodes: list[str],
     skip: list[Check],
@@ -68,7 +63,7 @@ def request_body(
     min_cuda: str | None = None,
     min_cudnn: str | None = None,
     max_rdma_latency: float | None = None,
-) -> dict[str, object]:
+) -> PreflightRequest:
     """The API request for these options (what is not given is left to the coordinator's defaults)."""
     if skip and only:
         fail("--skip and --only: give one of them (--only names the checks to run, --skip the ones not to)")
@@ -88,7 +83,10 @@ def request_body(
     for key, value in (("min_cuda", min_cuda), ("min_cudnn", min_cudnn), ("max_rdma_latency_us", max_rdma_latency)):
         if value is not None:
             body[key] = value
-    return body
+    try:
+        return msgspec.convert(body, PreflightRequest)
+    except msgspec.ValidationError as exc:
+        fail(f"{exc}; nothing was sent")
 
 
 def _short(cell: str | None) -> str:
@@ -177,7 +175,7 @@ def preflight(
     api: ApiOption = None,
 ) -> None:
     """Run the pre-upgrade checklist on NODE... (see HELP, which main.py registers as this command's help)."""
-    body = request_body(
+    request = request_body(
         nodes or [],
         skip or [],
         only or [],
@@ -189,13 +187,9 @@ def preflight(
         min_cudnn,
         max_rdma_latency,
     )
-    client = connect(api)
+    client = ApiClient.from_option(api)
     client.timeout = (timeout or MAX_TIMEOUT_S) + ANSWER_MARGIN_S  # the answer comes when the agents' do
-    reply = answer(client, lambda c: c.post("/v1/preflight", body))
-    try:
-        report = msgspec.convert(reply, PreflightReport)
-    except msgspec.ValidationError as exc:
-        fail(f"cannot read the coordinator's report: {exc} (is myoloctl older than the API?)", code=1)
-    print_body(reply, output, lambda console: render_report(report, console, client.last_url))
+    report = client.preflight(request)
+    print_body(report, output, lambda console: render_report(report, console, client.last_url))
     if not report.ok or (strict and report.skipped):
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)

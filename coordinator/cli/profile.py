@@ -12,16 +12,15 @@ import re
 import time
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import quote
 
 import typer
 from rich.console import Console
 
-from myolo.coordinator.cli.client import ApiClient, ApiOption
-from myolo.coordinator.cli.common import fail
-from myolo.coordinator.cli.exits import ask
+from myolo.coordinator.cli.client import AgentClient, ApiClient, ApiOption
+from myolo.coordinator.cli.exits import FAILED, fail
 from myolo.coordinator.cli.flamegraph import ProfileError, flamegraph_html, speedscope
 from myolo.coordinator.core.errors import Refusal
+from myolo.coordinator.jobs.profile import ProfileRequest
 from myolo.events.payloads.commands import MAX_PROFILE_S
 
 app = typer.Typer(
@@ -74,22 +73,21 @@ def start(
     if not 0 < seconds <= MAX_PROFILE_S:
         fail(f"--duration: {seconds:g} s is outside 0..{MAX_PROFILE_S:g} s")
     out = Console(stderr=True, highlight=False)
-    body = {"rank": rank, "duration_s": seconds, "rate_hz": rate, "native": native}
-    _, started = ask(api, lambda c: c.post(f"/v1/jobs/{quote(job, safe='')}/profile", body))
-    agent_url = started.get("agent_url")
-    if not agent_url:
-        fail(f"node {started['node_id']} does not say where its agent's endpoint is (no health_url)", 1)
-    agent = ApiClient([agent_url.rstrip("/")], timeout=10.0)
-    pid = started["profile_id"]
-    where = f"rank {rank} of job {job} (generation {started['generation']}) on {started['node_id']}"
+    request = ProfileRequest(rank=rank, duration_s=seconds, rate_hz=rate, native=native)
+    started = ApiClient.from_option(api).profile(job, request)
+    if not started.agent_url:
+        fail(f"node {started.node_id} does not say where its agent's endpoint is (no health_url)", FAILED)
+    agent = AgentClient([started.agent_url.rstrip("/")], timeout=10.0)
+    pid = started.profile_id
+    where = f"rank {rank} of job {job} (generation {started.generation}) on {started.node_id}"
     rec = _follow(agent, pid, where, seconds, out)
     if rec["state"] == "failed":
         fail(f"the profile of {where} failed: {rec.get('error')}", 1)
     try:
-        folded = agent.get_bytes(f"/v1/profiles/{pid}/folded", MAX_FOLDED_BYTES).decode(errors="replace")
+        folded = agent.folded(pid, MAX_FOLDED_BYTES).decode(errors="replace")
     except Refusal as exc:
-        fail(f"the agent of {started['node_id']}: {exc.render()}", 1)
-    title = f"{job} rank {rank}, generation {started['generation']}, {rec['seconds']:g} s at {rate} Hz"
+        fail(f"the agent of {started.node_id}: {exc.render()}", FAILED)
+    title = f"{job} rank {rank}, generation {started.generation}, {rec['seconds']:g} s at {rate} Hz"
     try:
         text = (
             flamegraph_html(folded, title)
@@ -105,13 +103,13 @@ def start(
     out.print(f"{rec['samples']} samples of {where} -> {output}{note}")
 
 
-def _follow(agent: ApiClient, profile_id: str, where: str, seconds: float, out: Console) -> dict:
+def _follow(agent: AgentClient, profile_id: str, where: str, seconds: float, out: Console) -> dict:
     """Poll the agent until the profile ended (its state ``done`` or ``failed``), showing how far it is."""
     deadline = time.monotonic() + seconds + 60
     with out.status(f"profiling {where}...") as status:
         while True:
             try:
-                rec = agent.get(f"/v1/profiles/{profile_id}")
+                rec = agent.profile(profile_id)
             except Refusal as exc:
                 fail(f"the agent at {agent.urls[0]}: {exc.render()}", 1)
             if rec.get("state") in ("done", "failed"):

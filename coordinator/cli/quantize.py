@@ -11,23 +11,18 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
-import msgspec
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from myolo.coordinator.cli.client import ApiOption
-from myolo.coordinator.cli.exits import ask
-from myolo.coordinator.cli.get import Output, OutputOption
-from myolo.coordinator.cli.registry import ModelArg, _path, _read, fail, new_console, print_body
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.exits import FAILED, fail
+from myolo.coordinator.cli.output import Output, OutputOption, new_console, print_body
+from myolo.coordinator.cli.registry import ModelArg
 from myolo.coordinator.cli.render import table
-from myolo.coordinator.quantize.records import QuantizeRun
+from myolo.coordinator.quantize.records import QuantizeRequest, QuantizeRun
 
 SCHEMES = ("gptq", "rtn", "hqq", "dynamic_fixed_point")
-
-
-class RunList(msgspec.Struct, kw_only=True):
-    items: list[QuantizeRun]
 
 
 def quantize(
@@ -60,10 +55,9 @@ def quantize(
         fail(f"--scheme {scheme!r} is not one of {list(SCHEMES)}")
     if scheme == "gptq" and calib is None:
         fail("--scheme gptq needs --calib: it learns from calibration inputs")
-    body = {"bits": bits, "scheme": scheme, "group_size": group_size, "calib": calib, "eval": eval_data}
-    body = {k: v for k, v in body.items() if v is not None}
-    client, answer = ask(api, lambda c: c.post(_path(model, "versions", str(version), "quantize"), body))
-    run = _read(answer, QuantizeRun)
+    request = QuantizeRequest(bits=bits, scheme=scheme, group_size=group_size, calib=calib, eval=eval_data)
+    client = ApiClient.from_option(api)
+    run = client.quantize(model, version, request)
     verb = "submitted" if client.last_status == 202 else "asked for before"
     console = new_console()
     console.print(escape(f"quantization {run.name} {verb} via {client.last_url}: {_what(run)}"))
@@ -73,12 +67,11 @@ def quantize(
     deadline, name = time.monotonic() + timeout, run.name
     while run.state == "running":
         if time.monotonic() > deadline:
-            fail(f"still running after {timeout:g} s (--timeout); it goes on: myoloctl get job {name}", code=1)
+            fail(f"still running after {timeout:g} s (--timeout); it goes on: myoloctl get job {name}", FAILED)
         time.sleep(2.0)
-        _, answer = ask(api, lambda c: c.get(f"/v1/quantizations/{name}"))
-        run = _read(answer, QuantizeRun)
+        run = client.quantization(name)
     if run.state == "failed":
-        fail(f"quantization {run.name} failed: {run.reason}", code=1)
+        fail(f"quantization {run.name} failed: {run.reason}", FAILED)
     console.print(
         escape(
             f"registered as {model} v{run.registered} (parent v{run.version}): myoloctl registry show {model} {run.registered}"
@@ -88,8 +81,8 @@ def quantize(
 
 def quantizations(output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """Every quantization run, newest first: the source, the settings, its state and the version it became."""
-    _, body = ask(api, lambda c: c.get("/v1/quantizations"))
-    runs = _read(body, RunList).items
+    listed = ApiClient.from_option(api).quantizations()
+    runs = listed.items
 
     def printer(console: Console) -> None:
         rows = [
@@ -105,7 +98,7 @@ def quantizations(output: OutputOption = Output.table, api: ApiOption = None) ->
         ]
         table(console, ("RUN", "SOURCE", "SETTINGS", "STATE", "BECAME", "REASON"), rows)
 
-    print_body(body, output, printer)
+    print_body(listed, output, printer)
 
 
 def _what(run: QuantizeRun) -> str:

@@ -10,42 +10,29 @@ answer as it came.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
-from urllib.parse import quote
+from typing import Annotated, Any
 
 import msgspec
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
 
 from myolo.common.digest import sha256_file
-from myolo.coordinator.cli import common
 from myolo.coordinator.cli import registry_view as view
 from myolo.coordinator.cli.client import ApiClient, ApiOption
-from myolo.coordinator.cli.exits import ask, refused
-from myolo.coordinator.cli.get import Output, OutputOption
-from myolo.coordinator.core.errors import NotFound, Refusal
+from myolo.coordinator.cli.exits import fail
+from myolo.coordinator.cli.output import Output, OutputOption, new_console, print_body
+from myolo.coordinator.core.errors import NotFound
 from myolo.coordinator.jobs import units
 from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from myolo.coordinator.registry import checks
-from myolo.coordinator.registry.answers import (
-    AliasAnswer,
-    AliasHistory,
-    AliasList,
-    ModelAnswer,
-    VersionAnswer,
-    VersionPage,
-)
-from myolo.coordinator.registry.answers import ModelList as ModelListAnswer
+from myolo.coordinator.registry.answers import ModelAnswer
 from myolo.coordinator.registry.errors import RegistryError
+from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import RetrainTemplate
 from myolo.events.payloads.models import EvalResult, ModelExport
-
-T = TypeVar("T", bound=msgspec.Struct)
 
 app = typer.Typer(
     help="The model registry: models, their versions (lineage, evaluations) and aliases (champion, challenger) "
@@ -64,43 +51,12 @@ AliasArg = Annotated[str, typer.Argument(help="Alias name: champion, challenger,
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why (required): kept in the alias's history.")]
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """``common.fail`` for text that is not ours (an API's, a manifest's): brackets print as written."""
-    common.fail(escape(message), code)
-
-
-def new_console() -> Console:
-    return Console(soft_wrap=True, highlight=False)
-
-
-def _path(model: str, *rest: str) -> str:
-    return "/v1/models/" + "/".join(quote(p, safe="") for p in (model, *rest))
-
-
-def _read(body: dict[str, Any], kind: type[T]) -> T:
-    try:
-        return msgspec.convert(body, kind)
-    except msgspec.ValidationError as exc:
-        fail(f"cannot read the registry's answer: {exc} (is myoloctl older than the API?)", code=1)
-
-
-def print_body(body: dict[str, Any], output: Output, printer: Callable[[Console], None]) -> None:
-    console = new_console()
-    if output is Output.json:
-        console.out(json.dumps(body, indent=2), highlight=False)
-    elif output is Output.yaml:
-        console.out(yaml.safe_dump(body, sort_keys=False).rstrip(), highlight=False)
-    else:
-        printer(console)
-
-
 # ---- reads ----------------------------------------------------------------------------------------------------
 @app.command("models")
 def models(output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """Every model: its newest version, champion and challenger, other aliases, retraining and promotion."""
-    _, body = ask(api, lambda c: c.get("/v1/models"))
-    listed = _read(body, ModelListAnswer)
-    print_body(body, output, lambda console: view.print_models(console, listed.items))
+    listed = ApiClient.from_option(api).models()
+    print_body(listed, output, lambda console: view.print_models(console, listed.items))
 
 
 @app.command("versions")
@@ -115,10 +71,8 @@ def versions(
     api: ApiOption = None,
 ) -> None:
     """A model's versions, newest first: aliases, source (job/generation), steps, held-out loss, parent."""
-    query = f"?limit={limit}" + (f"&before={before}" if before is not None else "")
-    _, body = ask(api, lambda c: c.get(_path(model, "versions") + query))
-    page = _read(body, VersionPage)
-    print_body(body, output, lambda console: view.print_versions(console, model, page.items, page.next_before))
+    page = ApiClient.from_option(api).versions(model, limit, before)
+    print_body(page, output, lambda console: view.print_versions(console, model, page.items, page.next_before))
 
 
 @app.command("show")
@@ -132,17 +86,17 @@ def show(
 
     Artifact and checksums, the job and drift event behind it, its evaluation as a model-index table, why it was (not) auto-promoted, and its lineage up to the root.
     """
-    _, body = ask(api, lambda c: c.get(_path(model, "versions", str(version))))
-    answer = _read(body, VersionAnswer)
-    print_body(body, output, lambda console: view.print_version(console, answer))
+    answer = ApiClient.from_option(api).version(model, version)
+    print_body(answer, output, lambda console: view.print_version(console, answer))
 
 
 # ---- register -------------------------------------------------------------------------------------------------
-def _is_url(artifact: str) -> bool:
+def is_url(artifact: str) -> bool:
+    """A remote artifact (s3://, https://), which myoloctl does not read."""
     return "://" in artifact and not artifact.startswith("file://")
 
 
-def _local(artifact: str) -> Path:
+def local_path(artifact: str) -> Path:
     return Path(artifact.removeprefix("file://")).expanduser()
 
 
@@ -226,8 +180,8 @@ def register(
     """
     values, evaluation, export = parse_metrics(metrics) if metrics else ({}, None, None)
     size = None
-    if not _is_url(artifact):
-        local = _local(artifact)
+    if not is_url(artifact):
+        local = local_path(artifact)
         if sha256 is None or local.is_file():
             digest, size = _digest(local)
             if sha256 is not None and sha256.lower() != digest:
@@ -253,8 +207,12 @@ def register(
     ):
         if value is not None:
             body[key] = value
-    client, answer = ask(api, lambda c: c.post(_path(model, "versions"), body))
-    v = _read(answer, VersionAnswer)
+    client = ApiClient.from_option(api)
+    try:
+        new = msgspec.convert(body, NewVersion)
+    except msgspec.ValidationError as exc:
+        fail(f"{exc}; nothing was sent")
+    v = client.register(model, new)
     verb = "registered" if client.last_status == 201 else "was registered already"
     aliases = f" ({', '.join(v.aliases)})" if v.aliases else ""
     new_console().print(escape(f"model/{v.model} version {v.version}{aliases} {verb} via {client.last_url}"))
@@ -272,8 +230,8 @@ def alias_set(
     api: ApiOption = None,
 ) -> None:
     """Point ALIAS at VERSION (promote, roll back), saying why; the move is kept in the alias's history."""
-    client, body = ask(api, lambda c: c.put(_path(model, "aliases", alias), {"version": version, "reason": reason}))
-    moved = _read(body, AliasAnswer)
+    client = ApiClient.from_option(api)
+    moved = client.set_alias(model, alias, version, reason)
     last = moved.history[-1] if moved.history else None
     was = f" (was v{last.previous})" if last is not None and last.previous is not None else ""
     new_console().print(escape(f"model/{model}@{alias} -> v{version}{was} via {client.last_url}"))
@@ -282,16 +240,16 @@ def alias_set(
 @alias_app.command("rm")
 def alias_rm(model: ModelArg, alias: AliasArg, reason: ReasonOption, api: ApiOption = None) -> None:
     """Remove ALIAS, saying why (its history stays: `alias history` shows it)."""
-    client, _ = ask(api, lambda c: c.delete(_path(model, "aliases", alias), {"reason": reason}))
+    client = ApiClient.from_option(api)
+    client.remove_alias(model, alias, reason)
     new_console().print(escape(f"model/{model}@{alias} removed via {client.last_url}"))
 
 
 @alias_app.command("list")
 def alias_list(model: ModelArg, output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """A model's aliases (removed ones too) with their last move: by whom, when, why."""
-    _, body = ask(api, lambda c: c.get(_path(model, "aliases")))
-    listed = _read(body, AliasList)
-    print_body(body, output, lambda console: view.print_aliases(console, model, listed.items))
+    listed = ApiClient.from_option(api).aliases(model)
+    print_body(listed, output, lambda console: view.print_aliases(console, model, listed.items))
 
 
 def parse_time(value: str) -> float:
@@ -320,19 +278,16 @@ def alias_history(
     api: ApiOption = None,
 ) -> None:
     """Every move of ALIAS, newest first: version, previous, who, when, why (what was champion when)."""
-    query = f"?at={parse_time(at)}" if at is not None else ""
-    _, body = ask(api, lambda c: c.get(_path(model, "aliases", alias, "history") + query))
-    history = _read(body, AliasHistory)
-    print_body(body, output, lambda console: view.print_history(console, history))
+    history = ApiClient.from_option(api).alias_history(model, alias, parse_time(at) if at is not None else None)
+    print_body(history, output, lambda console: view.print_history(console, history))
 
 
 # ---- model settings -------------------------------------------------------------------------------------------
 @model_app.command("show")
 def model_show(model: ModelArg, output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """A model's settings: description, retraining template (its manifest), promote margin, aliases."""
-    _, body = ask(api, lambda c: c.get(_path(model)))
-    answer = _read(body, ModelAnswer)
-    print_body(body, output, lambda console: _print_model(console, answer))
+    answer = ApiClient.from_option(api).model(model)
+    print_body(answer, output, lambda console: _print_model(console, answer))
 
 
 def _print_model(console: Console, m: ModelAnswer) -> None:
@@ -352,16 +307,11 @@ def _print_model(console: Console, m: ModelAnswer) -> None:
 
 def _current(api: str | None, model: str) -> ModelAnswer | None:
     try:
-        client = ApiClient.from_option(api)
-        return msgspec.convert(client.get(_path(model)), ModelAnswer)
+        return ApiClient.from_option(api).model(model)
     except NotFound as exc:
         if exc.field == "model":
             return None
-        refused(exc)
-    except Refusal as exc:
-        refused(exc)
-    except msgspec.ValidationError as exc:
-        fail(f"cannot read the registry's answer: {exc} (is myoloctl older than the API?)", code=1)
+        raise
 
 
 def _template(
@@ -501,8 +451,8 @@ def model_set(
         if quantize_margin is not None
         else (current.quantize_margin if current else None)
     )
-    client, answer = ask(api, lambda c: c.put(_path(model), body))
-    m = _read(answer, ModelAnswer)
+    client = ApiClient.from_option(api)
+    m = client.put_model(model, body)
     verb = "created" if client.last_status == 201 else "configured"
     new_console().print(
         escape(

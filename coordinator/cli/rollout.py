@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import msgspec
 import typer
@@ -19,10 +18,9 @@ from rich.text import Text
 
 from myolo.common.digest import sha256_file
 from myolo.coordinator.cli import render
-from myolo.coordinator.cli.client import ApiOption
-from myolo.coordinator.cli.exits import ask
-from myolo.coordinator.cli.get import Output, OutputOption
-from myolo.coordinator.cli.registry import fail, new_console, print_body
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.exits import fail
+from myolo.coordinator.cli.output import Output, OutputOption, new_console, print_body
 from myolo.coordinator.jobs import units
 from myolo.coordinator.rollouts.answers import RolloutAnswer
 from myolo.coordinator.rollouts.config import Plan
@@ -44,13 +42,6 @@ PHASE_STYLE = {
     "Aborted": "red",
 }
 STEP_STYLE = {"passed": "green", "failed": "bold red", "baking": "cyan", "upgrading": "cyan", "draining": "cyan"}
-
-
-def _records(items: list[Any]) -> list[RolloutAnswer]:
-    try:
-        return msgspec.convert(items, list[RolloutAnswer])
-    except msgspec.ValidationError as exc:
-        fail(f"cannot read the coordinator's answer: {exc} (is myoloctl older than the API?)", code=1)
 
 
 def _sha256(artifact: str) -> str:
@@ -82,24 +73,22 @@ def start(
     api: ApiOption = None,
 ) -> None:
     """Start a rollout (admin): the waves are planned over the Ready, uncordoned nodes, idle ones first."""
-    plan: dict[str, Any] | None = None
+    plan: Plan | None = None
     try:
         if waves or bake or tolerance is not None:
-            plan = {}
+            given: dict[str, Any] = {}
             if tolerance is not None:
-                plan["throughput_tolerance"] = tolerance
+                given["throughput_tolerance"] = tolerance
             if waves:
-                plan["waves"] = [float(w.strip().rstrip("%")) for w in waves.split(",") if w.strip()]
+                given["waves"] = [float(w.strip().rstrip("%")) for w in waves.split(",") if w.strip()]
             if bake:
-                plan["bake_s"] = units.duration_s(bake)
-            plan = msgspec.to_builtins(msgspec.convert(plan, Plan))
+                given["bake_s"] = units.duration_s(bake)
+            plan = msgspec.convert(given, Plan)
     except (ValueError, msgspec.ValidationError) as exc:
         fail(f"--waves/--bake: {exc}")
-    body = {"component": component, "version": version, "artifact": artifact, "sha256": sha256 or _sha256(artifact)}
-    if plan is not None:
-        body["plan"] = plan
-    client, answer = ask(api, lambda c: c.post("/v1/rollouts", body))
-    rec = _records([answer])[0]
+    digest = sha256 or _sha256(artifact)
+    client = ApiClient.from_option(api)
+    rec = client.start_rollout(component, version, artifact, digest, plan)
     sizes = "/".join(str(len(w.nodes)) for w in rec.waves)
     new_console().print(f"rollout {rec.name} started: {len(rec.waves)} waves of {sizes} node(s) via {client.last_url}")
 
@@ -155,18 +144,17 @@ def status(
     api: ApiOption = None,
 ) -> None:
     """A rollout's phase, its waves (nodes, step, bake time left, gates) and a failed gate's figures."""
+    client = ApiClient.from_option(api)
     while True:
         if name is None:
-            _, body = ask(api, lambda c: c.get("/v1/rollouts"))
-            items = body.get("items", [])
+            items = client.rollouts().items
             if not items:
                 new_console().print("no rollout yet (myoloctl rollout start --help)")
                 return
-            answer = items[0]
+            rec = items[0]
         else:
-            _, answer = ask(api, lambda c: c.get(f"/v1/rollouts/{quote(name, safe='')}"))
-        rec = _records([answer])[0]
-        print_body(answer, output, lambda console, r=rec: print_rollout(console, r))
+            rec = client.rollout(name)
+        print_body(rec, output, lambda console, r=rec: print_rollout(console, r))
         if not watch or rec.terminal:
             return
         time.sleep(interval)
@@ -175,8 +163,8 @@ def status(
 @app.command("history")
 def history(output: OutputOption = Output.table, api: ApiOption = None) -> None:
     """Every rollout, newest first: what ran where, and how it ended."""
-    _, body = ask(api, lambda c: c.get("/v1/rollouts"))
-    recs = _records(body.get("items", []))
+    listed = ApiClient.from_option(api).rollouts()
+    recs = listed.items
 
     def show(console: Console) -> None:
         rows: list[list[render.Cell]] = [
@@ -193,12 +181,12 @@ def history(output: OutputOption = Output.table, api: ApiOption = None) -> None:
         ]
         render.table(console, ("NAME", "COMPONENT", "VERSION", "PHASE", "UPGRADED", "BY", "LAST"), rows)
 
-    print_body(body, output, show)
+    print_body(listed, output, show)
 
 
 def _act(action: str, name: str, api: str | None) -> None:
-    client, answer = ask(api, lambda c: c.post(f"/v1/rollouts/{quote(name, safe='')}/{action}", {}))
-    rec = _records([answer])[0]
+    client = ApiClient.from_option(api)
+    rec = client.act(name, action)
     new_console().print(f"rollout {rec.name}: {rec.phase} ({rec.reason}) via {client.last_url}", highlight=False)
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from myolo.common.errors import ConfigError
 from myolo.coordinator.api import tokens
-from myolo.coordinator.cli.common import err_console, fail
+from myolo.coordinator.cli.exits import err_console, fail
 
 app = typer.Typer(help="API tokens: create (printed once), list, revoke. Roles: viewer, operator, admin.")
 

@@ -18,12 +18,12 @@ from rich.markup import escape
 
 from myolo.common.errors import ConfigError
 from myolo.common.keys import load_secret, watermark_commitment
-from myolo.coordinator.cli.client import ApiOption
-from myolo.coordinator.cli.exits import ask
-from myolo.coordinator.cli.registry import ModelArg, _is_url, _local, _path, _read, fail, new_console
-from myolo.coordinator.registry.answers import VersionAnswer
+from myolo.coordinator.cli.client import ApiClient, ApiOption
+from myolo.coordinator.cli.exits import FAILED, OK, REFUSED, fail
+from myolo.coordinator.cli.output import new_console
+from myolo.coordinator.cli.registry import ModelArg, is_url, local_path
 
-EXIT_NOT_MARKED = 3  # as myolo.kernels.cli.watermark says it
+TRAINER_NOT_MARKED = 3  # what python -m myolo.kernels.cli.watermark exits with for a model it finds unmarked
 
 
 def verify_watermark(
@@ -39,14 +39,13 @@ def verify_watermark(
 ) -> None:
     """Check a registered version's weights for the key's watermark: bits matched, BER, p-value, verdict.
 
-    Exit 0 when marked, 3 when not, 2 when the key is not the one the registry recorded for this version or an input is wrong.
+    Exit 0 when marked, 1 when not (the check failed), 2 when the key is not the one the registry recorded for this version or an input is wrong.
     """
     try:
         mine = watermark_commitment(load_secret(key_file, "--key-file"))
     except ConfigError as exc:
         fail(str(exc))
-    _, body = ask(api, lambda c: c.get(_path(model, "versions", str(version))))
-    answer = _read(body, VersionAnswer)
+    answer = ApiClient.from_option(api).version(model, version)
     console = new_console()
     if answer.watermark is not None and answer.watermark.commitment != mine:
         fail(
@@ -55,11 +54,11 @@ def verify_watermark(
         )
     if answer.watermark is None:
         console.print(escape(f"{model} version {version} is not recorded as marked; checking its weights anyway"))
-    if _is_url(answer.artifact):
+    if is_url(answer.artifact):
         fail(
             f"the artifact {answer.artifact} is not a local file: fetch it, then python -m myolo.kernels.cli.watermark verify"
         )
-    artifact = _local(answer.artifact)
+    artifact = local_path(answer.artifact)
     cmd = [
         sys.executable,
         "-m",
@@ -75,9 +74,10 @@ def verify_watermark(
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        fail(f"the check did not finish within {timeout:g} s (--timeout)", code=1)
-    if done.returncode not in (0, EXIT_NOT_MARKED):
-        fail(done.stderr.strip() or f"the check failed with exit code {done.returncode}", code=done.returncode or 1)
+        fail(f"the check did not finish within {timeout:g} s (--timeout)", FAILED)
+    if done.returncode not in (0, TRAINER_NOT_MARKED):
+        code = REFUSED if done.returncode == REFUSED else FAILED  # the trainer's 2 is a bad input, as ours
+        fail(done.stderr.strip() or f"the check failed with exit code {done.returncode}", code)
     result = json.loads(done.stdout)
     console.print(
         escape(
@@ -86,4 +86,4 @@ def verify_watermark(
             + ("MARKED" if result["marked"] else "NOT MARKED")
         )
     )
-    raise typer.Exit(0 if result["marked"] else EXIT_NOT_MARKED)
+    raise typer.Exit(OK if result["marked"] else FAILED)

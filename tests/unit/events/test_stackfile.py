@@ -1,4 +1,4 @@
-"""The local stack's bootstrap, read from its state file: the last fallback of a daemon given no bootstrap."""
+"""The local stack's bootstrap, read from its state file: used when a setting says ``local`` or myoloctl asks."""
 
 from __future__ import annotations
 
@@ -23,13 +23,19 @@ def test_no_stack_or_an_unreadable_file_is_no_bootstrap(tmp_path: Path, text: st
     assert local_bootstrap(tmp_path) is None
 
 
-def test_settings_fall_back_to_the_stack_of_the_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_use_the_stack_only_when_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MYOLO_KAFKA_BOOTSTRAP", raising=False)
     monkeypatch.setenv("MYOLO_STATE_DIR", str(tmp_path))
     assert default_state_dir() == tmp_path
     with pytest.raises(ConfigError) as refused:
-        KafkaSettings().resolved_bootstrap()
-    assert refused.value.key == "kafka.bootstrap"
+        KafkaSettings(bootstrap="local").resolved_bootstrap()
+    assert refused.value.key == "kafka.bootstrap" and "myoloctl local up" in refused.value.reason
     (tmp_path / STATE_FILE).write_text('{"bootstrap": "127.0.0.1:5555"}')
+    with pytest.raises(ConfigError) as unset:  # a daemon told nothing does not guess the stack
+        KafkaSettings().resolved_bootstrap()
+    assert unset.value.key == "kafka.bootstrap" and 'kafka.bootstrap = "local"' in unset.value.reason
+    assert KafkaSettings(bootstrap="local").resolved_bootstrap() == "127.0.0.1:5555"
+    assert KafkaSettings().resolved_bootstrap(local_fallback=True) == "127.0.0.1:5555"
+    monkeypatch.setenv("MYOLO_KAFKA_BOOTSTRAP", "local")
     assert KafkaSettings().resolved_bootstrap() == "127.0.0.1:5555"
     assert KafkaSettings(bootstrap="kafka-1:9093").resolved_bootstrap() == "kafka-1:9093"

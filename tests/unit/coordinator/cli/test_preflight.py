@@ -121,7 +121,7 @@ async def test_skips_pass_unless_strict(served) -> None:
         (("zz",), "node 'zz' is not in the fleet view (nodes[0])"),
         (tuple(a for c in CHECKS for a in ("--skip", c)), "every check is skipped"),
         (("--skip", "nccl", "--only", "data"), "--skip and --only: give one of them"),
-        (("--min-driver", "newest"), "invalid request body"),
+        (("--min-driver", "newest"), "at `$.min_driver`; nothing was sent"),
         (("--only", "gpu"), "Invalid value for '--only'"),
     ],
 )
