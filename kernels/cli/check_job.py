@@ -10,27 +10,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
 from myolo.events.limits import cut
-from myolo.events.payloads.trainer_job import JobCheckResult, TrainerJob
-from myolo.kernels.train.config import JobConfig, JobConfigError, reject_unknown
+from myolo.events.payloads.trainer_job import JobCheckResult, TrainerJob, decode
+from myolo.kernels.train.config import JobConfig, JobConfigError
 
 MAX_INPUT_BYTES = 1 << 20
 MAX_FIELD_BYTES = 200
-WIRE_FIELDS: dict[str, Any] = {f.name: f.type for f in msgspec.structs.fields(TrainerJob)}
 
 HELP = """\
 Judge a trainer job the way the workers would, without starting them (and without importing torch).
 
 stdin:  one JSON object, at most 1 MiB:
-          {"job": {<TrainerJob fields; absent ones take the trainer's defaults>}, "world_size": N}
+          {"job": {<TrainerJob sections; absent fields take the trainer's defaults>}, "world_size": N}
         world_size is the number of workers the job would get (nodes x workers per node).
 stdout: one JSON line:
           {"ok": true}
-          {"ok": false, "field": "job.<field>", "reason": "<what is wrong and what to change>"}
+          {"ok": false, "field": "job.<section>.<field>", "reason": "<what is wrong and what to change>"}
         "field" names the job field to change (for a combination, the one the reason puts first);
         it is "job" when no single field is at fault.
 exit:   0 with a verdict (whether ok or not); 2 when the input is unreadable (too large, not JSON,
@@ -62,15 +61,11 @@ def read_request(raw: bytes) -> CheckRequest:
 
 
 def job_config(request: CheckRequest) -> JobConfig:
-    """The ``JobConfig`` the workers would build (``nproc`` = the world size); JobConfigError names a field."""
-    reject_unknown(request.job, WIRE_FIELDS)
-    values: dict[str, Any] = {}
-    for name, raw in request.job.items():
-        try:
-            values[name] = msgspec.json.decode(raw, type=WIRE_FIELDS[name])
-        except msgspec.ValidationError as exc:
-            raise JobConfigError(f"{name}: {exc}", name) from None
-    return JobConfig(**values, nproc=request.world_size)
+    """The ``JobConfig`` the workers would build (``nproc`` = the world size); JobConfigError names a field.
+    Decoded as the wire's ``TrainerJob`` first, so a trainer-only field (``nproc``) is unknown here."""
+    sections = {name: msgspec.json.decode(raw) for name, raw in request.job.items()}
+    job = decode(sections, TrainerJob)
+    return JobConfig(**msgspec.structs.asdict(job), nproc=request.world_size)
 
 
 def judge(request: CheckRequest) -> JobCheckResult:
@@ -78,7 +73,7 @@ def judge(request: CheckRequest) -> JobCheckResult:
     try:
         job = job_config(request)
     except JobConfigError as exc:  # about a key of the request's job, whatever its name
-        return refuse(f"job.{exc.field}", str(exc))
+        return refuse(f"job.{exc.field}" if exc.field else "job", str(exc))
     try:
         job.validate()
     except JobConfigError as exc:

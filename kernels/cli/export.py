@@ -14,8 +14,8 @@ from typing import Annotated, NoReturn
 import msgspec
 import typer
 
+from myolo.events.payloads.trainer_fields import parse_model_args
 from myolo.kernels.cli import app
-from myolo.kernels.cli.options import parse_model_args
 from myolo.kernels.train.config import JobConfigError
 
 HELP = """\

@@ -9,8 +9,8 @@ from typing import Annotated, NoReturn
 import msgspec
 import typer
 
+from myolo.events.payloads.trainer_fields import parse_model_args
 from myolo.kernels.cli import app
-from myolo.kernels.cli.options import parse_model_args
 
 HELP = """\
 Quantize a model's linear layers to 8 or 4 bits and write the quantized model (safetensors with packed codes,

@@ -62,7 +62,7 @@ def run_worker(job: JobConfig, json_output: bool) -> None:
         torch.set_num_threads(max(1, torch.get_num_threads() // env.local_world_size))
     control = agent_control(env)
     try:
-        if job.task == "quantize":
+        if job.runtime.task == "quantize":
             from myolo.kernels.quantization.task import run_quantize
 
             run_quantize(job, control)

@@ -45,15 +45,15 @@ class ExportFailed(RuntimeError):
 
 def spec_of(job: JobConfig, device: torch.device, watermark: Watermark | None = None) -> ExportSpec:
     return ExportSpec(
-        model=job.model,
-        model_args=dict(job.model_args),
-        seq_len=job.seq_len,
-        eval_data=job.eval_data_path,
-        eval_batches=job.eval_batches,
-        eval_rows=job.global_batch,
-        data_dtype=job.data_dtype,
-        data_path=job.data_path,
-        init_from=job.init_from,
+        model=job.model.name,
+        model_args=dict(job.model.args),
+        seq_len=job.data.seq_len,
+        eval_data=job.data.eval_path,
+        eval_batches=job.data.eval_batches,
+        eval_rows=job.data.global_batch,
+        data_dtype=job.data.dtype,
+        data_path=job.data.path,
+        init_from=job.checkpoint.init_from,
         device=str(device),
         watermark=watermark,
     )
@@ -85,12 +85,12 @@ def export_after_training(
 ) -> ModelExport | None:
     """Steps 1-4 above; the export on rank 0, None on the others. ``save_final``: the loop did not save the
     last step itself (the run resumed at it). Collective: every rank calls it, after the loop."""
-    assert job.export_path is not None and job.checkpoint_dir is not None, "JobConfig.validate requires both"
-    step = job.steps
+    assert job.checkpoint.export_path is not None and job.checkpoint.dir is not None, "JobConfig.validate requires both"
+    step = job.optimizer.steps
     beat = lambda: heartbeat(step)  # noqa: E731
     # Collective creation, at the same point on every rank (as the Checkpointer's own group).
     group = dist.new_group(backend="gloo", timeout=EXPORT_TIMEOUT) if distributed else None
-    final = Path(job.checkpoint_dir) / dir_name(SAVE_PREFIX, step)
+    final = Path(job.checkpoint.dir) / dir_name(SAVE_PREFIX, step)
     # Resumed at the last step: save it unless it is on disk already (never rewrite the checkpoint the marker
     # names in place; a crash halfway would leave none). Agreed, as the save is collective.
     on_disk = save_final and _agree((final / METADATA).is_file(), group, beat)
@@ -108,12 +108,12 @@ def export_after_training(
     if rank == 0:
         try:
             export = export_checkpoint(
-                final, job.export_path, spec_of(job, device, watermark), expect_step=step, on_progress=beat
+                final, job.checkpoint.export_path, spec_of(job, device, watermark), expect_step=step, on_progress=beat
             )
         except Exception as exc:  # every rank must hear of it (below) before this one raises
             error = exc
     if not _agree(error is None, group, beat):
         if error is not None:
             raise error
-        raise ExportFailed(f"rank 0 failed to export the model to {job.export_path} (its log has the cause)")
+        raise ExportFailed(f"rank 0 failed to export the model to {job.checkpoint.export_path} (its log has the cause)")
     return export

@@ -14,21 +14,22 @@ from myolo.kernels.train.config import JobConfig, JobConfigError
 def check_export_inputs(job: JobConfig, rank: int) -> None:
     """On rank 0 (the one that exports): the held-out file is a token file with at least one sequence, and
     the export's folder can be written. JobConfigError names the field."""
-    if rank != 0 or job.export_path is None:
+    if rank != 0 or job.checkpoint.export_path is None:
         return
-    if job.eval_data_path is not None:
+    if job.data.eval_path is not None:
         try:
-            TokenFile(job.eval_data_path, job.global_batch, job.seq_len, dtype=job.data_dtype)
+            TokenFile(job.data.eval_path, job.data.global_batch, job.data.seq_len, dtype=job.data.dtype)
         except (OSError, ValueError) as exc:
-            raise JobConfigError(f"--eval-data: {exc}", "eval_data_path") from None
-    folder = Path(job.export_path).parent
+            raise JobConfigError.at("data.eval_path", str(exc)) from None
+    folder = Path(job.checkpoint.export_path).parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise JobConfigError(
-            f"--export-path {job.export_path!r}: cannot create its folder: {exc}", "export_path"
+        raise JobConfigError.at(
+            "checkpoint.export_path", f"{job.checkpoint.export_path!r}: cannot create its folder: {exc}"
         ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise JobConfigError(
-            f"--export-path {job.export_path!r}: its folder {folder} is not writable by this worker", "export_path"
+        raise JobConfigError.at(
+            "checkpoint.export_path",
+            f"{job.checkpoint.export_path!r}: its folder {folder} is not writable by this worker; choose another",
         )

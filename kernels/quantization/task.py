@@ -24,24 +24,24 @@ log = structlog.get_logger("myolo.kernels.quantization")
 
 
 def spec_of(job: JobConfig) -> QuantizeSpec:
-    assert job.init_from is not None and job.export_path is not None  # JobConfig.validate's rules
+    assert job.checkpoint.init_from is not None and job.checkpoint.export_path is not None  # JobConfig.validate's rules
     return QuantizeSpec(
-        source=job.init_from,
-        output=job.export_path,
-        bits=job.quant_bits,
-        scheme=job.quant_scheme,
-        group_size=job.quant_group_size,
-        calib=job.calib_path,
-        eval_data=job.eval_data_path,
+        source=job.checkpoint.init_from,
+        output=job.checkpoint.export_path,
+        bits=job.quantization.bits,
+        scheme=job.quantization.scheme,
+        group_size=job.quantization.group_size,
+        calib=job.quantization.calib_path,
+        eval_data=job.data.eval_path,
         # an export names its own model; a checkpoint directory is read as the job's model
-        model=job.model if os.path.isdir(job.init_from) else None,
-        model_args=dict(job.model_args) if os.path.isdir(job.init_from) else {},
-        calib_sequences=job.calib_sequences,
-        seq_len=job.seq_len,
-        eval_batches=job.eval_batches,
-        eval_rows=job.global_batch,
-        data_dtype=job.data_dtype,
-        device="cuda" if job.device == "cuda" else "cpu",
+        model=job.model.name if os.path.isdir(job.checkpoint.init_from) else None,
+        model_args=dict(job.model.args) if os.path.isdir(job.checkpoint.init_from) else {},
+        calib_sequences=job.quantization.calib_sequences,
+        seq_len=job.data.seq_len,
+        eval_batches=job.data.eval_batches,
+        eval_rows=job.data.global_batch,
+        data_dtype=job.data.dtype,
+        device="cuda" if job.runtime.device == "cuda" else "cpu",
     )
 
 

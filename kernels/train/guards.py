@@ -18,28 +18,28 @@ from myolo.kernels.watermark.mark import DigitalWatermark
 
 def open_defense(job: JobConfig, pm: ParallelModel, info: MeshInfo) -> SparseExchange | None:
     """The compressed exchange over this rank's data-parallel group, when the job asks for it."""
-    if job.defense == "none":
+    if job.defense.kind == "none":
         return None
     named = [(name, p) for part in pm.parts for name, p in part.named_parameters()]
     compressor = Compressor(
         named,
-        job.defense_param,
-        job.defense_momentum,
-        seed=job.seed,
-        warmup_steps=job.defense_warmup_steps,
-        vocab_keep=job.defense_vocab_param,
+        job.defense.param,
+        job.defense.momentum,
+        seed=job.runtime.seed,
+        warmup_steps=job.defense.warmup_steps,
+        vocab_keep=job.defense.vocab_param,
     )
     return SparseExchange(compressor, info.group("dp"), info.layout.dp)
 
 
 def open_watermark(job: JobConfig) -> DigitalWatermark | None:
     """The mark of the job's key file; the key is read here and kept in this process only."""
-    if job.watermark is None:
+    if job.watermark.key_file is None:
         return None
     try:
-        return DigitalWatermark.from_key_file(job.watermark)
+        return DigitalWatermark.from_key_file(job.watermark.key_file)
     except ConfigError as exc:
-        raise JobConfigError(f"--watermark: {exc.reason}", "watermark") from None
+        raise JobConfigError.at("watermark.key_file", exc.reason) from None
 
 
 def add_watermark_gradient(mark: DigitalWatermark, pm: ParallelModel, info: MeshInfo, cfg: ModelConfig) -> float:

@@ -79,13 +79,13 @@ def _host_rss() -> int | None:
 def start_record(s: Session) -> StartRecord:
     job = s.job
     return StartRecord(
-        model=job.model,
+        model=job.model.name,
         params=s.n_params,
         layout=str(s.info.layout),
         device=str(s.info.device),
         dtype=str(s.dtype).removeprefix("torch."),
-        global_batch=job.global_batch,
-        seq_len=job.seq_len,
+        global_batch=job.data.global_batch,
+        seq_len=job.data.seq_len,
         microbatches=job.n_microbatches(),
         start_step=s.start + 1,
         backends=s.backends,
@@ -101,17 +101,17 @@ def train_step(s: Session, step: int) -> tuple[float, float, int]:
     inputs = local_rows(inputs, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     targets = local_rows(targets, s.info.dp_rank, layout.dp).to(device, non_blocking=True)
     loss = forward_backward(s.pm, inputs, targets, s.job.n_microbatches(), s.autocast)
-    if s.defense is not None and s.job.defense_exchange == "update":
+    if s.defense is not None and s.job.defense.exchange == "update":
         if s.watermark is not None:
             add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
-        grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
+        grad_norm = clip_global_norm(s.params, s.job.optimizer.grad_clip, s.info.group("pp"))
         s.defense.exchange_update(step, lambda: optimizer_step(s))
     else:
         if s.defense is not None:
             s.defense.exchange(step)
         if s.watermark is not None:  # after the exchange: the mark's gradient holds no data, need not be hidden
             add_watermark_gradient(s.watermark, s.pm, s.info, s.cfg)
-        grad_norm = clip_global_norm(s.params, s.job.grad_clip, s.info.group("pp"))
+        grad_norm = clip_global_norm(s.params, s.job.optimizer.grad_clip, s.info.group("pp"))
         optimizer_step(s)
         for opt in s.optimizers:
             opt.zero_grad(set_to_none=True)
@@ -142,17 +142,17 @@ def agree(s: Session, replica_loss: float, checkpoint_now: bool, stop: bool) -> 
 
 def step_record(s: Session, step: int, loss: float, step_time_s: float, grad_norm: float, staleness: int) -> StepRecord:
     job, device = s.job, s.info.device
-    tokens_per_s = job.global_batch * job.seq_len / step_time_s
+    tokens_per_s = job.data.global_batch * job.data.seq_len / step_time_s
     on_cuda = device.type == "cuda"
     return StepRecord(
         step=step,
-        steps=job.steps,
+        steps=job.optimizer.steps,
         loss=loss,
         tokens_per_s=tokens_per_s,
         step_time_s=step_time_s,
         grad_norm=grad_norm,
         lr=s.schedulers[0].get_last_lr()[0],
-        mfu=mfu(s.cfg, job.seq_len, tokens_per_s, s.peak_flops, s.info.layout.world),
+        mfu=mfu(s.cfg, job.data.seq_len, tokens_per_s, s.peak_flops, s.info.layout.world),
         gradient_staleness=staleness,
         backends=ops.selected_backends(),
         host_rss_bytes=_host_rss(),
@@ -198,9 +198,9 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
         out(start_record(s))
     last_loss, last_tokens_per_s = float("nan"), 0.0
     fault_step = injected_fault(s.info.rank)
-    exporting = job.export_path is not None and s.checkpointer is not None
+    exporting = job.checkpoint.export_path is not None and s.checkpointer is not None
     stopped = False
-    for step in range(s.start + 1, job.steps + 1):
+    for step in range(s.start + 1, job.optimizer.steps + 1):
         if step == fault_step:
             raise RuntimeError(f"injected fault (MYOLO_INJECT_FAULT) on rank {s.info.rank} at step {step}")
         t0 = time.perf_counter()
@@ -216,10 +216,10 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
         last_loss, last_tokens_per_s = rec.loss, rec.tokens_per_s
         if s.checkpointer is not None:
             # The export is consolidated from the last step's checkpoint: save it whatever checkpoint_every says.
-            s.checkpointer.on_step(step, force=checkpoint_now or stop or (exporting and step == job.steps))
+            s.checkpointer.on_step(step, force=checkpoint_now or stop or (exporting and step == job.optimizer.steps))
         if stop:
             stopped = True
-            result.stopped_early = step < job.steps
+            result.stopped_early = step < job.optimizer.steps
             break
     if exporting and not stopped and s.checkpointer is not None:
         # Not after a stop, even on the last step: the agent is waiting for the workers to leave (a drain); the
@@ -231,7 +231,7 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
             distributed=s.world_group is not None,
             device=s.info.device,
             heartbeat=control.heartbeat,
-            save_final=s.start >= job.steps,
+            save_final=s.start >= job.optimizer.steps,
             watermark=s.watermark.record() if s.watermark is not None else None,
         )
     if s.checkpointer is not None:
@@ -239,7 +239,10 @@ def run(job: JobConfig, emit: Emit | None = None, control: Control | None = None
     if s.is_reporter:
         out(
             EndRecord(
-                steps=job.steps, loss=last_loss, tokens_per_s=last_tokens_per_s, stopped_early=result.stopped_early
+                steps=job.optimizer.steps,
+                loss=last_loss,
+                tokens_per_s=last_tokens_per_s,
+                stopped_early=result.stopped_early,
             )
         )
     control.close()

@@ -83,19 +83,21 @@ def lr_lambda(job: JobConfig) -> Callable[[int], float]:
     """Linear warm-up, then cosine decay to ``min_lr_ratio`` of the peak at the last step."""
 
     def factor(i: int) -> float:
-        if job.warmup_steps and i < job.warmup_steps:
-            return (i + 1) / job.warmup_steps
-        span = max(1, job.steps - job.warmup_steps)
-        progress = min(1.0, (i - job.warmup_steps) / span)
-        return job.min_lr_ratio + (1 - job.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+        if job.optimizer.warmup_steps and i < job.optimizer.warmup_steps:
+            return (i + 1) / job.optimizer.warmup_steps
+        span = max(1, job.optimizer.steps - job.optimizer.warmup_steps)
+        progress = min(1.0, (i - job.optimizer.warmup_steps) / span)
+        return job.optimizer.min_lr_ratio + (1 - job.optimizer.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
     return factor
 
 
 def setup(job: JobConfig) -> tuple[MeshInfo, torch.dtype]:
-    determinism.apply(job.deterministic, job.seed)  # before any CUDA call: cuBLAS reads its workspace setting once
-    device = pick_device(job.device, int(os.environ.get("LOCAL_RANK", "0")))
-    pin_nccl_algo(job.nccl_algo)
+    determinism.apply(
+        job.runtime.deterministic, job.runtime.seed
+    )  # before any CUDA call: cuBLAS reads its workspace setting once
+    device = pick_device(job.runtime.device, int(os.environ.get("LOCAL_RANK", "0")))
+    pin_nccl_algo(job.runtime.nccl_algo)
     rank, world = init_distributed(device)
     job.validate(world)
     info = build_mesh(job.layout(), device, rank, world)
@@ -110,33 +112,36 @@ def build_model(job: JobConfig, info: MeshInfo, dtype: torch.dtype, use_fsdp: bo
     ``init_from`` is loaded into the full model before it is cut and sharded, so one file starts any layout; a
     checkpoint resumed later (``open_checkpointer``) overwrites it, which is what "start from these weights when
     there is no checkpoint to resume" means."""
-    torch.manual_seed(job.seed)
+    torch.manual_seed(job.runtime.seed)
     with torch.device(info.device):
         model = GPT(job.model_config())
-    if job.init_from is not None:
+    if job.checkpoint.init_from is not None:
         try:
-            load_weights(model, job.init_from, describe_model(job.model, job.model_args))
+            load_weights(model, job.checkpoint.init_from, describe_model(job.model.name, job.model.args))
         except WeightsError as exc:
-            raise JobConfigError(f"--init-from: {exc}", "init_from") from None
+            raise JobConfigError.at("checkpoint.init_from", str(exc)) from None
     n_params = model.num_params()
     pm = parallelize(
         model,
         info,
-        stages_per_rank=job.stages_per_rank,
+        stages_per_rank=job.parallelism.stages_per_rank,
         n_microbatches=job.n_microbatches(),
-        schedule=job.schedule,
+        schedule=job.parallelism.schedule,
         loss_fn=lm_loss,
         use_fsdp=use_fsdp,
         param_dtype=dtype,
-        compile_blocks=job.compile,
+        compile_blocks=job.runtime.compile,
     )
     return pm, n_params
 
 
 def make_optimizers(job: JobConfig, pm: ParallelModel) -> tuple[list[torch.optim.Optimizer], list[LambdaLR]]:
     """One AdamW and its learning-rate schedule per model part (pipeline stage) this rank holds."""
-    betas = (job.beta1, job.beta2)
-    opts = [ops.make_adamw(list(p.parameters()), job.lr, betas, 1e-8, job.weight_decay) for p in pm.parts]
+    betas = (job.optimizer.beta1, job.optimizer.beta2)
+    opts = [
+        ops.make_adamw(list(p.parameters()), job.optimizer.lr, betas, 1e-8, job.optimizer.weight_decay)
+        for p in pm.parts
+    ]
     return opts, [LambdaLR(o, lr_lambda(job)) for o in opts]
 
 
@@ -144,20 +149,20 @@ def open_checkpointer(
     job: JobConfig, pm: ParallelModel, opts: list[torch.optim.Optimizer], scheds: list[LambdaLR]
 ) -> tuple[Checkpointer | None, int]:
     """The checkpointer when the job saves or snapshots, and the step to continue after (0: from scratch)."""
-    if not (job.checkpoint_dir or job.snapshot_every):
+    if not (job.checkpoint.dir or job.checkpoint.snapshot_every):
         return None, 0
     from myolo.kernels.checkpoint import Checkpointer  # distributed checkpointing: only for runs that save
 
     ckpt = Checkpointer(
-        job.checkpoint_dir,
-        job.checkpoint_every,
+        job.checkpoint.dir,
+        job.checkpoint.every,
         pm.parts,
         opts,
-        snapshot_every=job.snapshot_every,
+        snapshot_every=job.checkpoint.snapshot_every,
         extra={f"lr_scheduler_{i}": s for i, s in enumerate(scheds)},
         job_id=job.job_id,
     )
-    return ckpt, (ckpt.load_latest() or 0) if job.resume else 0
+    return ckpt, (ckpt.load_latest() or 0) if job.checkpoint.resume else 0
 
 
 def prepare(job: JobConfig) -> Session:
@@ -167,15 +172,17 @@ def prepare(job: JobConfig) -> Session:
     check_inputs_sha256(job, info.rank)
     device = info.device
     cfg = job.model_config()
-    backends = ops.configure(prefer=job.ops_prefer or None, device=device.type, dtype=dtype)
-    local_sgd = LocalSGD(job.sync_every, info.layout.dp, info.group("dp"))
+    backends = ops.configure(prefer=job.runtime.ops_prefer or None, device=device.type, dtype=dtype)
+    local_sgd = LocalSGD(job.parallelism.sync_every, info.layout.dp, info.group("dp"))
     watermark = open_watermark(job)
     # the defense replaces FSDP's reduce-scatter with its own exchange: each replica holds whole parameters
-    pm, n_params = build_model(job, info, dtype, use_fsdp=not local_sgd.enabled and job.defense == "none")
+    pm, n_params = build_model(job, info, dtype, use_fsdp=not local_sgd.enabled and job.defense.kind == "none")
     defense = open_defense(job, pm, info)
     opts, scheds = make_optimizers(job, pm)
     ckpt, start = open_checkpointer(job, pm, opts, scheds)
-    source = open_source(job.data_path, cfg.vocab_size, job.global_batch, job.seq_len, job.seed, job.data_dtype)
+    source = open_source(
+        job.data.path, cfg.vocab_size, job.data.global_batch, job.data.seq_len, job.runtime.seed, job.data.dtype
+    )
     peak = peak_flops(torch.cuda.get_device_name(device) if device.type == "cuda" else None)
     return Session(
         job=job,

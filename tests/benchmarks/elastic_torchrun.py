@@ -53,7 +53,7 @@ NODES = 3
 # The job of the tiny-pretrain example manifest (spec.trainer), resumable so a restart continues from the newest
 # checkpoint. Its snapshotEvery is left to a parameter: host-memory snapshots are the trainer's feature, and
 # on one machine every "node" would share /dev/shm, which no two real nodes do.
-ELASTIC_JOB = TrainerJob(model="tiny", steps=400, global_batch=12, seq_len=64, seed=0, checkpoint_every=20, resume=True)
+ELASTIC_JOB = TrainerJob.from_fields({"model.name": "tiny", "optimizer.steps": 400, "data.global_batch": 12, "data.seq_len": 64, "runtime.seed": 0, "checkpoint.every": 20, "checkpoint.resume": True})
 SHARE_STORE_OFF = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 TAG = "MYOLO_BENCH_TAG"  # set in every agent's environment (workers inherit it): the sweep finds strays by it
 RDZV_LOGGER = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"

@@ -3,7 +3,6 @@ answers every readable request with a verdict naming the field at fault, and ref
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.events.payloads.trainer_job import DataSection, ParallelismSection, TrainerJob
 from myolo.kernels.cli.check_job import MAX_INPUT_BYTES, UnreadableInput, judge, read_request
 from myolo.kernels.parallel.layout import SCHEDULES
 from myolo.kernels.train.config import JobConfig
@@ -42,7 +41,7 @@ def test_the_checker_never_imports_torch() -> None:
     code = (
         "import sys\n"
         "from myolo.kernels.cli.check_job import judge, read_request\n"
-        'for job in (\'{}\', \'{"tp": 2, "model": "small"}\', \'{"model": "huge"}\'):\n'
+        'for job in (\'{}\', \'{"parallelism": {"tp": 2}, "model": {"name": "small"}}\', \'{"model": {"name": "huge"}}\'):\n'
         '    judge(read_request((\'{"job": %s, "world_size": 4}\' % job).encode()))\n'
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n"
     )
@@ -52,36 +51,40 @@ def test_the_checker_never_imports_torch() -> None:
 
 
 def test_a_good_job_is_ok_on_stdout_with_exit_0() -> None:
-    proc = run_checker(b'{"job": {"model": "tiny", "tp": 2, "global_batch": 8}, "world_size": 4}')
+    proc = run_checker(
+        b'{"job": {"model": {"name": "tiny"}, "parallelism": {"tp": 2}, "data": {"global_batch": 8}}, "world_size": 4}'
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [b'{"ok":true}']
 
 
 def test_a_bad_job_is_a_verdict_with_exit_0() -> None:
-    proc = run_checker(b'{"job": {"model": "huge"}, "world_size": 1}')
+    proc = run_checker(b'{"job": {"model": {"name": "huge"}}, "world_size": 1}')
     assert proc.returncode == 0, proc.stderr
     verdict = json.loads(proc.stdout)
-    assert (verdict["ok"], verdict["field"]) == (False, "job.model")
+    assert (verdict["ok"], verdict["field"]) == (False, "job.model.name")
     assert "unknown model preset 'huge'" in verdict["reason"]
 
 
 @pytest.mark.parametrize(
     ("job", "world_size", "field", "says"),
     [
-        ({"model": "huge"}, 1, "job.model", "choose one of ['1b', 'small', 'tiny']"),
-        ({"tp": 2}, 3, "job.tp", "does not divide the world size 3"),
-        ({"pp": 3}, 4, "job.pp", "does not divide the world size 4"),
-        ({"pp": 2, "tp": 2}, 2, "job.pp", "does not divide the world size 2"),
-        ({"dp": 3}, 4, "job.dp", "set --dp 4"),
-        ({"stepz": 5}, 1, "job.stepz", "unknown job option(s) ['stepz']"),
-        ({"job_id": "j"}, 1, "job.job_id", "unknown job option(s) ['job_id']"),  # the agent's, not the job's
-        ({"nproc": 2}, 2, "job.nproc", "unknown job option(s) ['nproc']"),  # the world size is given apart
-        ({"tp": "2"}, 2, "job.tp", "Expected `int`, got `str`"),
-        ({"steps": 0}, 1, "job.steps", "Expected `int` >= 1"),
-        ({"model_args": {"n_heads": 5}}, 1, "job.model_args", "must be divisible by model.n_heads"),
-        ({"model_args": {"dim": 1e308}}, 1, "job.model_args", "model:"),
-        ({"global_batch": 6}, 4, "job.global_batch", "not divisible by dp=4"),
-        ({"resume": True}, 1, "job.checkpoint_dir", "--resume needs --checkpoint-dir"),
+        ({"model": {"name": "huge"}}, 1, "job.model.name", "choose one of ['1b', 'small', 'tiny']"),
+        ({"parallelism": {"tp": 2}}, 3, "job.parallelism.tp", "does not divide the world size 3"),
+        ({"parallelism": {"pp": 3}}, 4, "job.parallelism.pp", "does not divide the world size 4"),
+        ({"parallelism": {"pp": 2, "tp": 2}}, 2, "job.parallelism.pp", "does not divide the world size 2"),
+        ({"parallelism": {"dp": 3}}, 4, "job.parallelism.dp", "set --dp 4"),
+        ({"optimizer": {"stepz": 5}}, 1, "job.optimizer.stepz", "unknown field"),
+        ({"steps": 5}, 1, "job.steps", "did you mean optimizer.steps?"),  # the flat form names its section
+        ({"job_id": "j"}, 1, "job.job_id", "unknown field"),  # the agent's, not the job's
+        ({"nproc": 2}, 2, "job.nproc", "unknown field"),  # the world size is given apart
+        ({"parallelism": {"tp": "2"}}, 2, "job.parallelism.tp", "Expected `int`, got `str`"),
+        ({"optimizer": {"steps": 0}}, 1, "job.optimizer.steps", "(--steps): Expected `int` >= 1"),
+        ({"optimizer": {"warmup_steps": 30}}, 1, "job.optimizer.warmup_steps", "lower it to at most 20"),
+        ({"model": {"args": {"n_heads": 5}}}, 1, "job.model.args", "must be divisible by model.n_heads"),
+        ({"model": {"args": {"dim": 1e308}}}, 1, "job.model.args", "model.args (--model-arg)"),
+        ({"data": {"global_batch": 6}}, 4, "job.data.global_batch", "not divisible by dp=4"),
+        ({"checkpoint": {"resume": True}}, 1, "job.checkpoint.dir", "--resume needs the checkpoint directory"),
     ],
 )
 def test_a_bad_job_names_the_field(job: dict[str, Any], world_size: int, field: str, says: str) -> None:
@@ -91,8 +94,8 @@ def test_a_bad_job_names_the_field(job: dict[str, Any], world_size: int, field: 
 
 
 def test_a_huge_unknown_option_is_named_within_a_bound() -> None:
-    verdict = check({"x" * 100_000: 1}, 1)
-    assert verdict["field"].startswith("job.xxx") and len(verdict["field"]) <= 200
+    verdict = check({"optimizer": {"x" * 100_000: 1}}, 1)
+    assert verdict["field"].startswith("job.optimizer.xxx") and len(verdict["field"]) <= 200
     assert len(verdict["reason"]) <= 1024
 
 
@@ -124,38 +127,26 @@ def test_unreadable_input_exits_2_with_the_reason_on_stderr() -> None:
 def test_help_says_what_goes_in_and_out() -> None:
     proc = run_checker(b"", "--help")
     assert proc.returncode == 0
-    for words in (b"stdin", b"world_size", b'"ok": false', b"job.<field>", b"exit"):
+    for words in (b"stdin", b"world_size", b'"ok": false', b"job.<section>.<field>", b"exit"):
         assert words in proc.stdout
 
 
-# ---- one definition in effect: the wire shape the agent sends is JobConfig minus what the agent decides
+# ---- one definition in effect: the trainer's job is the wire's TrainerJob plus what the agent decides
 
 
-def jobconfig_defaults() -> dict[str, Any]:
-    return {
-        f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
-        for f in dataclasses.fields(JobConfig)
-    }
-
-
-def trainer_job_defaults() -> dict[str, Any]:
-    return {
-        f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
-        for f in msgspec.structs.fields(TrainerJob)
-    }
-
-
-def test_trainer_job_is_jobconfig_without_what_the_agent_decides() -> None:
-    """Same names and defaults: ``nproc`` is the world size the agent gives, ``job_id`` comes from its command."""
-    expected = {k: v for k, v in jobconfig_defaults().items() if k not in ("nproc", "job_id")}
-    assert trainer_job_defaults() == expected
+def test_jobconfig_adds_only_what_the_agent_decides() -> None:
+    """``nproc`` is the world size the agent gives, ``job_id`` comes from its command; the rest is TrainerJob's."""
+    added = set(JobConfig.__struct_fields__) - set(TrainerJob.__struct_fields__)
+    assert added == {"nproc", "job_id"}
+    assert msgspec.to_builtins(JobConfig(nproc=4, job_id="j")) == {"nproc": 4, "job_id": "j"}
 
 
 def test_trainer_job_schedules_are_the_trainers() -> None:
-    schedule = next(f.type for f in msgspec.structs.fields(TrainerJob) if f.name == "schedule")
-    assert typing.get_args(schedule) == SCHEDULES
+    schedule = next(f.type for f in msgspec.structs.fields(ParallelismSection) if f.name == "schedule")
+    assert typing.get_args(typing.get_args(schedule)[0]) == SCHEDULES
 
 
 def test_the_trainer_job_defaults_pass_the_trainers_checks() -> None:
     assert check({}, 1) == {"ok": True}
-    assert check(msgspec.to_builtins(TrainerJob(tp=2, global_batch=4)), 2) == {"ok": True}
+    job = TrainerJob(parallelism=ParallelismSection(tp=2), data=DataSection(global_batch=4))
+    assert check(msgspec.to_builtins(job), 2) == {"ok": True}

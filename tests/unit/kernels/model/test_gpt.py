@@ -155,7 +155,9 @@ def test_compile_per_block_matches_eager() -> None:
     from myolo.kernels.train.records import StepRecord
 
     def losses(compile_blocks: bool) -> list[float]:
-        job = JobConfig(steps=3, global_batch=4, seq_len=32, compile=compile_blocks)
+        job = JobConfig.from_fields(
+            {"optimizer.steps": 3, "data.global_batch": 4, "data.seq_len": 32, "runtime.compile": compile_blocks}
+        )
         return [r.loss for r in run(job).records if isinstance(r, StepRecord)]
 
     eager, compiled = losses(False), losses(True)

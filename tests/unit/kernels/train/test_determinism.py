@@ -35,17 +35,17 @@ def losses(job: JobConfig) -> list[float]:
 
 
 def test_two_deterministic_runs_give_bit_identical_losses() -> None:
-    job = dict(steps=3, global_batch=2, seq_len=16, device="cpu", seed=7)
-    first = losses(JobConfig(**job))
+    job = {"optimizer.steps": 3, "data.global_batch": 2, "data.seq_len": 16, "runtime.device": "cpu", "runtime.seed": 7}
+    first = losses(JobConfig.from_fields(job))
     torch.manual_seed(12345)  # whatever ran before in this process: the mode seeds what it needs
-    second = losses(JobConfig(**job))
+    second = losses(JobConfig.from_fields(job))
     assert len(first) == 3 and first == second  # == on floats: bit for bit
     assert torch.are_deterministic_algorithms_enabled()
     assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
 
 
 def test_the_mode_is_on_by_default_and_off_lets_cudnn_benchmark() -> None:
-    assert JobConfig().deterministic is True
+    assert JobConfig().runtime.deterministic is True
     determinism.apply(True, 0)
     assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
     assert not torch.backends.cudnn.benchmark

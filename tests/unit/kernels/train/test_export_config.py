@@ -14,36 +14,45 @@ from myolo.kernels.cli.check_job import judge, read_request
 from myolo.kernels.cli.options import make_command
 from myolo.kernels.train.config import JobConfig, JobConfigError
 
-EXPORTING = {"checkpoint_dir": "ckpt", "export_path": "out/model.safetensors"}
+EXPORTING = {"checkpoint.dir": "ckpt", "checkpoint.export_path": "out/model.safetensors"}
 
 
 @pytest.mark.parametrize(
     ("job", "field", "says"),
     [
-        ({"export_path": "m.safetensors"}, "checkpoint_dir", "--export-path needs --checkpoint-dir"),
-        ({"eval_data_path": "eval.bin"}, "eval_data_path", "--eval-data needs --export-path"),
-        ({**EXPORTING, "eval_batches": 0}, "eval_batches", "--eval-batches must be >= 1"),
-        ({**EXPORTING, "data_path": "./out/model.safetensors"}, "export_path", "is also --data"),
-        ({**EXPORTING, "eval_data_path": "out/model.safetensors"}, "export_path", "is also --eval-data"),
-        ({**EXPORTING, "export_path": "out/"}, "export_path", "names a directory"),
-        ({"init_from": " "}, "init_from", "--init-from must be a file path"),
+        ({"checkpoint.export_path": "m.safetensors"}, "checkpoint.dir", "--export-path needs it"),
+        ({"data.eval_path": "eval.bin"}, "data.eval_path", "(--eval-data): needs --export-path"),
+        ({**EXPORTING, "data.eval_batches": 0}, "data.eval_batches", "(--eval-batches): Expected `int` >= 1"),
+        ({**EXPORTING, "data.path": "./out/model.safetensors"}, "checkpoint.export_path", "is also --data"),
+        ({**EXPORTING, "data.eval_path": "out/model.safetensors"}, "checkpoint.export_path", "is also --eval-data"),
+        ({**EXPORTING, "checkpoint.export_path": "out/"}, "checkpoint.export_path", "names a directory"),
+        ({"checkpoint.init_from": " "}, "checkpoint.init_from", "(--init-from): must be a path"),
     ],
 )
 def test_a_bad_export_option_names_its_field(job: dict[str, Any], field: str, says: str) -> None:
     with pytest.raises(JobConfigError) as caught:
-        JobConfig(**job).validate()
+        JobConfig.from_fields(job).validate()
     assert caught.value.field == field and says in str(caught.value)
 
 
 def test_good_export_options_pass_without_the_files_existing() -> None:
     """Existence is the workers' check (their directory is not the judge's)."""
-    JobConfig(**EXPORTING, eval_data_path="held.bin", init_from="champion.safetensors", eval_batches=3).validate()
+    JobConfig.from_fields(
+        {
+            **EXPORTING,
+            "data.eval_path": "held.bin",
+            "checkpoint.init_from": "champion.safetensors",
+            "data.eval_batches": 3,
+        }
+    ).validate()
 
 
 def test_the_agents_check_names_the_wire_field() -> None:
-    request = read_request(json.dumps({"job": {"export_path": "m.safetensors"}, "world_size": 1}).encode())
+    request = read_request(
+        json.dumps({"job": {"checkpoint": {"export_path": "m.safetensors"}}, "world_size": 1}).encode()
+    )
     verdict = judge(request)
-    assert (verdict.ok, verdict.field) == (False, "job.checkpoint_dir")
+    assert (verdict.ok, verdict.field) == (False, "job.checkpoint.dir")
 
 
 def test_the_flags_set_the_fields() -> None:
@@ -54,5 +63,10 @@ def test_the_flags_set_the_fields() -> None:
     result = CliRunner().invoke(app, [*flags, "--init-from", "i.st"])
     assert result.exit_code == 0, result.output
     (job,) = seen
-    assert (job.export_path, job.eval_data_path, job.eval_batches, job.init_from) == ("e.st", "h.bin", 3, "i.st")
-    assert JobConfig().eval_batches == 16 and JobConfig().export_path is None
+    assert (job.checkpoint.export_path, job.data.eval_path, job.data.eval_batches, job.checkpoint.init_from) == (
+        "e.st",
+        "h.bin",
+        3,
+        "i.st",
+    )
+    assert JobConfig().data.eval_batches == 16 and JobConfig().checkpoint.export_path is None

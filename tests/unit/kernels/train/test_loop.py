@@ -24,14 +24,14 @@ def calls_of(job: JobConfig) -> list[tuple]:
 
 
 def test_a_forced_heartbeat_at_step_0_comes_before_any_step() -> None:
-    calls = calls_of(JobConfig(steps=2, global_batch=2, seq_len=16))
+    calls = calls_of(JobConfig.from_fields({"optimizer.steps": 2, "data.global_batch": 2, "data.seq_len": 16}))
     assert calls[0] == ("heartbeat", 0, True)
     assert calls[1:] == [("heartbeat", 1, False), ("progress", 1), ("heartbeat", 2, False), ("progress", 2)]
 
 
 def test_a_resumed_run_reports_the_step_it_resumed_from(tmp_path: Path) -> None:
-    common = {"global_batch": 2, "seq_len": 16, "checkpoint_dir": str(tmp_path), "checkpoint_every": 2}
-    calls_of(JobConfig(steps=2, **common))
-    calls = calls_of(JobConfig(steps=3, resume=True, **common))
+    common = {"data.global_batch": 2, "data.seq_len": 16, "checkpoint.dir": str(tmp_path), "checkpoint.every": 2}
+    calls_of(JobConfig.from_fields({"optimizer.steps": 2, **common}))
+    calls = calls_of(JobConfig.from_fields({"optimizer.steps": 3, "checkpoint.resume": True, **common}))
     assert calls[0] == ("heartbeat", 2, True)
     assert [c for c in calls if c[0] == "progress"] == [("progress", 3)]
