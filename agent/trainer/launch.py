@@ -126,7 +126,7 @@ def plan_workers(
             CUDA_VISIBLE_DEVICES=str(gpu) if real_gpus else "",
         )
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // local_world)))
-        if args.job.deterministic:  # read once, when cuBLAS starts: set before the worker's first CUDA call
+        if args.job.runtime.deterministic:  # read once, when cuBLAS starts: set before the worker's first CUDA call
             env["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE_CONFIG
         worker_args = ("--config", str(job_file))
         plans.append(

@@ -240,7 +240,7 @@ class Supervisor:
         self._has_jobs.set()
         try:
             for plan in plans:
-                proc, warm = await self._launch(plan, warm_ok=not args.job.compile)
+                proc, warm = await self._launch(plan, warm_ok=not args.job.runtime.compile)
                 job.workers[plan.rank] = Worker(plan=plan, proc=proc, warm=warm)
                 self._tasks.add(asyncio.create_task(self._reap(job, job.workers[plan.rank]), name=f"reap:{proc.pid}"))
         except OSError as exc:
@@ -396,7 +396,7 @@ class Supervisor:
         """The job's export manifest, on the node of global rank 0 (the rank that writes it) when the job set
         ``export_path``. Only there: a shared folder would show other nodes the file too, or an older one."""
         rank0 = job.workers.get(0)
-        export_path = job.args.job.export_path
+        export_path = job.args.job.checkpoint.export_path
         if rank0 is None or export_path is None or any(w.exit_code != 0 for w in job.workers.values()):
             return None
         path = manifest_path(export_path, rank0.plan.cwd)

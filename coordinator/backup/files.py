@@ -144,8 +144,8 @@ def job_checkpoint_dirs(records: list[Record]) -> dict[str, str]:
             job = _JOB.decode(r.value)
         except (msgspec.DecodeError, msgspec.ValidationError):
             continue
-        if job.spec.job.trainer.checkpoint_dir:
-            out[r.key.decode(errors="replace")] = job.spec.job.trainer.checkpoint_dir
+        if job.spec.job.trainer.checkpoint.dir:
+            out[r.key.decode(errors="replace")] = job.spec.job.trainer.checkpoint.dir
     return out
 
 

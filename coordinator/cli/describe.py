@@ -209,15 +209,15 @@ def print_job(console: Console, job: JobAnswer) -> None:
     _field(
         console,
         "Trainer",
-        f"{trainer.model}, {trainer.steps} steps, global batch {trainer.global_batch}, "
-        f"seq len {trainer.seq_len}, seed {trainer.seed}",
+        f"{trainer.model.name}, {trainer.optimizer.steps} steps, global batch {trainer.data.global_batch}, "
+        f"seq len {trainer.data.seq_len}, seed {trainer.runtime.seed}",
     )
-    _field(console, "Runtime", runtime_line(trainer.deterministic))
-    where = trainer.checkpoint_dir or "none (host-memory snapshots only)"
+    _field(console, "Runtime", runtime_line(trainer.runtime.deterministic))
+    where = trainer.checkpoint.dir or "none (host-memory snapshots only)"
     _field(
         console,
         "Checkpoints",
-        f"{where}; every {trainer.checkpoint_every} steps, snapshot every {trainer.snapshot_every}",
+        f"{where}; every {trainer.checkpoint.every} steps, snapshot every {trainer.checkpoint.snapshot_every}",
     )
     failures = ", ".join(f"{n} {c} in a row" for n, c in sorted(job.node_failures.items()))
     _field(
@@ -241,7 +241,7 @@ def print_job(console: Console, job: JobAnswer) -> None:
     _section(console, "Progress:")
     p = job.progress
     console.print(
-        f"  step {p.step}/{trainer.steps}   loss {render.num(p.loss, digits=4)}   tokens/s "
+        f"  step {p.step}/{trainer.optimizer.steps}   loss {render.num(p.loss, digits=4)}   tokens/s "
         f"{render.num(p.tokens_per_s)}   step time {render.num(p.step_time_s, 's', 3)}   staleness "
         f"{_opt(p.gradient_staleness)}   updated {_clock(p.updated)}"
     )

@@ -220,7 +220,7 @@ def jobs_rows(jobs: list[JobAnswer]) -> list[list[Cell]]:
             job_phase(j),
             job_replicas(j),
             str(j.generation.number) if j.generation else "-",
-            f"{j.progress.step}/{j.spec.trainer.steps}",
+            f"{j.progress.step}/{j.spec.trainer.optimizer.steps}",
             num(j.progress.loss, digits=4),
             num(j.progress.tokens_per_s),
             since(None, j.created),

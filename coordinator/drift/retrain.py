@@ -58,13 +58,14 @@ def manifest(template: RetrainTemplate, model: str, job: str, detection_id: str,
     spec = doc.setdefault("spec", {})
     trainer = spec.setdefault("trainer", {}) or {}
     spec["trainer"] = trainer
-    trainer["exportPath"] = export_path(template, job)
+    checkpoint = dict(trainer.get("checkpoint") or {})
+    trainer["checkpoint"] = checkpoint
+    checkpoint["exportPath"] = export_path(template, job)
     # each run checkpoints apart: a run sharing the last one's directory would resume from its end
-    base = spec.pop("checkpointDir", None) or trainer.pop("checkpointDir", None)
-    trainer.pop("checkpointDir", None)
+    base = spec.pop("checkpointDir", None) or checkpoint.pop("dir", None)
     spec["checkpointDir"] = (
         str(PurePosixPath(base) / job) if base else str(PurePosixPath(template.artifact_dir) / job / "checkpoints")
     )
     if template.from_champion and champion is not None:
-        trainer["initFrom"] = local_path(champion.artifact, champion.version)
+        checkpoint["initFrom"] = local_path(champion.artifact, champion.version)
     return yaml.safe_dump(doc, sort_keys=False)

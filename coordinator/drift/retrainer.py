@@ -119,7 +119,7 @@ class Retrainer:
             generation, export = heard
         if export is None:
             if now - job.updated > EXPORT_WAIT_S:
-                reason = "the job succeeded but no node reported its export (spec.trainer.exportPath)"
+                reason = "the job succeeded but no node reported its export (spec.trainer.checkpoint.exportPath)"
                 await self._save(replace(run, state="failed", reason=reason))
             return
         new = NewVersion.from_export(

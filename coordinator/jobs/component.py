@@ -154,7 +154,7 @@ class Jobs(JobQueries, Component):
                 raise ValueError(
                     f"replicas: {replicas} is not allowed for job {name}: between minReplicas {rec.spec.job.min_replicas} "
                     f"and maxReplicas {rec.spec.job.max_replicas}, dividing the global batch "
-                    f"{rec.spec.job.trainer.global_batch}: one of {sorted(allowed)}"
+                    f"{rec.spec.job.trainer.data.global_batch}: one of {sorted(allowed)}"
                 )
             # an operator's scale is not held back by the growth cooldown
             rec = with_status(with_spec(rec, desired_replicas=replicas), last_resize=None)

@@ -44,9 +44,9 @@ def new_generation(
 def trainer_job(record: JobRecord, gen: Generation) -> TrainerJob:
     spec = record.spec.job
     job = spec.trainer
-    return msgspec.structs.replace(
-        job, tp=spec.tp, pp=spec.pp, dp=gen.replicas, resume=job.checkpoint_dir is not None or job.resume
-    )
+    layout = msgspec.structs.replace(job.parallelism, tp=spec.tp, pp=spec.pp, dp=gen.replicas)
+    checkpoint = msgspec.structs.replace(job.checkpoint, resume=job.checkpoint.dir is not None or job.checkpoint.resume)
+    return msgspec.structs.replace(job, parallelism=layout, checkpoint=checkpoint)
 
 
 def start_args(record: JobRecord, gen: Generation, member: Member) -> StartWorkersArgs:

@@ -24,7 +24,7 @@ import yaml
 from myolo.common.errors import validation_problem
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.jobs import units
-from myolo.events.payloads.trainer_job import TrainerJob
+from myolo.events.payloads.trainer_job import Section, TrainerJob, TrainerJobError
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_DEPTH = 16
@@ -43,8 +43,13 @@ DEFAULT_ACTION: dict[str, Action] = {
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")]
 Number = int | float
 Quantity = int | float | Annotated[str, msgspec.Meta(max_length=32)]
-LAYOUT_FIELDS = ("pp", "tp", "dp")
-RUNTIME_FIELDS = ("deterministic",)  # the trainer's fields a manifest sets under spec.runtime
+# the trainer's fields a manifest sets outside spec.trainer: the layout (each generation's) and the runtime's
+ELSEWHERE: dict[str, str] = {
+    "parallelism.pp": "spec.replica.pp",
+    "parallelism.tp": "spec.replica.tp",
+    "parallelism.dp": "spec.minReplicas / spec.maxReplicas",
+    "runtime.deterministic": "spec.runtime.deterministic",
+}
 
 
 class ManifestError(Invalid):
@@ -62,23 +67,57 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
-# the trainer's job as a manifest writes it: TrainerJob's fields (one definition) minus the layout, camelCase
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def _section_spec(section: type[Section]) -> type[msgspec.Struct]:
+    """A section as a manifest writes it: its fields but those set elsewhere, camelCase."""
+    return msgspec.defstruct(
+        f"{section.__name__}Spec",
+        [
+            (
+                f.name,
+                f.type,
+                f.default
+                if f.default_factory is msgspec.NODEFAULT
+                else msgspec.field(default_factory=f.default_factory),
+            )
+            for f in msgspec.structs.fields(section)
+            if f"{section.key}.{f.name}" not in ELSEWHERE
+        ],
+        kw_only=True,
+        frozen=True,
+        forbid_unknown_fields=True,
+        omit_defaults=True,
+        rename=_camel,
+    )
+
+
+# the trainer's job as a manifest writes it (spec.trainer.<section>.<field>): TrainerJob's sections, derived
+SECTION_SPECS = {f.name: _section_spec(f.type) for f in msgspec.structs.fields(TrainerJob)}
 TrainerSpec = msgspec.defstruct(
     "TrainerSpec",
-    [
-        (
-            f.name,
-            f.type,
-            f.default if f.default_factory is msgspec.NODEFAULT else msgspec.field(default_factory=f.default_factory),
-        )
-        for f in msgspec.structs.fields(TrainerJob)
-        if f.name not in LAYOUT_FIELDS + RUNTIME_FIELDS
-    ],
+    [(name, spec, spec()) for name, spec in SECTION_SPECS.items()],
     kw_only=True,
     forbid_unknown_fields=True,
     omit_defaults=True,
-    rename=_camel,
 )
+
+
+def manifest_field(path: str) -> str:
+    """Where a trainer field is in a manifest: ``optimizer.warmup_steps`` -> ``spec.trainer.optimizer.warmupSteps``."""
+    if path in ELSEWHERE:
+        return ELSEWHERE[path]
+    section, _, name = path.rpartition(".")
+    return f"spec.trainer.{section}.{_camel(name)}" if section else f"spec.trainer.{_camel(name)}"
+
+
+def _trainer(spec: Any, deterministic: bool) -> TrainerJob:
+    """The manifest's trainer sections as the job they describe (the layout left at 1/0)."""
+    sections = {name: msgspec.structs.asdict(getattr(spec, name)) for name in SECTION_SPECS}
+    sections["runtime"]["deterministic"] = deterministic
+    return msgspec.convert(sections, TrainerJob)
 
 
 class ReplicaSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -221,11 +260,7 @@ def _validation_error(exc: msgspec.ValidationError) -> ManifestError:
     problem = validation_problem(exc)
     field, msg = problem.field.lstrip("."), problem.message
     if problem.kind == "unknown":
-        name = field.rsplit(".", 1)[-1]
-        layout = problem.parent == ".spec.trainer" and name in LAYOUT_FIELDS
-        runtime = problem.parent == ".spec.trainer" and name in RUNTIME_FIELDS
-        msg = "unknown field" + (" (the layout is spec.replica.tp / spec.replica.pp)" if layout else "")
-        msg += f" (it is spec.runtime.{name})" if runtime else ""
+        msg = "unknown field" + _unknown_hint(problem.parent, field.rsplit(".", 1)[-1])
     elif problem.kind == "missing":
         msg = "missing: this field is required"
     elif msg.startswith("Invalid enum value") and (choices := _CHOICES.get(field.rsplit(".", 1)[-1].split("[")[0])):
@@ -233,6 +268,26 @@ def _validation_error(exc: msgspec.ValidationError) -> ManifestError:
     elif field == "metadata.name" and "regex" in msg:
         msg = "must be a lowercase name of letters, digits and '-' (a DNS label), starting and ending alphanumeric"
     return ManifestError(field, msg)
+
+
+def _unknown_hint(parent: str, name: str) -> str:
+    """Where an unknown spec.trainer field is set instead: elsewhere in the manifest, or in a section."""
+    if not parent.startswith(".spec.trainer"):
+        return ""
+    section = parent.removeprefix(".spec.trainer").lstrip(".")
+    path = f"{section}.{_snake(name)}"
+    if section and path in ELSEWHERE:
+        return f" (it is {ELSEWHERE[path]})"
+    homes = [
+        manifest_field(f"{s}.{_snake(name)}")
+        for s, spec in SECTION_SPECS.items()
+        if name in {f.encode_name for f in msgspec.structs.fields(spec)}
+    ]
+    if homes:
+        return f" (did you mean {' or '.join(homes)}?)"
+    if not section:
+        return f"; spec.trainer's sections are {', '.join(SECTION_SPECS)}"
+    return ""
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {"metric": typing.get_args(Metric), "action": typing.get_args(Action)}
@@ -250,24 +305,29 @@ def _checked(doc: Document, raw: bytes) -> ElasticJobSpec:
         raise ManifestError("spec.scalingPolicy", "give the policies once: as spec.policies or spec.scalingPolicy")
     where = "spec.scalingPolicy" if spec.scaling_policy is not None else "spec.policies"
     policies = tuple(_policy(p, f"{where}[{i}]") for i, p in enumerate(spec.scaling_policy or spec.policies))
-    trainer = TrainerJob(**msgspec.structs.asdict(spec.trainer), deterministic=spec.runtime.deterministic)
-    if trainer.watermark is not None and _LOOKS_LIKE_A_KEY.fullmatch(trainer.watermark):
+    trainer = _trainer(spec.trainer, spec.runtime.deterministic)
+    if trainer.watermark.key_file is not None and _LOOKS_LIKE_A_KEY.fullmatch(trainer.watermark.key_file):
         raise ManifestError(
-            "spec.trainer.watermark",
+            "spec.trainer.watermark.keyFile",
             "names the watermark's key file on the nodes, never the key: this value looks like a key itself "
             "(a manifest is stored and shown); put the key in a file (mode 0600) and give its path",
         )
     if spec.checkpoint_dir is not None:
-        if trainer.checkpoint_dir not in (None, spec.checkpoint_dir):
+        if trainer.checkpoint.dir not in (None, spec.checkpoint_dir):
             raise ManifestError(
-                "spec.trainer.checkpointDir", "set the checkpoint directory once, as spec.checkpointDir"
+                "spec.trainer.checkpoint.dir", "set the checkpoint directory once, as spec.checkpointDir"
             )
-        trainer = msgspec.structs.replace(trainer, checkpoint_dir=spec.checkpoint_dir)
-    usable = [r for r in range(spec.min_replicas, spec.max_replicas + 1) if trainer.global_batch % r == 0]
+        checkpoint = msgspec.structs.replace(trainer.checkpoint, dir=spec.checkpoint_dir)
+        trainer = msgspec.structs.replace(trainer, checkpoint=checkpoint)
+    try:
+        trainer.validate()
+    except TrainerJobError as exc:
+        raise ManifestError(manifest_field(exc.field) if exc.field else "spec.trainer", exc.reason) from None
+    usable = [r for r in range(spec.min_replicas, spec.max_replicas + 1) if trainer.data.global_batch % r == 0]
     if not usable:
         raise ManifestError(
-            "spec.trainer.globalBatch",
-            f"{trainer.global_batch} is divisible by no replica count from {spec.min_replicas} to "
+            "spec.trainer.data.globalBatch",
+            f"{trainer.data.global_batch} is divisible by no replica count from {spec.min_replicas} to "
             f"{spec.max_replicas}: the global batch is split evenly over the replicas; use a multiple of "
             f"{spec.min_replicas}",
         )

@@ -55,7 +55,7 @@ def nccl_view(rec: JobRecord, node: Callable[[str], NodeState | None]) -> NcclVi
     measured = progress.allreduce_busbw_gbps if progress.allreduce_generation == gen.number else None
     return NcclView(
         generation=gen.number,
-        algo=rec.spec.job.trainer.nccl_algo,
+        algo=rec.spec.job.trainer.runtime.nccl_algo,
         world_size=world,
         ranks_reported=len({r.rank for r in reports if r.rank is not None}),
         algo_seen=sorted({r.algo for r in reports if r.algo}),

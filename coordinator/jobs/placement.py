@@ -55,7 +55,7 @@ def capacity(nodes: Iterable[NodeState], held: dict[str, set[int]]) -> list[Capa
 def replica_counts(spec: ElasticJobSpec) -> list[int]:
     """The replica counts this job may run at, most first."""
     r = range(spec.max_replicas, spec.min_replicas - 1, -1)
-    return [n for n in r if spec.trainer.global_batch % n == 0]
+    return [n for n in r if spec.trainer.data.global_batch % n == 0]
 
 
 def place(spec: ElasticJobSpec, free: list[Capacity], want: int | None = None) -> Placement | None:

@@ -463,11 +463,11 @@ class Reconciler:
         and restarts); a job of another task (quantize: no steps) succeeded by finishing."""
         trainer = rec.spec.job.trainer
         ended = replace(gen, stage="ended")
-        if trainer.task != "train":
-            rec = with_status(rec, generation=ended, phase="Succeeded", reason=f"task {trainer.task} done")
-            rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished its {trainer.task}", now)
+        if trainer.runtime.task != "train":
+            rec = with_status(rec, generation=ended, phase="Succeeded", reason=f"task {trainer.runtime.task} done")
+            rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished its {trainer.runtime.task}", now)
             return await self.save(rec)
-        steps = trainer.steps
+        steps = trainer.optimizer.steps
         last = max((c.last_step or 0) for c in evidence.completed.values())
         if last < steps:
             return await self._failed(rec, gen, None, f"the workers stopped at step {last} of {steps}", now)

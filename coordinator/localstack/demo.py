@@ -44,7 +44,12 @@ spec:
   minReplicas: 1
   maxReplicas: 3
   replica: {tp: 1, pp: 1}          # one data-parallel replica = tp x pp GPUs
-  trainer: {model: tiny, steps: 2000, globalBatch: 12, seqLen: 64, seed: 0, checkpointEvery: 20, snapshotEvery: 1}
+  trainer:
+    model: {name: tiny}
+    optimizer: {steps: 2000}
+    data: {globalBatch: 12, seqLen: 64}
+    runtime: {seed: 0}
+    checkpoint: {every: 20, snapshotEvery: 1}
   checkpointDir: CHECKPOINTS
 """
 

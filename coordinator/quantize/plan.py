@@ -49,25 +49,24 @@ def source_path(artifact: str, version: int) -> str:
 
 
 def manifest(cfg: QuantizeConfig, job: str, request: QuantizeRequest, source: str, source_sha256: str) -> str:
-    trainer: dict[str, Any] = {
-        "task": "quantize",
-        "initFrom": source,
-        "initFromSha256": source_sha256,
-        "exportPath": export_path(cfg, job),
-        "quantBits": request.bits,
-        "quantScheme": request.scheme,
-        "seqLen": cfg.seq_len,
+    quantization: dict[str, Any] = {
+        "bits": request.bits,
+        "scheme": request.scheme,
         "calibSequences": cfg.calib_sequences,
-        "globalBatch": cfg.eval_rows,
-        "evalBatches": cfg.eval_batches,
-        "device": cfg.device,
+    }
+    data: dict[str, Any] = {"seqLen": cfg.seq_len, "globalBatch": cfg.eval_rows, "evalBatches": cfg.eval_batches}
+    trainer: dict[str, Any] = {
+        "runtime": {"task": "quantize", "device": cfg.device},
+        "checkpoint": {"initFrom": source, "initFromSha256": source_sha256, "exportPath": export_path(cfg, job)},
+        "quantization": quantization,
+        "data": data,
     }
     if request.group_size is not None:
-        trainer["quantGroupSize"] = request.group_size
+        quantization["groupSize"] = request.group_size
     if request.calib is not None:
-        trainer["calibPath"] = request.calib
+        quantization["calibPath"] = request.calib
     if request.eval is not None:
-        trainer["evalDataPath"] = request.eval
+        data["evalPath"] = request.eval
     doc = {
         "apiVersion": "myolo.ai/v1",
         "kind": "ElasticJob",

@@ -78,10 +78,13 @@ def template(value: RetrainTemplate) -> RetrainTemplate:
     if isinstance(meta, dict) and "name" in meta:
         raise RegistryError("retrain.manifest", f"metadata.name must not be set: {RUN_SET} (its job's name)")
     trainer = spec.get("trainer") if isinstance(spec, dict) else None
-    if isinstance(trainer, dict):
+    checkpoint = trainer.get("checkpoint") if isinstance(trainer, dict) else None
+    if isinstance(checkpoint, dict):
         for key, what in (("exportPath", "<artifact_dir>/<job name>/model.safetensors"), ("initFrom", "the champion")):
-            if key in trainer:
-                raise RegistryError("retrain.manifest", f"spec.trainer.{key} must not be set: {RUN_SET} ({what})")
+            if key in checkpoint:
+                raise RegistryError(
+                    "retrain.manifest", f"spec.trainer.checkpoint.{key} must not be set: {RUN_SET} ({what})"
+                )
     run = _as_a_run(doc, value.artifact_dir)
     try:
         check_manifest(run)
@@ -99,7 +102,10 @@ def _as_a_run(doc: dict[str, Any], artifact_dir: str) -> str:
     if isinstance(spec, dict):
         trainer = spec.get("trainer")
         trainer = dict(trainer) if isinstance(trainer, dict) else {}
-        trainer["exportPath"] = f"{artifact_dir.rstrip('/')}/{PLACEHOLDER_JOB}/model.safetensors"
+        checkpoint = trainer.get("checkpoint")
+        checkpoint = dict(checkpoint) if isinstance(checkpoint, dict) else {}
+        checkpoint["exportPath"] = f"{artifact_dir.rstrip('/')}/{PLACEHOLDER_JOB}/model.safetensors"
+        trainer["checkpoint"] = checkpoint
         doc["spec"] = {**spec, "trainer": trainer}
     return yaml.safe_dump(doc, sort_keys=False)
 

@@ -39,7 +39,7 @@ kind: ElasticJob
 spec:
   minReplicas: 1
   maxReplicas: 1
-  trainer: {{model: tiny, steps: 4, globalBatch: 4, seqLen: 32, seed: 1, dataPath: {data}, evalDataPath: {heldout}, evalBatches: 2}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 4}}, data: {{globalBatch: 4, seqLen: 32, path: {data}, evalPath: {heldout}, evalBatches: 2}}, runtime: {{seed: 1}}}}
   checkpointDir: {ckpt}
 """
 

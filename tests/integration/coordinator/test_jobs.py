@@ -44,7 +44,7 @@ spec:
   minReplicas: {lo}
   maxReplicas: 3
   replica: {{tp: 1, pp: 1}}
-  trainer: {{model: tiny, steps: 3000, globalBatch: 12, seqLen: 64, seed: 0, checkpointEvery: 20, snapshotEvery: 1}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 3000}}, data: {{globalBatch: 12, seqLen: 64}}, runtime: {{seed: 0}}, checkpoint: {{every: 20, snapshotEvery: 1}}}}
   checkpointDir: {ckpt}
 """
 

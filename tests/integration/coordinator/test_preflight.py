@@ -32,7 +32,7 @@ metadata: {{name: checked}}
 spec:
   minReplicas: 2
   maxReplicas: 2
-  trainer: {{model: tiny, steps: 100000, globalBatch: 2, seqLen: 32, seed: 0, dataPath: {data}, dataSha256: {sha}}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 100000}}, data: {{globalBatch: 2, seqLen: 32, path: {data}, sha256: {sha}}}, runtime: {{seed: 0}}}}
 """
 
 

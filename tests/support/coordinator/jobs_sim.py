@@ -40,7 +40,7 @@ spec:
   minReplicas: {min}
   maxReplicas: {max}
   replica: {{tp: 1, pp: 1}}
-  trainer: {{model: tiny, steps: 400, globalBatch: 12, seqLen: 64, seed: 0, checkpointEvery: 20, snapshotEvery: 1}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 400}}, data: {{globalBatch: 12, seqLen: 64}}, runtime: {{seed: 0}}, checkpoint: {{every: 20, snapshotEvery: 1}}}}
   checkpointDir: /srv/ckpt/{name}
   maxRestarts: {restarts}
 {extra}"""

@@ -23,7 +23,7 @@ spec:
   maxReplicas: 3
   maxRestarts: {restarts}
   replica: {{tp: 1, pp: 1}}
-  trainer: {{model: tiny, steps: {steps}, globalBatch: 6, seqLen: 32, seed: 0, checkpointEvery: {every}, snapshotEvery: 1}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: {steps}}}, data: {{globalBatch: 6, seqLen: 32}}, runtime: {{seed: 0}}, checkpoint: {{every: {every}, snapshotEvery: 1}}}}
   checkpointDir: {ckpt}
 """
 

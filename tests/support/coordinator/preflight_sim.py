@@ -29,7 +29,7 @@ metadata: {{name: {name}}}
 spec:
   minReplicas: 1
   maxReplicas: 4
-  trainer: {{model: tiny, steps: 400, globalBatch: 8, dataPath: {path}{sha}}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 400}}, data: {{globalBatch: 8, path: {path}{sha}}}}}
 """
 
 
@@ -41,7 +41,7 @@ def sha(data: bytes) -> str:
 
 
 def job_manifest(name: str = "tiny", path: str = "/srv/data/train.bin", digest: str | None = None) -> str:
-    return JOB.format(name=name, path=path, sha=f", dataSha256: {digest}" if digest else "")
+    return JOB.format(name=name, path=path, sha=f", sha256: {digest}" if digest else "")
 
 
 class PreflightSim(JobSim):

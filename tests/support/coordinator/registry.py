@@ -26,7 +26,7 @@ metadata: {labels: {team: risk}}
 spec:
   minReplicas: 1
   maxReplicas: 2
-  trainer: {model: tiny, steps: 100, globalBatch: 8, evalDataPath: /data/heldout.bin}
+  trainer: {model: {name: tiny}, optimizer: {steps: 100}, data: {globalBatch: 8, evalPath: /data/heldout.bin}}
   checkpointDir: /srv/ckpt
 """
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}

@@ -35,8 +35,8 @@ async def test_no_answer_in_time_is_none_and_the_child_is_gone(tmp_path: Path) -
 
 async def test_the_trainer_refuses_a_bad_job_naming_its_field() -> None:
     with pytest.raises(ArgsError) as err:
-        await check_job([sys.executable], TrainerJob(tp=3), 4, 60)
-    assert err.value.field == "args.job.tp" and not isinstance(err.value, TrainerBroken)
+        await check_job([sys.executable], TrainerJob.from_fields({"parallelism.tp": 3}), 4, 60)
+    assert err.value.field == "args.job.parallelism.tp" and not isinstance(err.value, TrainerBroken)
     await check_job([sys.executable], TrainerJob(), 2, 60)  # a good one passes
 
 

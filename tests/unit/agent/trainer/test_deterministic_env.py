@@ -22,7 +22,7 @@ def args(deterministic: bool) -> StartWorkersArgs:
         gpus=[0, 1, 2],
         master_addr="127.0.0.1",
         master_port=29500,
-        job=TrainerJob(deterministic=deterministic),
+        job=TrainerJob.from_fields({"runtime.deterministic": deterministic}),
     )
 
 
@@ -42,7 +42,7 @@ def test_every_worker_gets_the_mode(tmp_path: Path, deterministic: bool) -> None
     )
     assert [p.rank for p in plans] == [3, 4, 5]
     assert all(p.args == ("--config", str(job_file)) for p in plans)
-    assert JobConfig.load(job_file).deterministic is deterministic
+    assert JobConfig.load(job_file).runtime.deterministic is deterministic
     base = {"PATH": "/usr/bin", "CUBLAS_WORKSPACE_CONFIG": ":16:8"}
     cublas = [p.env.get("CUBLAS_WORKSPACE_CONFIG") for p in plans]
     # on: the job's setting, whatever the agent's environment said; off: what the workers inherit, untouched

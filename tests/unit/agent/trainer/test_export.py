@@ -86,7 +86,7 @@ def args(export_path: str | None, node_rank: int = 0, nnodes: int = 1) -> StartW
         gpus=[0, 1],
         master_addr="127.0.0.1",
         master_port=29500,
-        job=TrainerJob(checkpoint_dir="ckpt", export_path=export_path),
+        job=TrainerJob.from_fields({"checkpoint.dir": "ckpt", "checkpoint.export_path": export_path}),
     )
 
 

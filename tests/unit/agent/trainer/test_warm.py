@@ -101,7 +101,7 @@ async def test_a_descendant_holding_the_standbys_stdout_does_not_hold_back_the_w
 async def test_compile_jobs_start_cold(node_factory) -> None:
     node = await node_factory({"FAKE": "steps:3"}, warm_workers=1)
     (standby,) = await ready(node, 1)
-    args = msgspec.structs.replace(start_args([0]), job=TrainerJob(compile=True))
+    args = msgspec.structs.replace(start_args([0]), job=TrainerJob.from_fields({"runtime.compile": True}))
     result = await node.sup.start(args)
     assert result.warm_ranks == [] and result.pids["0"] != standby
     await wait_until(lambda: node.completions, 30, "the completion")

@@ -36,7 +36,7 @@ spec:
   minReplicas: 1
   maxReplicas: 2
   replica: {{tp: 1, pp: 1}}
-  trainer: {{model: tiny, steps: 10}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 10}}}}
   checkpointDir: {ckpt}
 """
 

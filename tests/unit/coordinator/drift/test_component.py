@@ -26,7 +26,7 @@ kind: ElasticJob
 spec:
   minReplicas: 1
   maxReplicas: 1
-  trainer: {model: tiny, steps: 5, globalBatch: 2, seqLen: 16, dataPath: /data/fresh.bin, evalDataPath: /data/heldout.bin}
+  trainer: {model: {name: tiny}, optimizer: {steps: 5}, data: {globalBatch: 2, seqLen: 16, path: /data/fresh.bin, evalPath: /data/heldout.bin}}
   checkpointDir: /srv/ckpt/retrain
 """
 RULE = DriftRule(window_s=600, every_s=60, buckets=5, consecutive=2, reference_count=1000, min_count=100)

@@ -16,7 +16,7 @@ spec:
   minReplicas: 1
   maxReplicas: 3
   replica: {tp: 1, pp: 1}          # one data-parallel replica = tp x pp GPUs; tp never crosses a node
-  trainer: {model: tiny, steps: 400, globalBatch: 12, seqLen: 64, seed: 0, checkpointEvery: 20, snapshotEvery: 1}
+  trainer: {model: {name: tiny}, optimizer: {steps: 400}, data: {globalBatch: 12, seqLen: 64}, runtime: {seed: 0}, checkpoint: {every: 20, snapshotEvery: 1}}
   checkpointDir: /srv/myolo/checkpoints/tiny-pretrain   # shared storage (NFS, JuiceFS) in production
   policies:
     - {metric: gpu_util, threshold: 75%, cooldown: 300s, action: scaleOut}

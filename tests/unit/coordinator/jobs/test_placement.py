@@ -14,7 +14,7 @@ def manifest(min_r: int, max_r: int, tp: int = 1, pp: int = 1, batch: int = 12) 
     return (
         "apiVersion: myolo.ai/v1\nkind: ElasticJob\nmetadata: {name: j}\n"
         f"spec:\n  minReplicas: {min_r}\n  maxReplicas: {max_r}\n  replica: {{tp: {tp}, pp: {pp}}}\n"
-        f"  trainer: {{globalBatch: {batch}}}\n"
+        f"  trainer: {{data: {{globalBatch: {batch}}}}}\n"
     )
 
 

@@ -58,7 +58,7 @@ def test_gpu_util_at_or_above_the_threshold_scales_out() -> None:
 def test_scaling_policies_as_written_in_a_training_v1_manifest() -> None:
     spec = parse_manifest(
         "apiVersion: training.myolo.ai/v1\nkind: ElasticJob\nspec:\n  minReplicas: 1\n  maxReplicas: 4\n"
-        "  trainer: {globalBatch: 12}\n  scalingPolicy:\n"
+        "  trainer: {data: {globalBatch: 12}}\n  scalingPolicy:\n"
         "    - {metric: gpu_util, threshold: 75%, cooldown: 300s}\n"
         "    - {metric: gradient_staleness, threshold: 10, action: scaleIn}\n"
     )

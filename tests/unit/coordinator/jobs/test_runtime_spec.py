@@ -18,7 +18,7 @@ metadata: {{name: tiny}}
 spec:
   minReplicas: 3
   maxReplicas: 3
-  trainer: {{model: tiny, steps: 400, globalBatch: 6}}
+  trainer: {{model: {{name: tiny}}, optimizer: {{steps: 400}}, data: {{globalBatch: 6}}}}
 {runtime}"""
 
 
