@@ -17,7 +17,15 @@ from myolo.coordinator.commands.interface import CommandSender
 from myolo.coordinator.cordons import routes, series
 from myolo.coordinator.cordons.config import CordonsConfig
 from myolo.coordinator.cordons.interface import AutoCordons
-from myolo.coordinator.cordons.policy import AUTO_ALIVE, AUTO_FAULT, AUTO_LOST, CordonPolicy, never_stopped, operator_by
+from myolo.coordinator.cordons.policy import (
+    AUTO_ALIVE,
+    AUTO_FAULT,
+    AUTO_LOST,
+    CordonPolicy,
+    never_stopped,
+    operator_by,
+    shown,
+)
 from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
 from myolo.coordinator.cordons.writer import CordonWriter, Decision
 from myolo.coordinator.core.component import Component, RouteSet, StateTopic
@@ -157,7 +165,7 @@ class Cordons(Component):
         elif isinstance(record, CordonRecord):
             node = self.fleet.node(record.node_id)
             if node is None or node.cordon is None or record.time >= node.cordon.time:  # our own echo may lag
-                self.fleet.set_cordon(record)
+                self.fleet.set_cordon(shown(record))
 
     async def on_lead(self, epoch: int) -> None:
         log.info("cordons resumed", epoch=epoch, queued=self._sweep())

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from myolo.coordinator.cordons.records import CordonRecord
-
-__all__ = ["AutoCordons", "CordonRecord"]
+__all__ = ["AutoCordons"]
 
 
 @runtime_checkable

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from myolo.coordinator.cordons.records import CordonRecord
-from myolo.coordinator.fleet.interface import NodeState, Transition
+from myolo.coordinator.fleet.interface import Cordon, NodeState, Transition
 from myolo.events.payloads import NodeFault, NodeSample
 
 AUTO_FAULT = "auto:fault"
@@ -77,3 +79,8 @@ def record(
     return CordonRecord(
         node_id=node_id, cordoned=cordoned, reason=reason, by=by, time=now, epoch=epoch, silent_since=silent_since
     )
+
+
+def shown(rec: CordonRecord) -> Cordon:
+    """What the fleet shows of a cordon record on its node: every field, in the fleet's own Struct."""
+    return Cordon(**msgspec.structs.asdict(rec))

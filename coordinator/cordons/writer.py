@@ -19,7 +19,7 @@ import structlog
 from myolo.common.clock import Clock
 from myolo.common.metrics.histogram import Histogram
 from myolo.common.metrics.mapping import load
-from myolo.coordinator.cordons.policy import AUTO_LOST, record
+from myolo.coordinator.cordons.policy import AUTO_LOST, record, shown
 from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
 from myolo.coordinator.fleet.interface import FleetNodes
 from myolo.coordinator.state import StateStore
@@ -107,7 +107,7 @@ class CordonWriter:
             raise RuntimeError("not leading")
         rec = record(node_id, cordoned, reason, by, self._clock.now(), epoch, silent_since)
         await self._store.put(STATE_NODES, node_id, rec)
-        self._fleet.set_cordon(rec)
+        self._fleet.set_cordon(shown(rec))
         self.cordons_written += 1
         log.info("cordon" if cordoned else "uncordon", node=node_id, reason=reason, by=by, epoch=epoch)
         return rec

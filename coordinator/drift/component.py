@@ -27,9 +27,9 @@ from myolo.coordinator.core.context import Context
 from myolo.coordinator.core.dashboard import Dashboard, Panel
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.drift import routes, series
+from myolo.coordinator.drift.answers import DriftView, LearningInfo, ReferenceInfo
 from myolo.coordinator.drift.config import DriftConfig
 from myolo.coordinator.drift.dashboard import DriftHistory
-from myolo.coordinator.drift.interface import DriftAPI, DriftView, LearningInfo, ReferenceInfo
 from myolo.coordinator.drift.monitor import Monitor
 from myolo.coordinator.drift.records import (
     MAX_DETECTIONS,
@@ -61,7 +61,6 @@ class Drift(Component):
         ModelRegistry,
         JobsAPI,
     )
-    provides = (DriftAPI,)
     config = DriftConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (DriftSample, TrainingCompleted)
@@ -97,7 +96,7 @@ class Drift(Component):
             "detections": 0,
         }
 
-    # ---- DriftAPI ---------------------------------------------------------------------------------------
+    # ---- DriftAPI (api.py) ---------------------------------------------------------------------------------------
     def summary(self) -> tuple[StatusRecord, ...]:
         return tuple(self.statuses[k] for k in sorted(self.statuses))
 
@@ -143,7 +142,7 @@ class Drift(Component):
     ) -> ReferenceRecord:
         self.ctx.leadership.require()
         if version is None:
-            champion = self.registry.champion(model)
+            champion = self.registry.champion_info(model)
             if champion is None:
                 raise Invalid(
                     f"model {model!r} has no champion in the registry; give the version",
@@ -235,7 +234,7 @@ class Drift(Component):
             log.warning("drift sample features refused", model=sample.model, version=version, **observed.refused)
 
     def _champion(self, model: str) -> str | None:
-        champion = self.registry.champion(model)
+        champion = self.registry.champion_info(model)
         return str(champion.version) if champion else None
 
     def _monitor(self, model: str, version: str) -> Monitor | None:

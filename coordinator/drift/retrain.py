@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from myolo.coordinator.jobs.interface import manifest_document
-from myolo.coordinator.registry.interface import RetrainTemplate, VersionRecord
+from myolo.coordinator.registry.interface import TemplateInfo, VersionInfo
 from myolo.coordinator.registry.interface import local_path as registry_path
 
 MAX_JOB_NAME = 63
@@ -30,7 +30,7 @@ def job_name(model: str, detection_id: str) -> str:
     return f"{stem}-retrain-{tag}"
 
 
-def export_path(template: RetrainTemplate, job: str) -> str:
+def export_path(template: TemplateInfo, job: str) -> str:
     return str(PurePosixPath(template.artifact_dir) / job / "model.safetensors")
 
 
@@ -45,7 +45,7 @@ def local_path(artifact: str, version: int) -> str:
     return path
 
 
-def manifest(template: RetrainTemplate, model: str, job: str, detection_id: str, champion: VersionRecord | None) -> str:
+def manifest(template: TemplateInfo, model: str, job: str, detection_id: str, champion: VersionInfo | None) -> str:
     """The template with this run's name, labels, export path and (from the champion) initial weights."""
     doc: dict[str, Any] = manifest_document(template.manifest)
     meta = doc.setdefault("metadata", {}) or {}

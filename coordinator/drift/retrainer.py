@@ -46,8 +46,7 @@ class Retrainer:
     async def detected(self, model: str, version: str, detection_id: str, now: float) -> str | None:
         """Submit the model's retraining job for this detection (written first), or say in the log why not.
         Returns the job's name when one was submitted."""
-        entry = self._registry.model(model)
-        template = entry.retrain if entry else None
+        template = self._registry.retrain_template(model)
         last = self.runs.get(model)
         why = None
         if not self.cfg.retrain:
@@ -61,7 +60,7 @@ class Retrainer:
         if why is not None or template is None:
             log.info("no retraining for this drift", model=model, detection=detection_id, reason=why)
             return None
-        champion = self._registry.champion(model)
+        champion = self._registry.champion_info(model)
         job = retrain.job_name(model, detection_id)
         run = RetrainRun(
             model=model,
@@ -74,7 +73,7 @@ class Retrainer:
         await self._save(run)
         try:
             text = retrain.manifest(template, model, job, detection_id, champion if template.from_champion else None)
-            await self._jobs.apply(text, f"drift:{detection_id}")
+            await self._jobs.submit(text, f"drift:{detection_id}")
         except NotLeader:
             raise
         except (ManifestError, JobConflict, ValueError) as exc:
@@ -126,7 +125,7 @@ class Retrainer:
             export, job=run.job, generation=generation or 0, parent=run.parent, drift_event=run.detection_id
         )
         try:
-            version = await self._registry.register(run.model, new, f"drift:{run.detection_id}")
+            version = await self._registry.add_version(run.model, new, f"drift:{run.detection_id}")
         except RegistryError as exc:
             await self._save(replace(run, state="failed", reason=f"not registered: {exc}"))
             return

@@ -16,7 +16,7 @@ from myolo.coordinator.api.body import read_json
 from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.drift.answers import RuleReset, StatusList
-from myolo.coordinator.drift.interface import DriftAPI
+from myolo.coordinator.drift.api import DriftAPI
 from myolo.coordinator.drift.reference import CategoricalReference, NumericReference
 from myolo.coordinator.drift.rule import DriftRule
 

@@ -20,7 +20,7 @@ from myolo.coordinator.core.dashboard import Dashboard, Panel
 from myolo.coordinator.fleet import dashboard, liveness, routes, series
 from myolo.coordinator.fleet.config import FleetConfig
 from myolo.coordinator.fleet.interface import Applied, Changed, FleetNodes
-from myolo.coordinator.fleet.model import CordonRecord, NodeState
+from myolo.coordinator.fleet.model import Cordon, NodeState
 from myolo.coordinator.fleet.view import FleetView
 from myolo.events.bus import RecordInfo
 from myolo.events.envelope import Event
@@ -67,8 +67,8 @@ class Fleet(Component):
     def nodes(self) -> tuple[NodeState, ...]:
         return tuple(self.view.nodes())
 
-    def set_cordon(self, record: CordonRecord) -> None:
-        self.view.set_cordon(record, self.ctx.clock.now())
+    def set_cordon(self, cordon: Cordon) -> None:
+        self.view.set_cordon(cordon, self.ctx.clock.now())
 
     def clear_cordon(self, node_id: str) -> None:
         self.view.clear_cordon(node_id)

@@ -6,11 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from myolo.coordinator.cordons.interface import CordonRecord
-from myolo.coordinator.fleet.model import Liveness, NodeState
+from myolo.coordinator.fleet.model import Cordon, Liveness, NodeState
 from myolo.events.envelope import Event
 
-__all__ = ["Applied", "Changed", "FleetNodes", "NodeState", "Transition"]
+__all__ = ["Applied", "Changed", "Cordon", "FleetNodes", "NodeState", "Transition"]
 
 
 @dataclass(frozen=True)
@@ -33,8 +32,8 @@ class FleetNodes(Protocol):
 
     def nodes(self) -> tuple[NodeState, ...]: ...
 
-    def set_cordon(self, record: CordonRecord) -> None:
-        """Show a cordon decision on the node (the component that decides it owns the record)."""
+    def set_cordon(self, cordon: Cordon) -> None:
+        """Show a cordon decision on the node (the component that decides it keeps the record)."""
 
     def clear_cordon(self, node_id: str) -> None: ...
 

@@ -1,7 +1,8 @@
 """The fleet view's data: per node, its GPUs, health, liveness, NCCL facts, leak status, cordon state.
 
 These Structs are the coordinator's in-memory state, the HTTP API's JSON (``GET /v1/nodes``), and what
-``myoloctl get/describe`` renders. Durable decisions (cordons) are the cordons component's ``CordonRecord``, shown on the node here.
+``myoloctl get/describe`` renders. Durable decisions (cordons) are the cordons component's records; the node
+shows its own copy of the latest one, a ``Cordon``.
 """
 
 from __future__ import annotations
@@ -10,11 +11,23 @@ from typing import Literal
 
 import msgspec
 
-from myolo.coordinator.cordons.interface import CordonRecord
 from myolo.events.payloads import BandwidthReport, FailedRelease, GpuReading, LeakReport, NcclReport, NodeFault
 from myolo.events.payloads.common import Health
 
 Liveness = Literal["Ready", "Suspect", "Lost"]
+
+
+class Cordon(msgspec.Struct, kw_only=True, frozen=True):
+    """The cordon decision a node shows: who decided it, why and when (the cordons component decides and keeps
+    the record; the fleet only shows it, with the same fields in its JSON)."""
+
+    node_id: str
+    cordoned: bool
+    reason: str
+    by: str  # "auto:fault", "auto:lost", "auto:alive", "operator:<name>"
+    time: float
+    epoch: int = 0
+    silent_since: float | None = None  # auto:lost only: when the node was last known alive
 
 
 class FaultEntry(msgspec.Struct, kw_only=True, frozen=True):
@@ -66,7 +79,7 @@ class NodeState(msgspec.Struct, kw_only=True, frozen=True):
     health_url: str | None = None  # its agent's HTTP endpoint (health, workers' logs), from the newest sample
     # releases the node switched back from by itself (a trial that never committed), from the newest sample
     failed_releases: tuple[FailedRelease, ...] = ()
-    cordon: CordonRecord | None = None
+    cordon: Cordon | None = None
     recent_faults: tuple[FaultEntry, ...] = ()
     nccl: tuple[NcclReport, ...] = ()  # latest report per communicator (bounded)
     bandwidth: BandwidthReport | None = None  # the node's last all-reduce probe (a command's or the idle schedule's)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from myolo.coordinator.fleet import plausibility
-from myolo.coordinator.fleet.model import CordonRecord, FaultEntry, NodeState
+from myolo.coordinator.fleet.model import Cordon, FaultEntry, NodeState
 from myolo.events.envelope import Event, event_seconds
 from myolo.events.payloads import BandwidthReport, CommandAck, LeakReport, NcclReport, NodeFault, NodeSample
 
@@ -93,11 +93,11 @@ class FleetView:
             return Applied(node=self.nodes_by_id.get(data.node_id))
         return Applied(rejected=f"type: {event.type} is not something the fleet view keeps")
 
-    def set_cordon(self, record: CordonRecord, now: float) -> NodeState | None:
+    def set_cordon(self, cordon: Cordon, now: float) -> NodeState | None:
         """A cordon decision from the state topics (or just written there by this leader). None when the
         node is new and the view is full (the record stays in the state topic)."""
-        node = self._get_or_add(record.node_id, now)
-        return None if node is None else self.swap(node, cordon=record)
+        node = self._get_or_add(cordon.node_id, now)
+        return None if node is None else self.swap(node, cordon=cordon)
 
     def clear_cordon(self, node_id: str) -> NodeState | None:
         node = self.nodes_by_id.get(node_id)

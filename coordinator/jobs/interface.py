@@ -1,4 +1,5 @@
-"""What the HTTP routes (and other components) may ask of the jobs component."""
+"""What other components may ask of the jobs component: which nodes train, how a job trains, what it reads,
+how it ended, and a job submitted from a manifest. The HTTP routes take the wider ``JobsRoutes`` (``api.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from myolo.coordinator.jobs import manifest as _manifest
 from myolo.coordinator.jobs.manifest import ManifestError
 from myolo.coordinator.jobs.nccl import NcclView
 from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted
-from myolo.coordinator.jobs.records import JobRecord
 
 __all__ = [
     "JobConflict",
@@ -76,11 +76,6 @@ def check_manifest(text: str) -> None:
 
 @runtime_checkable
 class JobsAPI(Protocol):
-    def jobs(self) -> tuple[JobRecord, ...]:
-        """Every job known (deleted ones are gone), by name."""
-
-    def job(self, name: str) -> JobRecord | None: ...
-
     def trainings(self) -> tuple[Training, ...]:
         """Every live job (placed or not), by name."""
 
@@ -103,16 +98,10 @@ class JobsAPI(Protocol):
         """True while an ``apply`` of ``name`` is under way: its record is being written and not yet in memory,
         so whoever follows the job must not read its absence as a deletion."""
 
-    async def apply(self, manifest: str, by: str) -> tuple[JobRecord, bool]:
-        """Create the job, or update its spec (replica bounds, policies) when it exists; (record, created).
-        Raises ``ManifestError`` (field, reason) for a bad manifest, ``NotLeader`` on a standby, and
-        ``JobConflict`` when the change cannot apply to a running job (e.g. a different model)."""
-
-    async def scale(self, name: str, replicas: int, by: str) -> JobRecord:
-        """Pin the job at ``replicas`` (within its bounds): ``UnknownJob``, ``ValueError`` naming the bound."""
-
-    async def delete(self, name: str, by: str) -> JobRecord:
-        """Stop the job's workers (with a checkpoint) and forget it once they stopped."""
+    async def submit(self, manifest: str, by: str) -> bool:
+        """Create the job from ``manifest``, or update its spec when it exists; True when it was created. Raises
+        ``ManifestError`` (field, reason) for a bad manifest, ``NotLeader`` on a standby, and ``JobConflict``
+        when the change cannot apply to a running job (e.g. a different model)."""
 
     def nccl(self, name: str) -> NcclView | None:
         """What NCCL chose for the job's running generation (``jobs/nccl.py``); None without one."""

@@ -4,7 +4,7 @@ same on every coordinator."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 
 from myolo.coordinator.jobs.interface import JobData, JobOutcome, Training
 from myolo.coordinator.jobs.records import JobRecord
@@ -54,9 +54,15 @@ def outcome(rec: JobRecord) -> JobOutcome:
 
 
 class JobQueries:
-    """The ``JobsAPI`` queries, answered from ``records`` (the job records by name) for whoever keeps them."""
+    """The ``JobsAPI`` queries, answered from ``records`` (the job records by name) for whoever keeps them, and
+    ``submit`` through their ``apply``."""
 
     records: dict[str, JobRecord]
+    apply: Callable[[str, str], Awaitable[tuple[JobRecord, bool]]]
+
+    async def submit(self, manifest: str, by: str) -> bool:
+        _, created = await self.apply(manifest, by)
+        return created
 
     def trainings(self) -> tuple[Training, ...]:
         return trainings(self.records.values())

@@ -25,7 +25,8 @@ from myolo.coordinator.api.body import MAX_SMALL_BODY, decode_body, json_limit, 
 from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid, TooLarge, Unsupported
 from myolo.coordinator.jobs.answers import JobList, job_answer
-from myolo.coordinator.jobs.interface import JobsAPI, UnknownJob
+from myolo.coordinator.jobs.api import JobsRoutes
+from myolo.coordinator.jobs.interface import UnknownJob
 from myolo.coordinator.jobs.manifest import MAX_MANIFEST_BYTES
 from myolo.coordinator.jobs.nccl import NcclView
 from myolo.coordinator.jobs.profile import ProfileRequest
@@ -94,7 +95,7 @@ def value_of(field: str) -> Iterator[None]:
         raise Invalid(str(exc), field=field) from None
 
 
-def routes(jobs: JobsAPI) -> list[web.RouteDef]:
+def routes(jobs: JobsRoutes) -> list[web.RouteDef]:
     async def list_jobs(request: web.Request) -> web.Response:
         items = [job_answer(r) for r in sorted(jobs.jobs(), key=lambda r: r.name)]
         return json_response(JobList(items=items))

@@ -20,7 +20,7 @@ from myolo.common.keys import Ed25519Public, public_key_from_pem
 from myolo.coordinator.core.component import Component, RouteSet, StateTopic
 from myolo.coordinator.core.context import Context
 from myolo.coordinator.nodes import routes
-from myolo.coordinator.nodes.interface import NodeKeys, NotEnrolled
+from myolo.coordinator.nodes.interface import NotEnrolled
 from myolo.coordinator.nodes.records import KIND, STATE_NODE_KEYS, NodeKeyRecord
 from myolo.coordinator.nodes.verify import Enrolled, check_node_event
 from myolo.events.envelope import Event
@@ -33,7 +33,6 @@ log = structlog.get_logger("myolo.coordinator.nodes")
 
 class Nodes(Component):
     name = "nodes"
-    provides = (NodeKeys,)
     openapi = Path(__file__).with_name("openapi.yaml")
     owns = (
         StateTopic(

@@ -17,7 +17,8 @@ from myolo.coordinator.api.body import read_json
 from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.nodes.answers import NodeKeyList, key_answer
-from myolo.coordinator.nodes.interface import NodeKeys, NotEnrolled
+from myolo.coordinator.nodes.api import NodeKeys
+from myolo.coordinator.nodes.interface import NotEnrolled
 
 KEY_PATH = "/v1/nodes/{node_id}/key"
 LIST_PATH = "/v1/node-keys"

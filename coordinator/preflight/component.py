@@ -25,7 +25,7 @@ from myolo.coordinator.fleet.interface import FleetNodes, NodeState
 from myolo.coordinator.jobs.interface import JobsAPI
 from myolo.coordinator.preflight import routes
 from myolo.coordinator.preflight.config import PreflightConfig, check
-from myolo.coordinator.preflight.interface import PreflightRefused, Preflights, UnknownPreflightNode
+from myolo.coordinator.preflight.interface import PreflightRefused, UnknownPreflightNode
 from myolo.coordinator.preflight.records import PreflightReport, PreflightRequest
 from myolo.coordinator.preflight.runner import PreflightRun
 
@@ -39,7 +39,6 @@ class Preflight(Component):
         CommandSender,
         JobsAPI,
     )
-    provides = (Preflights,)
     openapi = Path(__file__).with_name("openapi.yaml")
     config = PreflightConfig
 
@@ -60,7 +59,7 @@ class Preflight(Component):
         check(section, core)
 
     async def preflight(self, request: PreflightRequest, by: str) -> PreflightReport:
-        """Run the checklist (see ``interface.Preflights``)."""
+        """Run the checklist (see ``api.Preflights``)."""
         epoch = self.ctx.leadership.require()
         nodes = self._nodes(request)
         if self._lock.locked():

@@ -1,19 +1,9 @@
-"""What the HTTP routes (and other components, e.g. a rollout gate) may ask of the preflight component."""
+"""What other components may take from the preflight component: nothing to ask, only the refusals it raises.
+Its route takes ``Preflights`` (``api.py``)."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
 from myolo.coordinator.core.errors import Conflict, NotFound
-from myolo.coordinator.preflight.records import PreflightReport, PreflightRequest
-
-
-@runtime_checkable
-class Preflights(Protocol):
-    async def preflight(self, request: PreflightRequest, by: str) -> PreflightReport:
-        """Run the checklist and report (FAILs are in the report, not raised). Raises ``NotLeader`` on a standby,
-        ``UnknownPreflightNode`` for a node the fleet does not know and ``PreflightRefused`` while another run
-        goes on or when there is no node to check."""
 
 
 class UnknownPreflightNode(NotFound):

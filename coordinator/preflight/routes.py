@@ -10,7 +10,7 @@ from aiohttp import web
 from myolo.coordinator.api.auth import caller
 from myolo.coordinator.api.body import read_json
 from myolo.coordinator.api.respond import json_response
-from myolo.coordinator.preflight.interface import Preflights
+from myolo.coordinator.preflight.api import Preflights
 from myolo.coordinator.preflight.records import PreflightRequest
 
 PATH = "/v1/preflight"

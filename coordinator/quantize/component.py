@@ -23,7 +23,7 @@ from myolo.coordinator.core.errors import NotLeader
 from myolo.coordinator.jobs.interface import JobConflict, JobsAPI, ManifestError
 from myolo.coordinator.quantize import plan, routes
 from myolo.coordinator.quantize.config import QuantizeConfig
-from myolo.coordinator.quantize.interface import Quantizations, QuantizeRefused
+from myolo.coordinator.quantize.interface import QuantizeRefused
 from myolo.coordinator.quantize.records import STATE_QUANTIZE, QuantizeRequest, QuantizeRun, run_key
 from myolo.coordinator.registry.interface import ModelRegistry, NewVersion, RegistryError, UnknownModel, UnknownVersion
 from myolo.events.bus import RecordInfo
@@ -38,7 +38,6 @@ BY = "quantize"
 class Quantize(Component):
     name = "quantize"
     requires = (ModelRegistry, JobsAPI)
-    provides = (Quantizations,)
     config = QuantizeConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (TrainingCompleted,)
@@ -76,9 +75,9 @@ class Quantize(Component):
                 field="quantize.artifact_dir",
                 hint="set [quantize] artifact_dir in coordinator.toml to shared storage every node can write",
             )
-        if self.registry.model(model) is None:
+        if not self.registry.has_model(model):
             raise UnknownModel(model)
-        source = self.registry.version(model, version)
+        source = self.registry.version_info(model, version)
         if source is None:
             raise UnknownVersion(model, version)
         if source.quantization is not None:
@@ -121,7 +120,7 @@ class Quantize(Component):
         )
         await self._save(run)  # written before the job exists: a new leader knows what it is for
         try:
-            await self.jobs.apply(plan.manifest(self.cfg, name, request, path, source.sha256), f"{BY}:{by}")
+            await self.jobs.submit(plan.manifest(self.cfg, name, request, path, source.sha256), f"{BY}:{by}")
         except NotLeader:
             raise
         except (ManifestError, JobConflict, ValueError) as exc:
@@ -175,7 +174,7 @@ class Quantize(Component):
         scheme = export.quantization
         tags = {"quantized": f"{scheme.scheme}-{scheme.bits}bit-g{scheme.group_size}"}
         try:
-            version = await self.registry.register(run.model, replace(new, tags=tags), f"{BY}:{run.by}")
+            version = await self.registry.add_version(run.model, replace(new, tags=tags), f"{BY}:{run.by}")
         except RegistryError as exc:
             await self._end(replace(run, state="failed", reason=f"not registered: {exc}"))
             return

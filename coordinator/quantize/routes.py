@@ -11,7 +11,8 @@ from myolo.coordinator.api.body import read_json
 from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.quantize.answers import RunList
-from myolo.coordinator.quantize.interface import Quantizations, UnknownRun
+from myolo.coordinator.quantize.api import Quantizations
+from myolo.coordinator.quantize.interface import UnknownRun
 from myolo.coordinator.quantize.records import QuantizeRequest
 
 ASK = "/v1/models/{model}/versions/{version}/quantize"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from myolo.coordinator.registry.interface import ModelRegistry
+from myolo.coordinator.registry.api import RegistryRoutes
 from myolo.coordinator.registry.records import AliasChange, AliasRecord, ModelRecord, Source, VersionRecord
 
 
@@ -65,12 +65,12 @@ class AliasList(msgspec.Struct, kw_only=True):
     items: list[AliasAnswer]
 
 
-def model_answer(reg: ModelRegistry, record: ModelRecord) -> ModelAnswer:
+def model_answer(reg: RegistryRoutes, record: ModelRecord) -> ModelAnswer:
     aliases = {a.alias: a.version for a in reg.aliases(record.name) if a.version is not None}
     return ModelAnswer(**msgspec.structs.asdict(record), aliases=aliases)
 
 
-def version_answer(reg: ModelRegistry, record: VersionRecord, *, lineage: bool = False) -> VersionAnswer:
+def version_answer(reg: RegistryRoutes, record: VersionRecord, *, lineage: bool = False) -> VersionAnswer:
     chain = None
     if lineage:
         chain = [

@@ -19,10 +19,10 @@ import structlog
 from myolo.coordinator.core.component import Component, RouteSet, StateTopic
 from myolo.coordinator.core.context import Context
 from myolo.coordinator.core.dashboard import Dashboard, Panel
-from myolo.coordinator.registry import checks, dashboard, evals, routes, series
+from myolo.coordinator.registry import checks, dashboard, evals, queries, routes, series
 from myolo.coordinator.registry.config import RegistryConfig
 from myolo.coordinator.registry.errors import RegistryError, RegistryFull, UnknownAlias, UnknownModel, UnknownVersion
-from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
+from myolo.coordinator.registry.interface import ModelRegistry, NewVersion, TemplateInfo, VersionInfo
 from myolo.coordinator.registry.records import (
     CHALLENGER,
     CHAMPION,
@@ -69,7 +69,7 @@ class Registry(Component):
         self.registered_count = 0
         self.promoted = 0
 
-    # ---- ModelRegistry: reads -------------------------------------------------------------------------------
+    # ---- RegistryRoutes: reads --------------------------------------------------------------------------------
     def model(self, name: str) -> ModelRecord | None:
         return self.view.model(name)
 
@@ -94,11 +94,30 @@ class Registry(Component):
     def lineage(self, name: str, n: int) -> tuple[VersionRecord, ...]:
         return tuple(self.view.lineage(name, n))
 
+    # ---- ModelRegistry: the other components' questions, answered in copies ------------------------------
+    def has_model(self, name: str) -> bool:
+        return self.model(name) is not None
+
+    def version_info(self, name: str, n: int) -> VersionInfo | None:
+        rec = self.version(name, n)
+        return None if rec is None else queries.version_info(rec)
+
+    def champion_info(self, name: str) -> VersionInfo | None:
+        rec = self.champion(name)
+        return None if rec is None else queries.version_info(rec)
+
+    def retrain_template(self, name: str) -> TemplateInfo | None:
+        entry = self.model(name)
+        return None if entry is None or entry.retrain is None else queries.template_info(entry.retrain)
+
+    async def add_version(self, model: str, new: NewVersion, by: str) -> VersionInfo:
+        return queries.version_info(await self.register(model, new, by))
+
     def registered(self, model: str, new: NewVersion) -> VersionRecord | None:
         n = self.view.registered(model, new.job, new.generation, new.artifact, new.sha256)
         return self.view.version(model, n) if n is not None else None
 
-    # ---- ModelRegistry: writes ------------------------------------------------------------------------------
+    # ---- RegistryRoutes: writes -----------------------------------------------------------------------------
     async def register(self, model: str, new: NewVersion, by: str) -> VersionRecord:
         self.ctx.leadership.require()
         model = checks.model_name(model)

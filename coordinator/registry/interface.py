@@ -1,9 +1,11 @@
-"""What other components (drift, rollouts) and the HTTP routes may ask of the registry: ``ModelRegistry``.
+"""What other components (drift, quantize) may ask of the registry: ``ModelRegistry``.
 
-Keep this stable: the drift component registers what its retraining jobs export and reads retraining
-templates and champions through it; rollouts will read champions. Reads answer from the state every
-coordinator follows; writes are the leader's (``NotLeader`` on a standby), recorded in
-``myolo.state.registry`` before their events go to ``myolo.models``.
+Keep this stable: the drift component reads retraining templates and champions through it and registers what
+its retraining jobs export; quantize reads the version it quantizes and registers the result. It answers in
+small frozen Structs of its own (``VersionInfo``, ``TemplateInfo``), never in the registry's records; the HTTP
+routes take the wider ``RegistryRoutes`` (``registry/api.py``). Reads answer from the state every coordinator
+follows; writes are the leader's (``NotLeader`` on a standby), recorded in ``myolo.state.registry`` before their
+events go to ``myolo.models``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import msgspec
 from myolo.coordinator.registry.errors import RegistryError as RegistryError
 from myolo.coordinator.registry.errors import UnknownModel as UnknownModel
 from myolo.coordinator.registry.errors import UnknownVersion as UnknownVersion
-from myolo.coordinator.registry.records import AliasRecord, ModelRecord, RetrainTemplate, Tags, VersionRecord
+from myolo.coordinator.registry.records import Tags
 from myolo.events.payloads.common import Id, NonNegInt
 from myolo.events.payloads.external import Sha256
 from myolo.events.payloads.models import MAX_METRICS, EvalResult, ModelExport, PathOrUrl, Quantization, Text, Watermark
@@ -83,57 +85,42 @@ def local_path(artifact: str) -> str | None:
     return None if "://" in artifact else artifact
 
 
+class VersionInfo(msgspec.Struct, kw_only=True, frozen=True):
+    """What another component needs of a registered version: where its weights are, what they were trained
+    from, and how they were quantized (None: a float model)."""
+
+    model: str
+    version: int
+    artifact: str
+    sha256: str
+    parent: int | None
+    quantization: Quantization | None
+
+
+class TemplateInfo(msgspec.Struct, kw_only=True, frozen=True):
+    """A model's retraining template: the ElasticJob manifest each run starts from, where runs export to,
+    whether they start from the champion's weights, and how long to wait between two runs."""
+
+    manifest: str
+    artifact_dir: str
+    from_champion: bool
+    cooldown_s: float
+
+
 @runtime_checkable
 class ModelRegistry(Protocol):
-    def model(self, name: str) -> ModelRecord | None: ...
+    def has_model(self, name: str) -> bool:
+        """Is the model known (registered, or created with ``PUT /v1/models/{name}``)?"""
 
-    def models(self) -> tuple[ModelRecord, ...]:
-        """Every model, by name."""
+    def version_info(self, name: str, n: int) -> VersionInfo | None:
+        """Version ``n`` of the model; None when the model or the version is not known."""
 
-    def versions(self, name: str) -> tuple[VersionRecord, ...]:
-        """The model's versions, oldest first (empty for a model not known)."""
-
-    def version(self, name: str, n: int) -> VersionRecord | None: ...
-
-    def alias(self, name: str, alias: str) -> AliasRecord | None:
-        """The alias's record (``version`` None once removed: the history stays), None if never set."""
-
-    def aliases(self, name: str) -> tuple[AliasRecord, ...]:
-        """The model's aliases (removed ones too), by alias name."""
-
-    def champion(self, name: str) -> VersionRecord | None:
+    def champion_info(self, name: str) -> VersionInfo | None:
         """The version the model's ``champion`` alias points at, if any."""
 
-    def lineage(self, name: str, n: int) -> tuple[VersionRecord, ...]:
-        """Version ``n`` then its parent, the parent's parent, ... up to the root (UnknownVersion if no ``n``)."""
+    def retrain_template(self, name: str) -> TemplateInfo | None:
+        """The model's retraining template; None for a model not known or without one."""
 
-    def registered(self, model: str, new: NewVersion) -> VersionRecord | None:
-        """The version ``new`` already is: the same run (job, generation), or without a job the same artifact
-        with the same sha256. None when registering it would make a new version."""
-
-    async def register(self, model: str, new: NewVersion, by: str) -> VersionRecord:
-        """Record the next version of ``model`` (creating the model, without a template, if it is new); it
-        becomes ``challenger``, and ``champion`` too when the model's ``promote_margin`` says so (by
-        ``auto``). What was registered before (``registered``) is answered as it is: idempotent. Raises
-        ``NotLeader``, ``RegistryError`` naming the field (a bad name, a parent that is not a version, a metric
-        that is not finite), ``RegistryFull`` past a bound."""
-
-    async def set_alias(self, model: str, alias: str, version: int | None, by: str, reason: str) -> AliasRecord:
-        """Point ``alias`` at ``version`` (None: remove it), recording who, when and why (``reason`` is
-        required). Setting it where it already points changes nothing. Raises ``NotLeader``, ``UnknownModel``,
-        ``UnknownVersion``, ``UnknownAlias`` (removing one never set), ``RegistryError``, ``RegistryFull``."""
-
-    async def put_model(
-        self,
-        name: str,
-        description: str,
-        retrain: RetrainTemplate | None,
-        promote_margin: float | None,
-        by: str,
-        *,
-        quantize_margin: float | None = None,
-    ) -> ModelRecord:
-        """Create or update the model as given: each value replaces the recorded one (None clears the template
-        or a margin). The template's manifest is checked as an ElasticJob (the error names
-        ``retrain.manifest`` and the manifest's field). Raises ``NotLeader``, ``RegistryError``,
-        ``RegistryFull``."""
+    async def add_version(self, model: str, new: NewVersion, by: str) -> VersionInfo:
+        """Register ``new`` as ``register`` does (``registry/api.py``: idempotent, auto-promotion, the same
+        refusals) and answer the version it is."""

@@ -30,8 +30,9 @@ from myolo.coordinator.registry.answers import (
     model_answer,
     version_answer,
 )
+from myolo.coordinator.registry.api import RegistryRoutes
 from myolo.coordinator.registry.errors import UnknownModel
-from myolo.coordinator.registry.interface import ModelRegistry, NewVersion
+from myolo.coordinator.registry.interface import NewVersion
 from myolo.coordinator.registry.records import MAX_MANIFEST_CHARS, AliasRecord, Margin, ModelRecord, RetrainTemplate
 from myolo.events.payloads.models import Text
 
@@ -102,7 +103,7 @@ def _needs_admin(request: web.Request, current: ModelRecord | None, body: PutMod
             )
 
 
-def routes(reg: ModelRegistry) -> list[web.RouteDef]:
+def routes(reg: RegistryRoutes) -> list[web.RouteDef]:
     def model_of(request: web.Request) -> ModelRecord:
         name = request.match_info["model"]
         record = reg.model(name)

@@ -31,7 +31,7 @@ from myolo.coordinator.jobs.interface import JobsAPI
 from myolo.coordinator.rollouts import dashboard, routes, series
 from myolo.coordinator.rollouts.config import Plan, RolloutsConfig, check
 from myolo.coordinator.rollouts.evidence import Evidence
-from myolo.coordinator.rollouts.interface import RolloutConflict, RolloutError, RolloutsAPI, UnknownRollout
+from myolo.coordinator.rollouts.interface import RolloutConflict, RolloutError, UnknownRollout
 from myolo.coordinator.rollouts.plan import waves
 from myolo.coordinator.rollouts.reconcile import Reconciler
 from myolo.coordinator.rollouts.records import STATE_ROLLOUTS, Phase, RolloutRecord, RolloutSpec, RolloutStatus, Wave
@@ -51,7 +51,6 @@ class Rollouts(Component):
         CommandSender,
         AutoCordons,
     )
-    provides = (RolloutsAPI,)
     config = RolloutsConfig
     openapi = Path(__file__).with_name("openapi.yaml")
     consumes = (ReleasePublished, NodeFault, LeakReport)

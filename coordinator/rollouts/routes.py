@@ -13,8 +13,8 @@ from myolo.coordinator.api.body import read_json
 from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.core.errors import NotFound
 from myolo.coordinator.rollouts.answers import RolloutList, rollout_answer
+from myolo.coordinator.rollouts.api import RolloutsAPI
 from myolo.coordinator.rollouts.config import Plan
-from myolo.coordinator.rollouts.interface import RolloutsAPI
 from myolo.events.payloads.commands import Component, Sha256, Version
 
 LIST_PATH = "/v1/rollouts"

@@ -19,8 +19,8 @@ from cloudevents.core.bindings import kafka as ce_kafka
 from cloudevents.core.v1.event import CloudEvent
 
 from myolo.common.keys import Ed25519Signer
+from myolo.coordinator.nodes.api import NodeKeys
 from myolo.coordinator.nodes.component import Nodes
-from myolo.coordinator.nodes.interface import NodeKeys
 from myolo.events.codec import decode
 from myolo.events.deadletter import DLQ_PREFIX, dead_letter_info
 from myolo.events.envelope import Event, new_event

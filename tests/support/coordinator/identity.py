@@ -17,7 +17,7 @@ from myolo.coordinator.cli.auth import Token
 from myolo.coordinator.cli.client import ApiClient
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.localstack.identity import enroll_nodes
-from myolo.coordinator.nodes.interface import NodeKeys
+from myolo.coordinator.nodes.api import NodeKeys
 from myolo.events.bus import EventProducer
 from myolo.events.codec import encode_structured
 from myolo.events.envelope import Event, new_event

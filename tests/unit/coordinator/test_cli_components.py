@@ -41,4 +41,4 @@ def test_json_gives_the_same_declarations_typed() -> None:
         {"interface": "JobsAPI", "provider": "jobs"},
     ]
     assert "GET /v1/nodes" in infos["fleet"]["serves"] and infos["fleet"]["owns"] == []
-    assert infos["nodes"]["provides"] == ["NodeKeys"]
+    assert infos["fleet"]["provides"] == ["FleetNodes"] and infos["nodes"]["provides"] == []

@@ -9,7 +9,7 @@ import msgspec
 from myolo.common.clock import SimClock
 from myolo.coordinator.cordons.records import CordonRecord
 from myolo.coordinator.cordons.writer import CordonWriter
-from myolo.coordinator.fleet.model import NodeState
+from myolo.coordinator.fleet.model import Cordon, NodeState
 
 
 class Store:
@@ -27,7 +27,7 @@ class Nodes:
     def node(self, node_id: str) -> NodeState | None:
         return self.by_id.get(node_id)
 
-    def set_cordon(self, record: CordonRecord) -> None:
+    def set_cordon(self, record: Cordon) -> None:
         self.by_id[record.node_id] = msgspec.structs.replace(self.by_id[record.node_id], cordon=record)
 
 

@@ -14,8 +14,7 @@ from myolo.coordinator.drift.config import DriftConfig
 from myolo.coordinator.drift.records import STATE_DRIFT, RetrainRun
 from myolo.coordinator.drift.retrainer import Retrainer
 from myolo.coordinator.jobs.interface import JobOutcome
-from myolo.coordinator.registry.interface import NewVersion
-from myolo.coordinator.registry.records import ModelRecord, RetrainTemplate, VersionRecord
+from myolo.coordinator.registry.interface import NewVersion, TemplateInfo, VersionInfo
 from myolo.events.payloads import TrainingCompleted
 from myolo.events.payloads.models import ModelExport
 from tests.unit.coordinator.drift.test_component import TEMPLATE
@@ -41,19 +40,18 @@ class Store:
 class Registry:
     def __init__(self) -> None:
         self.registered: list[tuple[str, NewVersion]] = []
-        template = RetrainTemplate(manifest=TEMPLATE, artifact_dir="/m", cooldown_s=3600)
-        self.entry = ModelRecord(name="m", created=0.0, updated=0.0, by="op", retrain=template)
-        self.champ = VersionRecord(
-            model="m", version=1, created=0.0, by="op", source="external", artifact="/m/v1", sha256="a" * 64
+        self.template = TemplateInfo(manifest=TEMPLATE, artifact_dir="/m", from_champion=True, cooldown_s=3600)
+        self.champ = VersionInfo(
+            model="m", version=1, artifact="/m/v1", sha256="a" * 64, parent=None, quantization=None
         )
 
-    def model(self, name: str) -> ModelRecord | None:
-        return self.entry if name == "m" else None
+    def retrain_template(self, name: str) -> TemplateInfo | None:
+        return self.template if name == "m" else None
 
-    def champion(self, name: str) -> VersionRecord | None:
+    def champion_info(self, name: str) -> VersionInfo | None:
         return self.champ
 
-    async def register(self, model: str, new: NewVersion, by: str) -> VersionRecord:
+    async def add_version(self, model: str, new: NewVersion, by: str) -> VersionInfo:
         self.registered.append((model, new))
         return msgspec.structs.replace(self.champ, version=2, artifact=new.artifact, sha256=new.sha256)
 
@@ -77,14 +75,16 @@ class Jobs:
     gate: asyncio.Event | None = None  # when given, an apply waits for it, as a write to Kafka does
     under_way: set[str] = field(default_factory=set)
 
-    async def apply(self, manifest: str, by: str) -> None:
+    async def submit(self, manifest: str, by: str) -> bool:
         name = manifest.split("name: ", 1)[1].split("\n", 1)[0]
         self.applied.append((name, by))
         self.under_way.add(name)
         if self.gate is not None:
             await self.gate.wait()
         self.under_way.discard(name)
+        created = name not in self.records
         self.records[name] = Job()
+        return created
 
     def job(self, name: str) -> Job | None:
         return self.records.get(name)

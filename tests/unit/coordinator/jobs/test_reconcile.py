@@ -10,7 +10,8 @@ import pytest
 from msgspec.structs import replace
 
 from myolo.coordinator.commands.records import CommandIntent
-from myolo.coordinator.fleet.model import CordonRecord, NodeState
+from myolo.coordinator.cordons.records import CordonRecord
+from myolo.coordinator.fleet.model import NodeState
 from myolo.coordinator.jobs.config import JobsConfig
 from myolo.coordinator.jobs.manifest import parse_manifest
 from myolo.coordinator.jobs.reconcile import Evidence, Reconciler, Resize
