@@ -45,7 +45,7 @@ def data_on(records: Iterable[JobRecord], node_id: str) -> tuple[JobData, ...]:
         if rec.terminal or gen is None or gen.member(node_id) is None:
             continue
         trainer = rec.spec.job.trainer
-        out.append(JobData(job=rec.name, data_path=trainer.data_path, data_sha256=trainer.data_sha256))
+        out.append(JobData(job=rec.name, data_path=trainer.data.path, data_sha256=trainer.data.sha256))
     return tuple(out)
 
 
