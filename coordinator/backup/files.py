@@ -142,7 +142,12 @@ def job_checkpoint_dirs(records: list[Record]) -> dict[str, str]:
             continue
         try:
             job = _JOB.decode(r.value)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except msgspec.ValidationError:
+            try:
+                job = JobRecord.from_flat(r.value)  # an earlier form (a flat trainer job)
+            except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
+                continue
+        except msgspec.DecodeError:
             continue
         if job.spec.job.trainer.checkpoint.dir:
             out[r.key.decode(errors="replace")] = job.spec.job.trainer.checkpoint.dir

@@ -18,7 +18,7 @@ from myolo.common.struct_cli import with_options
 from myolo.coordinator.cli import common
 from myolo.coordinator.cli.client import ApiOption
 from myolo.coordinator.cli.jobs import submit
-from myolo.coordinator.jobs.manifest import API_VERSIONS, ManifestError, manifest_field, parse_manifest
+from myolo.coordinator.jobs.manifest import API_VERSIONS, ManifestError, camel, manifest_field, parse_manifest
 from myolo.events.payloads.trainer_fields import nest, trainer_fields
 from myolo.events.payloads.trainer_job import TrainerJobError
 
@@ -31,11 +31,6 @@ FLAGS = {"metadata.name": "NAME", "spec.minReplicas": "--min-replicas", "spec.ma
 }
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p.title() for p in rest)
-
-
 def manifest(name: str, given: dict[str, Any], *, min_replicas: int, max_replicas: int) -> dict[str, Any]:
     """The ElasticJob document the flags (by trainer field path) describe: camelCase, sectioned; a field left
     out takes the trainer's default. The layout goes to spec.replica, determinism to spec.runtime."""
@@ -46,7 +41,7 @@ def manifest(name: str, given: dict[str, Any], *, min_replicas: int, max_replica
     if "runtime.deterministic" in given:
         spec["runtime"] = {"deterministic": given.pop("runtime.deterministic")}
     sections = nest(given)
-    spec["trainer"] = {section: {_camel(k): v for k, v in values.items()} for section, values in sections.items()}
+    spec["trainer"] = {section: {camel(k): v for k, v in values.items()} for section, values in sections.items()}
     return {"apiVersion": API_VERSIONS[0], "kind": "ElasticJob", "metadata": {"name": name}, "spec": spec}
 
 

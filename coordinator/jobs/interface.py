@@ -10,6 +10,7 @@ import msgspec
 
 from myolo.coordinator.core.errors import Conflict, NotFound
 from myolo.coordinator.jobs import manifest as _manifest
+from myolo.coordinator.jobs.earlier import upgrade_manifest
 from myolo.coordinator.jobs.manifest import ManifestError
 from myolo.coordinator.jobs.nccl import NcclView
 from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted
@@ -24,6 +25,7 @@ __all__ = [
     "UnknownJob",
     "check_manifest",
     "manifest_document",
+    "upgrade_manifest",
 ]
 
 

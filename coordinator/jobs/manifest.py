@@ -24,6 +24,7 @@ import yaml
 from myolo.common.errors import validation_problem
 from myolo.coordinator.core.errors import Invalid
 from myolo.coordinator.jobs import units
+from myolo.events.payloads.trainer_flat import flat_fields
 from myolo.events.payloads.trainer_job import Section, TrainerJob, TrainerJobError
 
 MAX_MANIFEST_BYTES = 256 * 1024
@@ -62,7 +63,8 @@ class ManifestError(Invalid):
         self.reason = reason
 
 
-def _camel(name: str) -> str:
+def camel(name: str) -> str:
+    """A field's name as a manifest spells it: ``warmup_steps`` -> ``warmupSteps``."""
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
 
@@ -90,7 +92,7 @@ def _section_spec(section: type[Section]) -> type[msgspec.Struct]:
         frozen=True,
         forbid_unknown_fields=True,
         omit_defaults=True,
-        rename=_camel,
+        rename=camel,
     )
 
 
@@ -110,7 +112,7 @@ def manifest_field(path: str) -> str:
     if path in ELSEWHERE:
         return ELSEWHERE[path]
     section, _, name = path.rpartition(".")
-    return f"spec.trainer.{section}.{_camel(name)}" if section else f"spec.trainer.{_camel(name)}"
+    return f"spec.trainer.{section}.{camel(name)}" if section else f"spec.trainer.{camel(name)}"
 
 
 def _trainer(spec: Any, deterministic: bool) -> TrainerJob:
@@ -265,9 +267,18 @@ def _validation_error(exc: msgspec.ValidationError) -> ManifestError:
         msg = "missing: this field is required"
     elif msg.startswith("Invalid enum value") and (choices := _CHOICES.get(field.rsplit(".", 1)[-1].split("[")[0])):
         msg = f"{msg}; choose one of {', '.join(choices)}"
+    elif (old := _flat_section(field)) is not None and msg.startswith("Expected `object`"):
+        msg = f"{msg}: {field} is a section of fields now; did you mean {manifest_field(old)}?"
     elif field == "metadata.name" and "regex" in msg:
         msg = "must be a lowercase name of letters, digits and '-' (a DNS label), starting and ending alphanumeric"
     return ManifestError(field, msg)
+
+
+def _flat_section(field: str) -> str | None:
+    """The field a section's name was in the flat form (``spec.trainer.model`` -> ``model.name``), if any."""
+    section = field.removeprefix("spec.trainer.")
+    old = flat_fields().get(section) if field.startswith("spec.trainer.") else None
+    return old.path if old is not None else None
 
 
 def _unknown_hint(parent: str, name: str) -> str:
@@ -283,6 +294,9 @@ def _unknown_hint(parent: str, name: str) -> str:
         for s, spec in SECTION_SPECS.items()
         if name in {f.encode_name for f in msgspec.structs.fields(spec)}
     ]
+    old = flat_fields().get(_snake(name))
+    if not section and old is not None and manifest_field(old.path) not in homes:
+        homes.insert(0, manifest_field(old.path))  # the flat form's name (quantBits: quantization.bits)
     if homes:
         return f" (did you mean {' or '.join(homes)}?)"
     if not section:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+import structlog
 
+from myolo.coordinator.jobs.earlier import upgrade_job_record
 from myolo.coordinator.jobs.manifest import ElasticJobSpec
 from myolo.coordinator.state.flat import split_flat
 
@@ -25,6 +27,7 @@ DecisionKind = Literal[
     "start", "shrink", "grow", "scale", "replace", "restart", "pending", "fail", "succeed", "delete", "adopt"
 ]
 MAX_DECISIONS = 50
+log = structlog.get_logger("myolo.coordinator.jobs")
 
 
 class Decision(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
@@ -134,7 +137,15 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
 
     @classmethod
     def from_flat(cls, raw: bytes) -> JobRecord:
-        """A job record written before spec and status were apart (``spec`` then held the manifest's spec)."""
+        """A job record in an earlier form: written before spec and status were apart (``spec`` then held the
+        manifest's spec), or with the trainer job flat. The fields moved are logged, naming the record."""
+        data = msgspec.json.decode(raw)
+        moved = upgrade_job_record(data) if isinstance(data, dict) else []
+        if moved:
+            log.info("job record read from the flat trainer form", record=f"job/{data.get('name')}", moved=moved)
+            raw = msgspec.json.encode(data)
+        if isinstance(data, dict) and "status" in data and "spec" in data:
+            return msgspec.json.decode(raw, type=cls)
         return split_flat(
             raw,
             cls,

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
+import structlog
 
+from myolo.coordinator.jobs.interface import upgrade_manifest
 from myolo.events.payloads.common import Id
 from myolo.events.payloads.external import Sha256
 from myolo.events.payloads.models import PathOrUrl, Quantization, Text, Watermark
@@ -27,6 +29,7 @@ Tags = Annotated[dict[Tag, TagValue], msgspec.Meta(max_length=MAX_TAGS)]
 Margin = Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)]
 CooldownS = Annotated[float, msgspec.Meta(ge=0.0, le=30 * 86_400.0)]
 Source = Literal["job", "external"]
+log = structlog.get_logger("myolo.coordinator.registry")
 
 
 class RetrainTemplate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, frozen=True):
@@ -58,6 +61,17 @@ class ModelRecord(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True)
     promote_margin: Margin | None = None
     latest_version: int = 0
     quantize_margin: Margin | None = None
+
+    def upgraded(self) -> ModelRecord:
+        """This record as read from the state topic, its template's manifest sectioned if it was stored with a
+        flat ``spec.trainer`` (logged, naming the record); what is written next is sectioned."""
+        if self.retrain is None:
+            return self
+        manifest, moved = upgrade_manifest(self.retrain.manifest)
+        if not moved:
+            return self
+        log.info("retraining template read from the flat trainer form", record=f"model/{self.name}", moved=moved)
+        return msgspec.structs.replace(self, retrain=msgspec.structs.replace(self.retrain, manifest=manifest))
 
 
 # ---- evaluation results, in the shape of the Hugging Face model card's ``model-index`` ----------------------

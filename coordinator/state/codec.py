@@ -47,7 +47,14 @@ class StateCodec:
         return _ENC.encode(record), [(KIND_HEADER, kind.encode())]
 
     def decode(self, value: bytes, headers: Sequence[tuple[str, bytes]] | None) -> msgspec.Struct:
-        """The record, or :class:`BadStateRecord` whatever is wrong with it (it never raises anything else)."""
+        """The record, or :class:`BadStateRecord` whatever is wrong with it (it never raises anything else). A kind
+        whose valid records may hold an earlier form inside (a manifest's text) reads it as today's
+        (``upgraded``)."""
+        record = self._decode(value, headers)
+        upgraded = getattr(record, "upgraded", None)
+        return record if upgraded is None else upgraded()
+
+    def _decode(self, value: bytes, headers: Sequence[tuple[str, bytes]] | None) -> msgspec.Struct:
         kind = record_kind(headers)
         if kind is None:
             raise BadStateRecord(f"no {KIND_HEADER} header")

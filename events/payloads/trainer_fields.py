@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from myolo.events.payloads.trainer_flags import flag, negative
+from myolo.events.payloads.trainer_flags import flag, flat_name, negative
 from myolo.events.payloads.trainer_job import Section, TrainerJob, TrainerJobError
 
 
@@ -29,6 +29,7 @@ class TrainerField(msgspec.Struct, frozen=True, kw_only=True):
     help: str
     flag: str
     negative: str | None = None  # a boolean's "off" flag
+    flat: str = ""  # its name in the flat job stored before the sections (``lr``, ``quant_bits``)
 
     @property
     def param(self) -> str:
@@ -79,6 +80,7 @@ def _field(section: str, f: msgspec.structs.FieldInfo) -> TrainerField:
         help=help_text,
         flag=flag(path),
         negative=negative(path) if kind is bool else None,
+        flat=flat_name(path),
     )
 
 

@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
+import structlog
 
+from myolo.events.payloads.trainer_flat import flat_keys, sectioned
 from myolo.events.payloads.trainer_job import Help, TrainerJob, TrainerJobError, decode
 from myolo.kernels.model.config import PRESETS, ModelConfig, preset
 from myolo.kernels.parallel.layout import Layout
 
 # a job's fields or their combination are invalid; the message names the field, its flag and the fix
 JobConfigError = TrainerJobError
+log = structlog.get_logger("myolo.kernels.train")
 
 
 class JobConfig(TrainerJob, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -169,4 +172,7 @@ class JobConfig(TrainerJob, kw_only=True, omit_defaults=True, forbid_unknown_fie
             raise JobConfigError(f"--config {p}: {exc}") from exc
         if not isinstance(data, dict):
             raise JobConfigError(f"--config {p}: expected a table of sections, got {type(data).__name__}")
+        if moved := flat_keys(data, job_type=cls):  # a job file written before the sections: read, and say so
+            log.warning("job file read from the flat form; write it by section", file=str(p), moved=moved)
+            data = sectioned(data, job_type=cls)
         return cls.from_fields(fields or {}, data)

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import structlog
 
 from myolo.events.payloads.trainer_job import OptimizerSection
 from myolo.kernels.parallel.layout import Layout
@@ -144,11 +145,24 @@ def test_config_file_then_overrides(tmp_path: Path) -> None:
     with pytest.raises(JobConfigError, match=r"optimizer.stepz: unknown field") as caught:
         JobConfig.load(path)
     assert caught.value.field == "optimizer.stepz"
-    path.write_text("steps = 1\n")
-    with pytest.raises(JobConfigError, match=r"did you mean optimizer.steps"):
+    path.write_text("warmup_stepz = 1\n")
+    with pytest.raises(JobConfigError, match=r"warmup_stepz: unknown field"):
         JobConfig.load(path)
     again = JobConfig.from_dict(json.loads(j.to_json()))
     assert again == j
+
+
+def test_a_job_file_written_flat_reads_as_its_sections_and_says_so(tmp_path: Path) -> None:
+    """Job files from before the sections (one table: ``lr``, ``tp``, ``quant_bits``) still run."""
+    flat, by_section = tmp_path / "flat.toml", tmp_path / "sections.toml"
+    flat.write_text('model = "tiny"\nsteps = 7\nlr = 0.001\ntp = 2\nquant_bits = 8\ndata_path = "/d.bin"\nnproc = 2\n')
+    by_section.write_text(
+        'nproc = 2\n[model]\nname = "tiny"\n[optimizer]\nsteps = 7\nlr = 0.001\n[parallelism]\ntp = 2\n'
+        '[quantization]\nbits = 8\n[data]\npath = "/d.bin"\n'
+    )
+    with structlog.testing.capture_logs() as logs:
+        assert JobConfig.load(flat) == JobConfig.load(by_section)
+    assert [e["file"] for e in logs if e.get("log_level") == "warning"] == [str(flat)]
 
 
 def test_lr_schedule_warms_up_then_decays() -> None:
