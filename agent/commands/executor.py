@@ -7,9 +7,11 @@ Order of checks for a command (its signature was already verified by the consume
    before anything else happens under it;
 3. id already taken -> ``duplicate`` with the original outcome (``accepted`` again while it still runs), never
    a second run;
-4. expired, too old, unknown action, bad arguments, or refused by the action's admission check (the node's
-   own judgement: a GPU it does not have, a job the trainer refuses) -> ``rejected`` naming why and, in the
-   ack's ``result.field``, the argument (nothing ran; not remembered, so a retry is judged again);
+4. expired, too old, an action this agent does not run, bad arguments (``args`` is decoded here into the
+   action's Struct, the only form actions see), or refused by the action's admission check (the node's own
+   judgement: a GPU it does not have, a job the trainer refuses) -> ``rejected`` naming why and, in the ack's
+   ``result.field``, the argument (nothing ran; not remembered, so a retry is judged again). An action outside
+   the contract never gets here: the command fails decoding at ``data.action`` and is dead-lettered;
 5. otherwise the id is recorded as taken (durably), then the action runs in a task of its own and the agent
    acks ``accepted``, then ``done`` (with the action's result) or ``failed`` (with the reason).
 
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from myolo.agent.commands.args import PARSERS, ArgsError
+from myolo.agent.commands.args import ArgsError, command_args, running_command
 from myolo.agent.commands.ledger import DEFAULT_MAX_IDS, Entry, Ledger
 from myolo.agent.tasks import TaskSet
 from myolo.common.clock import Clock, SystemClock
@@ -38,12 +40,12 @@ from myolo.events.deadletter import RecordInfo
 from myolo.events.envelope import Event, parse_rfc3339
 from myolo.events.errors import InvalidEvent
 from myolo.events.payloads import Command, CommandAck, Payload
-from myolo.events.payloads.commands import AckStatus, Outcome
+from myolo.events.payloads.commands import ACTION_ARGS, AckStatus, ActionArgs, Outcome
 from myolo.events.signing import Verifier
 
 log = structlog.get_logger("myolo.agent.commands")
-ActionFn = Callable[..., Awaitable[Mapping[str, Any] | msgspec.Struct | None]]
-AdmitFn = Callable[..., Awaitable[None]]  # same kwargs as the action; raises ArgsError to refuse
+ActionFn = Callable[[Any], Awaitable[Mapping[str, Any] | msgspec.Struct | None]]  # called with its args Struct
+AdmitFn = Callable[[Any], Awaitable[None]]  # called with the same Struct first; raises ArgsError to refuse
 DEFAULT_MAX_AGE_S = 3600.0
 STOPPED = "cancelled: the agent stopped while the command ran; it was not run again"
 
@@ -69,13 +71,13 @@ class ExecutorStats:
 class CommandExecutor:
     """Execute this node's commands once each. ``handle`` is the :class:`myolo.events.bus.EventConsumer` handler.
 
-    ``actions`` maps action names to the daemon's async callables, called with the keyword arguments that
-    ``myolo.agent.commands.args`` parses (``set_interval(interval_s=...)``, ``report_sample()``,
-    ``nccl_probe(spec=..., timeout_s=..., command_id=...)``); each returns its result Struct of
-    ``myolo.events.payloads.commands`` or a JSON-able dict (the ack's ``result``). An action the table lacks is rejected as unsupported. ``admissions`` maps actions to async
-    checks called with the same arguments before the command is taken (``start_workers``: the GPUs exist, the
-    trainer accepts the job); one that raises ``ArgsError`` gets the command rejected, and holds the consumer
-    meanwhile, so it must be bounded in time. ``state_dir`` holds the ledger.
+    ``actions`` maps action names (those of ``myolo.events.payloads.commands.ACTIONS``) to the daemon's async
+    callables, each called with its action's checked args Struct (``set_interval(SetIntervalArgs)``) and
+    returning its result Struct or a JSON-able mapping (the ack's ``result``). An action of the contract the
+    table lacks is rejected as unsupported by this agent. ``admissions`` maps actions to async checks called with
+    the same Struct before the command is taken (``start_workers``: the GPUs exist, the trainer accepts the job);
+    one that raises ``ArgsError`` gets the command rejected, and holds the consumer meanwhile, so it must be
+    bounded in time. ``state_dir`` holds the ledger.
     """
 
     def __init__(
@@ -91,9 +93,11 @@ class CommandExecutor:
         max_age_s: float | None = DEFAULT_MAX_AGE_S,
         admissions: Mapping[str, AdmitFn] | None = None,
     ) -> None:
-        unknown = sorted(set(actions) - set(PARSERS))
-        if unknown:
-            raise ValueError(f"actions: no argument parser for {unknown[0]!r}; known actions: {sorted(PARSERS)}")
+        for table, names in (("actions", actions), ("admissions", admissions or {})):
+            unknown = sorted(set(names) - set(ACTION_ARGS))
+            if unknown:
+                known = ", ".join(ACTION_ARGS)
+                raise ValueError(f"{table}: {unknown[0]!r} is not an action of the contract; known actions: {known}")
         if max_age_s is not None and max_age_s <= 0:
             raise ValueError(f"max_age_s must be > 0 (or None to disable), got {max_age_s}")
         self.node_id = node_id
@@ -133,16 +137,16 @@ class CommandExecutor:
             await self._reject(cmd, why)
             return
         try:
-            kwargs = PARSERS[cmd.action](cmd)
+            args = command_args(cmd)
             admit = self._admissions.get(cmd.action)
             if admit is not None:
-                await admit(**kwargs)
+                await admit(args)
         except ArgsError as exc:
             await self._reject(cmd, f"bad arguments: {exc}; fix it and send a new command", {"field": exc.field})
             return
         self.ledger.begin(cmd.command_id, cmd.action, cmd.epoch, self.clock.now())
         self.stats.accepted += 1
-        task = asyncio.create_task(self._run(cmd, self._actions[cmd.action], kwargs), name=f"cmd:{cmd.command_id}")
+        task = asyncio.create_task(self._run(cmd, self._actions[cmd.action], args), name=f"cmd:{cmd.command_id}")
         self._running[cmd.command_id] = task
         self._tasks.add(task)
 
@@ -182,14 +186,15 @@ class CommandExecutor:
             return f"action {cmd.action!r} is not supported by this agent (supported: {supported})"
         return None
 
-    async def _run(self, cmd: Command, fn: ActionFn, kwargs: dict[str, Any]) -> None:
+    async def _run(self, cmd: Command, fn: ActionFn, args: ActionArgs) -> None:
+        running_command(cmd.command_id)  # this task's own context: the action may ask for its command's id
         await self._ack(cmd, "accepted")
         try:
             async with self._lanes[cmd.action]:
                 status: Outcome = "done"
                 reason: str | None = None
                 try:
-                    result = _as_result(await fn(**kwargs))
+                    result = _as_result(await fn(args))
                 except asyncio.CancelledError:
                     self.ledger.finish(cmd.command_id, "failed", STOPPED, {}, self.clock.now())
                     self.stats.failed += 1

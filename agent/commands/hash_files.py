@@ -21,7 +21,7 @@ import msgspec
 import structlog
 
 from myolo.common.digest import Sha256, TooLarge
-from myolo.events.payloads.commands import FileDigest, HashFilesResult
+from myolo.events.payloads.commands import FileDigest, HashFilesArgs, HashFilesResult
 
 log = structlog.get_logger("myolo.agent.commands")
 CHUNK_BYTES = 4 << 20
@@ -99,12 +99,12 @@ def hash_paths(paths: list[str], max_bytes: int, stop: threading.Event | None = 
 
 
 def hash_files_action() -> Callable[..., Any]:
-    """The action callable for the executor's table: ``hash_files(paths=[...], max_bytes=int)``."""
+    """The action callable for the executor's table: ``hash_files(HashFilesArgs)``."""
 
-    async def hash_files(paths: list[str], max_bytes: int) -> dict[str, Any]:
+    async def hash_files(args: HashFilesArgs) -> dict[str, Any]:
         stop = threading.Event()
         try:
-            found = await asyncio.to_thread(hash_paths, list(paths), max_bytes, stop)
+            found = await asyncio.to_thread(hash_paths, list(args.paths), args.max_bytes, stop)
         except asyncio.CancelledError:
             stop.set()  # the thread stops at its next chunk instead of reading on for nobody
             raise

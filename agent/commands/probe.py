@@ -10,9 +10,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from myolo.agent.commands.args import current_command_id
 from myolo.agent.nccl.probe import ProbeSpec, run_probe
 from myolo.events.payloads import BandwidthReport, Payload
-from myolo.events.payloads.commands import NcclProbeResult
+from myolo.events.payloads.commands import NcclProbeArgs, NcclProbeResult
+
+_PROBE = ProbeSpec()  # its defaults (a slots dataclass has no class-level default values)
 
 
 def nccl_probe_action(
@@ -25,14 +28,32 @@ def nccl_probe_action(
 ) -> Callable[..., Any]:
     """The action callable for the executor's table. ``publish`` is e.g. the daemon's ``publisher.publish``."""
 
-    async def nccl_probe(spec: ProbeSpec, timeout_s: float, command_id: str) -> NcclProbeResult:
+    async def nccl_probe(args: NcclProbeArgs) -> NcclProbeResult:
         report = await run_probe(
-            node_id, spec, timeout_s=timeout_s, python=python, cwd=cwd, env=env, command_id=command_id
+            node_id,
+            probe_spec(args),
+            timeout_s=args.timeout_s,
+            python=python,
+            cwd=cwd,
+            env=env,
+            command_id=current_command_id(),
         )
         publish(report)
         return summary(report)
 
     return nccl_probe
+
+
+def probe_spec(args: NcclProbeArgs) -> ProbeSpec:
+    """The sweep the command asks for; what it leaves out is the probe's default."""
+    return ProbeSpec(
+        world_size=args.world_size,
+        backend=args.backend,
+        sizes=tuple(args.sizes) if args.sizes is not None else _PROBE.sizes,
+        warmup=args.warmup if args.warmup is not None else _PROBE.warmup,
+        iters=args.iters if args.iters is not None else _PROBE.iters,
+        dtype=args.dtype or _PROBE.dtype,
+    )
 
 
 def summary(report: BandwidthReport) -> NcclProbeResult:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 import structlog
@@ -56,9 +56,13 @@ from myolo.agent.trainer.versions import runtime_versions_action
 from myolo.common.clock import sleep_or_wake
 from myolo.events.bus import EventConsumer, EventProducer
 from myolo.events.payloads.commands import (
+    DrainArgs,
     DrainResult,
+    NcclProbeArgs,
     NcclProbeResult,
+    ReportSampleArgs,
     ReportSampleResult,
+    SetIntervalArgs,
     SetIntervalResult,
     StopWorkersResult,
 )
@@ -82,30 +86,32 @@ SourceFactory = Callable[[Runtime, CommandExecutor], CommandSource]
 
 
 def daemon_actions(rt: Runtime, releases: NodeReleases | None = None) -> dict[str, ActionFn]:
-    """The action table for :class:`CommandExecutor`, bound to this runtime."""
+    """The action table for :class:`CommandExecutor`, bound to this runtime: a handler for every action of
+    ``myolo.events.payloads.commands.ACTIONS`` (the trainer's and ``profile`` only with a trainer, and a
+    profiler, configured), each called with its action's args Struct."""
 
-    async def set_interval(interval_s: float) -> SetIntervalResult:
+    async def set_interval(args: SetIntervalArgs) -> SetIntervalResult:
         previous = rt.cfg.sample_interval_s
-        rt.cfg = msgspec.structs.replace(rt.cfg, sample_interval_s=interval_s)
+        rt.cfg = msgspec.structs.replace(rt.cfg, sample_interval_s=args.interval_s)
         rt.sampler.wake.set()
-        log.info("command: sample interval changed", interval_s=interval_s, previous_s=previous)
-        return SetIntervalResult(interval_s=interval_s, previous_s=previous)
+        log.info("command: sample interval changed", interval_s=args.interval_s, previous_s=previous)
+        return SetIntervalResult(interval_s=args.interval_s, previous_s=previous)
 
-    async def report_sample() -> ReportSampleResult:
+    async def report_sample(_: ReportSampleArgs) -> ReportSampleResult:
         sample = await request_sample(rt)
         return ReportSampleResult(seq=sample.seq, health=sample.health, gpus=len(sample.gpus))
 
     probe = nccl_probe_action(rt.cfg.node_id, rt.publisher.publish, python=probe_python(rt))
 
-    async def nccl_probe(**kwargs: Any) -> NcclProbeResult:
+    async def nccl_probe(args: NcclProbeArgs) -> NcclProbeResult:
         async with rt.probe_lock:
-            return await probe(**kwargs)
+            return await probe(args)
 
-    async def drain(draining: bool = True, reason: str | None = None) -> DrainResult:
-        set_draining(rt, draining, reason)
+    async def drain(args: DrainArgs) -> DrainResult:
+        set_draining(rt, args.draining, args.reason)
         stopped: list[StopWorkersResult] = []
-        if draining and rt.trainer is not None:
-            stopped = await rt.trainer.stop_all(f"drain: {reason or 'no reason given'}", checkpoint=True)
+        if args.draining and rt.trainer is not None:
+            stopped = await rt.trainer.stop_all(f"drain: {args.reason or 'no reason given'}", checkpoint=True)
         return DrainResult(draining=rt.draining, stopped=stopped)
 
     actions = {"set_interval": set_interval, "report_sample": report_sample, "nccl_probe": nccl_probe, "drain": drain}

@@ -24,7 +24,7 @@ from myolo.agent.releases.env import trainer_env
 from myolo.agent.trainer.check import check_job
 from myolo.agent.trainer.gpu_use import write_gpu_use
 from myolo.events.payloads import StartWorkersArgs
-from myolo.events.payloads.commands import StartWorkersResult, StopWorkersResult
+from myolo.events.payloads.commands import StartWorkersResult, StopWorkersArgs, StopWorkersResult
 
 if TYPE_CHECKING:
     from myolo.agent.daemon.trainer_trial import TrainerTrial
@@ -77,8 +77,8 @@ def trainer_actions(sup: Supervisor) -> dict[str, ActionFn]:
     async def start_workers(args: StartWorkersArgs) -> StartWorkersResult:
         return await sup.start(args)
 
-    async def stop_workers(job_id: str, generation: int, checkpoint: bool) -> StopWorkersResult:
-        return await sup.stop(job_id, generation, checkpoint)
+    async def stop_workers(args: StopWorkersArgs) -> StopWorkersResult:
+        return await sup.stop(args.job_id, args.generation, args.checkpoint)
 
     return {"start_workers": start_workers, "stop_workers": stop_workers}
 

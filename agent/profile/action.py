@@ -8,7 +8,7 @@ from collections.abc import Callable
 from myolo.agent.commands import ArgsError
 from myolo.agent.profile.profiler import Profiler, find_py_spy
 from myolo.events.payloads import WorkerInfo
-from myolo.events.payloads.commands import ProfileResult
+from myolo.events.payloads.commands import ProfileArgs, ProfileResult
 
 
 def worker_of(workers: list[WorkerInfo], job_id: str, rank: int, generation: int | None) -> WorkerInfo:
@@ -34,26 +34,20 @@ def worker_of(workers: list[WorkerInfo], job_id: str, rank: int, generation: int
 def profile_action(workers: Callable[[], list[WorkerInfo]], profiler: Profiler):
     """(the admission check, the action) of ``profile``, for the executor's tables."""
 
-    async def admit(job_id: str, rank: int, generation: int | None = None, **_: object) -> None:
-        worker_of(workers(), job_id, rank, generation)
+    async def admit(args: ProfileArgs) -> None:
+        worker_of(workers(), args.job_id, args.rank, args.generation)
         if find_py_spy(profiler.py_spy) is None:
             raise ArgsError("py-spy is not installed on this node: `pip install py-spy` where the agent runs", "action")
 
-    async def profile(
-        profile_id: str,
-        job_id: str,
-        rank: int,
-        generation: int | None = None,
-        duration_s: float = 30.0,
-        rate_hz: int = 100,
-        native: bool = False,
-    ) -> ProfileResult:
-        w = worker_of(workers(), job_id, rank, generation)
-        rec = await profiler.run(profile_id, job_id, rank, w.pid, duration_s, rate_hz, native)
+    async def profile(args: ProfileArgs) -> ProfileResult:
+        w = worker_of(workers(), args.job_id, args.rank, args.generation)
+        rec = await profiler.run(
+            args.profile_id, args.job_id, args.rank, w.pid, args.duration_s, args.rate_hz, args.native
+        )
         return ProfileResult(
-            profile_id=profile_id,
-            job_id=job_id,
-            rank=rank,
+            profile_id=args.profile_id,
+            job_id=args.job_id,
+            rank=args.rank,
             pid=w.pid,
             samples=rec.samples,
             seconds=rec.seconds,

@@ -56,7 +56,7 @@ async def run(args: RdmaLatencyArgs, which: Callable[[str], str | None] = shutil
 
 
 def rdma_latency_action() -> Callable[..., Any]:
-    """The action callable for the executor's table: ``rdma_latency(args=RdmaLatencyArgs)``."""
+    """The action callable for the executor's table: ``rdma_latency(RdmaLatencyArgs)``."""
 
     async def rdma_latency(args: RdmaLatencyArgs) -> RdmaLatencyResult:
         return await run(args)

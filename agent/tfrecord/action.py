@@ -21,7 +21,7 @@ import structlog
 
 from myolo.agent.commands.hash_files import _kind as file_kind
 from myolo.agent.tfrecord.check import Stopped, check_stream
-from myolo.events.payloads.commands import CheckTfrecordsResult, TfRecordFile, TfRecordPattern
+from myolo.events.payloads.commands import CheckTfrecordsArgs, CheckTfrecordsResult, TfRecordFile, TfRecordPattern
 
 log = structlog.get_logger("myolo.agent.commands")
 
@@ -88,12 +88,12 @@ def check_paths(
 
 
 def check_tfrecords_action() -> Callable[..., Any]:
-    """The action callable for the executor's table: ``check_tfrecords(paths=[...], max_bytes=, max_files=)``."""
+    """The action callable for the executor's table: ``check_tfrecords(CheckTfrecordsArgs)``."""
 
-    async def check_tfrecords(paths: list[str], max_bytes: int, max_files: int) -> dict[str, Any]:
+    async def check_tfrecords(args: CheckTfrecordsArgs) -> dict[str, Any]:
         stop = threading.Event()
         try:
-            found = await asyncio.to_thread(check_paths, list(paths), max_bytes, max_files, stop)
+            found = await asyncio.to_thread(check_paths, list(args.paths), args.max_bytes, args.max_files, stop)
         except asyncio.CancelledError:
             stop.set()
             raise

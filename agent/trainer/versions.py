@@ -17,7 +17,7 @@ import msgspec
 from myolo.agent.gpu import GpuBackend
 from myolo.agent.rdma.action import TOOL as RDMA_TOOL
 from myolo.agent.trainer.ask import ask
-from myolo.events.payloads.commands import RuntimeVersions
+from myolo.events.payloads.commands import RuntimeVersions, RuntimeVersionsArgs
 
 
 async def trainer_versions(
@@ -43,11 +43,13 @@ def runtime_versions_action(
     env: Callable[[], Mapping[str, str]],
     cwd: Callable[[], str | Path | None],
 ) -> Callable[..., Any]:
-    """The action callable for the executor's table: ``runtime_versions(timeout_s=float)``."""
+    """The action callable for the executor's table: ``runtime_versions(RuntimeVersionsArgs)``."""
 
-    async def runtime_versions(timeout_s: float) -> RuntimeVersions:
+    async def runtime_versions(args: RuntimeVersionsArgs) -> RuntimeVersions:
         where = cwd()  # the workers' directory (a source checkout in the agent's cwd would shadow the release)
-        found = await trainer_versions(python(), timeout_s, env(), where if where and Path(where).is_dir() else None)
+        found = await trainer_versions(
+            python(), args.timeout_s, env(), where if where and Path(where).is_dir() else None
+        )
         return msgspec.structs.replace(
             found,
             driver=backend.driver_version(),

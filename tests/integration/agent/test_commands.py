@@ -17,6 +17,7 @@ from myolo.common.keys import Ed25519Signer
 from myolo.events.bus import EventConsumer, EventProducer
 from myolo.events.codec import encode
 from myolo.events.payloads import Command, CommandAck
+from myolo.events.payloads.commands import ReportSampleArgs, SetIntervalArgs
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier, sign
 from myolo.events.topics import COMMAND_ACKS, COMMANDS
@@ -33,12 +34,12 @@ class Daemon:
         self.interval_s = 1.0
         self.calls: list[str] = []
 
-    async def set_interval(self, interval_s: float) -> dict[str, Any]:
+    async def set_interval(self, args: SetIntervalArgs) -> dict[str, Any]:
         self.calls.append("set_interval")
-        previous, self.interval_s = self.interval_s, interval_s
-        return {"interval_s": interval_s, "previous_s": previous}
+        previous, self.interval_s = self.interval_s, args.interval_s
+        return {"interval_s": args.interval_s, "previous_s": previous}
 
-    async def report_sample(self) -> dict[str, Any]:
+    async def report_sample(self, _: ReportSampleArgs) -> dict[str, Any]:
         self.calls.append("report_sample")
         return {"seq": 1}
 

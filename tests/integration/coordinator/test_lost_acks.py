@@ -27,7 +27,7 @@ from myolo.coordinator.rollouts.component import Rollouts
 from myolo.coordinator.rollouts.config import Plan
 from myolo.events.bus import EventProducer
 from myolo.events.payloads import CommandAck, GpuReading, NodeSample, Payload, WorkerInfo
-from myolo.events.payloads.commands import StartWorkersArgs, UpgradeArgs
+from myolo.events.payloads.commands import DrainArgs, ReportSampleArgs, StartWorkersArgs, StopWorkersArgs, UpgradeArgs
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier
 from tests.integration.coordinator.conftest import commands, fleet, one_leader, wait_until
@@ -102,11 +102,11 @@ class Node:
         await self.executor.close()
 
     # ---- the daemon's actions, answering as the agent's do
-    async def drain(self, draining: bool = True, reason: str | None = None) -> dict[str, Any]:
+    async def drain(self, args: DrainArgs) -> dict[str, Any]:
         self.calls.append("drain")
-        return {"draining": draining, "stopped": []}
+        return {"draining": args.draining, "stopped": []}
 
-    async def report_sample(self) -> dict[str, Any]:
+    async def report_sample(self, _: ReportSampleArgs) -> dict[str, Any]:
         await self.sample()
         return {"seq": self.seq}
 
@@ -127,10 +127,10 @@ class Node:
         pids = [w.pid for w in self.workers]
         return {"job_id": args.job_id, "generation": args.generation, "pids": pids, "world_size": args.world_size}
 
-    async def stop_workers(self, job_id: str, generation: int, checkpoint: bool) -> dict[str, Any]:
+    async def stop_workers(self, args: StopWorkersArgs) -> dict[str, Any]:
         self.calls.append("stop_workers")
-        self.workers = [w for w in self.workers if (w.job_id, w.generation) != (job_id, generation)]
-        return {"job_id": job_id, "generation": generation, "stopped": True}
+        self.workers = [w for w in self.workers if (w.job_id, w.generation) != (args.job_id, args.generation)]
+        return {"job_id": args.job_id, "generation": args.generation, "stopped": True}
 
     async def upgrade(self, args: UpgradeArgs) -> dict[str, Any]:
         self.calls.append("upgrade")

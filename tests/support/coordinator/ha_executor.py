@@ -33,7 +33,7 @@ async def main(args: argparse.Namespace) -> None:
     log = Path(args.log)
 
     def recorder(action: str):
-        async def act(**kwargs) -> dict:
+        async def act(_args: object) -> dict:
             with log.open("a") as f:
                 f.write(f"{current_command.get()} {action}\n")
                 f.flush()

@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 from myolo.agent.commands import CommandExecutor, CommandsConfig, commands_state_dir, load_verifier, nccl_probe_action
-from myolo.agent.commands.args import ArgsError, nccl_probe_args, set_interval_args
+from myolo.agent.commands.args import ArgsError, command_args
+from myolo.agent.commands.probe import probe_spec
 from myolo.agent.nccl.probe import ProbeSpec
 from myolo.common.clock import SimClock
 from myolo.common.errors import ConfigError
 from myolo.common.keys import HmacKey, load_signer
 from myolo.events.envelope import new_event
 from myolo.events.payloads import BandwidthReport, Command, CommandAck
+from myolo.events.payloads.commands import NcclProbeArgs, SetIntervalArgs
 from myolo.events.signing import Verifier, sign
 from tests.support.helpers import new_ed25519_key, write_key
 
@@ -27,13 +29,10 @@ def probe(args: dict) -> Command:
 
 
 def test_probe_arguments_become_a_probe_spec() -> None:
-    kw = nccl_probe_args(probe({"world_size": 4, "sizes": [1024, 1 << 20], "backend": "gloo", "timeout_s": 60}))
-    assert kw == {
-        "spec": ProbeSpec(world_size=4, backend="gloo", sizes=(1024, 1 << 20)),
-        "timeout_s": 60.0,
-        "command_id": "p1",
-    }
-    assert nccl_probe_args(probe({}))["spec"] == ProbeSpec()
+    args = command_args(probe({"world_size": 4, "sizes": [1024, 1 << 20], "backend": "gloo", "timeout_s": 60}))
+    assert args == NcclProbeArgs(world_size=4, sizes=[1024, 1 << 20], backend="gloo", timeout_s=60.0)
+    assert probe_spec(args) == ProbeSpec(world_size=4, backend="gloo", sizes=(1024, 1 << 20))
+    assert probe_spec(command_args(probe({}))) == ProbeSpec()
 
 
 @pytest.mark.parametrize(
@@ -53,18 +52,16 @@ def test_probe_arguments_become_a_probe_spec() -> None:
 )
 def test_bad_probe_arguments_name_the_field(args: dict, field: str) -> None:
     with pytest.raises(ArgsError) as err:
-        nccl_probe_args(probe(args))
+        command_args(probe(args))
     assert err.value.field == field
     assert str(err.value).startswith(f"{field}: ")
 
 
 def test_interval_bounds_are_inclusive_and_booleans_are_not_numbers() -> None:
     cmd = Command(command_id="i", node_id="n1", epoch=1, action="set_interval", args={"interval_s": 0.05})
-    assert set_interval_args(cmd) == {"interval_s": 0.05}
+    assert command_args(cmd) == SetIntervalArgs(interval_s=0.05)
     with pytest.raises(ArgsError, match=r"args\.interval_s: Expected `float`, got `bool`"):
-        set_interval_args(
-            Command(command_id="i", node_id="n1", epoch=1, action="set_interval", args={"interval_s": True})
-        )
+        command_args(Command(command_id="i", node_id="n1", epoch=1, action="set_interval", args={"interval_s": True}))
 
 
 # What myolo.kernels.probe.allreduce prints; run as `python -c` so the test needs neither torch nor spawned ranks.

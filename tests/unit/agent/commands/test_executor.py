@@ -21,6 +21,7 @@ from myolo.events.codec import encode
 from myolo.events.deadletter import dead_letter_info
 from myolo.events.envelope import Event, new_event
 from myolo.events.payloads import Command, CommandAck, Payload
+from myolo.events.payloads.commands import ReportSampleArgs, SetIntervalArgs
 from myolo.events.settings import KafkaSettings
 from myolo.events.signing import Verifier, sign
 from myolo.events.topics import COMMANDS
@@ -53,13 +54,16 @@ class AckLog:
 
 
 class DeadLetters:
-    """Stands in for the dead-letter producer: keeps the reasons."""
+    """Stands in for the dead-letter producer: keeps the reasons and the fields they name."""
 
     def __init__(self) -> None:
         self.reasons: list[str] = []
+        self.fields: list[str | None] = []
 
     async def send_raw(self, topic: str, value: bytes | None, key: bytes | None, headers: list) -> None:
-        self.reasons.append(dead_letter_info(headers)["reason"])
+        info = dead_letter_info(headers)
+        self.reasons.append(info["reason"])
+        self.fields.append(info.get("field"))
 
 
 @dataclass
@@ -69,12 +73,12 @@ class Daemon:
     interval_s: float = 1.0
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    async def set_interval(self, interval_s: float) -> dict[str, Any]:
-        previous, self.interval_s = self.interval_s, interval_s
-        self.calls.append(("set_interval", {"interval_s": interval_s}))
-        return {"interval_s": interval_s, "previous_s": previous}
+    async def set_interval(self, args: SetIntervalArgs) -> dict[str, Any]:
+        previous, self.interval_s = self.interval_s, args.interval_s
+        self.calls.append(("set_interval", {"interval_s": args.interval_s}))
+        return {"interval_s": args.interval_s, "previous_s": previous}
 
-    async def report_sample(self) -> dict[str, Any]:
+    async def report_sample(self, _: ReportSampleArgs) -> dict[str, Any]:
         self.calls.append(("report_sample", {}))
         return {"seq": len(self.calls)}
 
@@ -279,10 +283,37 @@ async def test_unsupported_action_is_rejected(agent, acks, clock) -> None:
     assert "'drain' is not supported" in (ack.reason or "") and "report_sample, set_interval" in (ack.reason or "")
 
 
+async def test_an_action_outside_the_contract_is_dead_lettered_naming_the_field(agent, acks, clock, daemon) -> None:
+    """``reboot`` is no action of the contract: the record fails decoding before any handler, at ``data.action``."""
+    await agent.deliver(signed(command("r", "reboot"), clock))
+    assert daemon.calls == [] and acks.acks == []
+    assert agent.dead.fields == ["data.action"]
+    assert agent.dead.reasons == ["Invalid enum value 'reboot'"]
+
+
+async def test_actions_and_admissions_get_their_args_struct_never_the_wire_mapping(tmp_path, clock, acks) -> None:
+    seen: list[object] = []
+
+    async def admit(args: SetIntervalArgs) -> None:
+        seen.append(args)
+
+    async def set_interval(args: SetIntervalArgs) -> dict:
+        seen.append(args)
+        return {}
+
+    agent = Agent(
+        tmp_path, clock, Daemon(), acks, actions={"set_interval": set_interval}, admissions={"set_interval": admit}
+    )
+    await agent.deliver(signed(command("t", args={"interval_s": 3}), clock))
+    await agent.close()
+    assert seen == [SetIntervalArgs(interval_s=3.0)] * 2
+    assert acks.statuses("t") == ["accepted", "done"]
+
+
 async def test_a_failing_action_is_acked_failed_and_not_rerun(tmp_path, clock, acks) -> None:
     runs = []
 
-    async def report_sample() -> dict:
+    async def report_sample(_: ReportSampleArgs) -> dict:
         runs.append(1)
         raise RuntimeError("sample loop is not running")
 
@@ -301,10 +332,10 @@ async def test_a_retry_while_running_is_accepted_again_and_a_stop_is_never_rerun
     release = asyncio.Event()
     runs = []
 
-    async def set_interval(interval_s: float) -> dict:
-        runs.append(interval_s)
+    async def set_interval(args: SetIntervalArgs) -> dict:
+        runs.append(args.interval_s)
         await release.wait()
-        return {"interval_s": interval_s}
+        return {"interval_s": args.interval_s}
 
     agent = Agent(tmp_path, clock, Daemon(), acks, actions={"set_interval": set_interval})
     await agent.feed(signed(command("slow"), clock))  # returns while the action runs: the consumer keeps polling
@@ -328,9 +359,9 @@ async def test_actions_of_one_kind_run_in_order(tmp_path, clock, acks) -> None:
     gates = {1.0: asyncio.Event(), 2.0: asyncio.Event()}
     order = []
 
-    async def set_interval(interval_s: float) -> dict:
-        await gates[interval_s].wait()
-        order.append(interval_s)
+    async def set_interval(args: SetIntervalArgs) -> dict:
+        await gates[args.interval_s].wait()
+        order.append(args.interval_s)
         return {}
 
     agent = Agent(tmp_path, clock, Daemon(), acks, actions={"set_interval": set_interval})
@@ -346,9 +377,11 @@ async def test_actions_of_one_kind_run_in_order(tmp_path, clock, acks) -> None:
     assert order == [1.0, 2.0]
 
 
-def test_an_action_without_an_argument_parser_is_refused_at_construction(tmp_path) -> None:
-    async def reboot() -> dict:
+def test_an_action_outside_the_contract_is_refused_at_construction(tmp_path) -> None:
+    async def reboot(_: object) -> dict:
         return {}
 
-    with pytest.raises(ValueError, match="actions: no argument parser for 'reboot'"):
+    with pytest.raises(ValueError, match="actions: 'reboot' is not an action of the contract; known actions: set_"):
         CommandExecutor(NODE, tmp_path, Verifier([KEY]), AckLog(), {"reboot": reboot}, SimClock())
+    with pytest.raises(ValueError, match="admissions: 'reboot' is not an action of the contract"):
+        CommandExecutor(NODE, tmp_path, Verifier([KEY]), AckLog(), {}, SimClock(), admissions={"reboot": reboot})

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from myolo.agent.commands import CommandExecutor
-from myolo.agent.commands.args import ArgsError, hash_files_args
+from myolo.agent.commands.args import ArgsError, command_args
 from myolo.agent.commands.hash_files import hash_files_action, hash_one, hash_paths
 from myolo.common.clock import SimClock
 from myolo.common.keys import HmacKey
 from myolo.events.envelope import new_event
 from myolo.events.payloads import Command, CommandAck
+from myolo.events.payloads.commands import HashFilesArgs
 from myolo.events.signing import Verifier, sign
 
 KEY = HmacKey("coordinator", b"k" * 32)
@@ -109,7 +110,7 @@ def test_a_file_longer_than_its_stat_said_stops_at_the_bound() -> None:
 
 
 def test_the_arguments_are_checked_before_the_command_is_taken() -> None:
-    assert hash_files_args(command({"paths": ["/d/a.bin"]})) == {"paths": ["/d/a.bin"], "max_bytes": 1 << 40}
+    assert command_args(command({"paths": ["/d/a.bin"]})) == HashFilesArgs(paths=["/d/a.bin"], max_bytes=1 << 40)
     for args, field in [
         ({"paths": []}, "args.paths"),
         ({"paths": ["/a"], "max_bytes": 0}, "args.max_bytes"),
@@ -118,7 +119,7 @@ def test_the_arguments_are_checked_before_the_command_is_taken() -> None:
         ({}, "args.paths"),
     ]:
         with pytest.raises(ArgsError) as err:
-            hash_files_args(command(args))
+            command_args(command(args))
         assert err.value.field == field
 
 

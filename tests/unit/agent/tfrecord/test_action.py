@@ -55,7 +55,7 @@ def test_the_budget_and_the_file_limit_bound_a_command(tmp_path: Path) -> None:
 async def test_the_action_answers_what_the_contract_reads(tmp_path: Path) -> None:
     (p,) = shards(tmp_path, 1)
     args = action_args("check_tfrecords", {"paths": [str(p)]})
-    result = await check_tfrecords_action()(paths=args.paths, max_bytes=args.max_bytes, max_files=args.max_files)
+    result = await check_tfrecords_action()(args)
     read = action_result("check_tfrecords", msgspec.json.decode(msgspec.json.encode(result)))
     assert read == msgspec.convert(result, CheckTfrecordsResult)
     assert read[str(p)].files[0].records == 10

@@ -12,6 +12,7 @@ import pytest
 from myolo.agent.gpu import SimBackend
 from myolo.agent.trainer.versions import runtime_versions_action, trainer_versions
 from myolo.common.clock import SimClock
+from myolo.events.payloads.commands import RuntimeVersionsArgs
 from myolo.kernels.cli.versions import cudnn_text
 
 
@@ -27,13 +28,13 @@ async def test_the_action_adds_the_drivers_versions(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("PATH", str(tmp_path))  # no ib_write_lat here
     backend = SimBackend(2, SimClock())
     action = runtime_versions_action(backend, lambda: python, lambda: {"PATH": str(tmp_path)}, lambda: tmp_path / "no")
-    found = await action(timeout_s=10)
+    found = await action(RuntimeVersionsArgs(timeout_s=10))
     assert (found.torch, found.cuda, found.cudnn, found.gpus_visible) == ("2.4.0", "12.4", "9.1.0", 2)
     assert (found.driver, found.driver_cuda) == (backend.driver_version(), backend.cuda_version())
     assert found.simulated and found.ib_write_lat is None and found.error is None
     (tmp_path / "ib_write_lat").write_text("#!/bin/sh\n")
     (tmp_path / "ib_write_lat").chmod(0o755)
-    assert (await action(timeout_s=10)).ib_write_lat == str(tmp_path / "ib_write_lat")
+    assert (await action(RuntimeVersionsArgs(timeout_s=10))).ib_write_lat == str(tmp_path / "ib_write_lat")
 
 
 async def test_an_interpreter_that_cannot_answer_is_the_answers_error(tmp_path: Path) -> None:

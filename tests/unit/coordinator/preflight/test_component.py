@@ -254,7 +254,7 @@ async def test_the_agents_real_answers_read_as_the_preflight_expects(tmp_path) -
     coordinator reads, through the one result Struct of each action."""
     path = tmp_path / "train.bin"
     path.write_bytes(DATA)
-    answer = await hash_files_action()(paths=[str(path), str(tmp_path)], max_bytes=1 << 20)
+    answer = await hash_files_action()(HashFilesArgs(paths=[str(path), str(tmp_path)], max_bytes=1 << 20))
     digests = msgspec.convert(json.loads(json.dumps(answer)), HashFilesResult)
     assert digests[str(path)] == FileDigest(sha256=sha(DATA), size=len(DATA))
     assert (digests[str(tmp_path)].error or "").startswith("refused: a directory")
