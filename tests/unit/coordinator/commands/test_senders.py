@@ -1,0 +1,43 @@
+"""Every action of the contract has a sender in the coordinator: some component builds its arguments' Struct
+(``issue(node, DrainArgs(...))``). An action nobody sends is dead weight in the contract and in every agent."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from myolo.events.payloads.commands import ACTIONS
+
+COORDINATOR = Path(__file__).resolve().parents[4] / "coordinator"
+NO_SENDER_YET = {
+    "set_interval": "the agent's sample interval; sent by test harnesses only (no API route or CLI sends it)",
+}
+"""Actions of the contract with no sender in the coordinator, each with why: the list may only shrink."""
+
+
+def constructed_names() -> dict[str, set[str]]:
+    """Per name called anywhere in the coordinator outside ``commands/``: the modules that call it."""
+    found: dict[str, set[str]] = {}
+    for path in COORDINATOR.rglob("*.py"):
+        if "commands" in path.relative_to(COORDINATOR).parts[:1]:
+            continue  # the sender itself, not a send site
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name is not None:
+                    found.setdefault(name, set()).add(str(path.relative_to(COORDINATOR)))
+    return found
+
+
+def test_every_action_has_a_sender_in_the_coordinator() -> None:
+    calls = constructed_names()
+    unsent = sorted(c.action for c in ACTIONS if c.__name__ not in calls and c.action not in NO_SENDER_YET)
+    assert unsent == [], f"no coordinator code builds the args of {unsent}: add a sender or remove the action"
+
+
+def test_the_list_of_unsent_actions_is_current() -> None:
+    calls = constructed_names()
+    names = {c.action: c.__name__ for c in ACTIONS}
+    stale = sorted(a for a in NO_SENDER_YET if a not in names or names[a] in calls)
+    assert stale == [], f"{stale} now have a sender (or left the contract): take them off NO_SENDER_YET"
