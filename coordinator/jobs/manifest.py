@@ -282,19 +282,22 @@ def _flat_section(field: str) -> str | None:
 
 
 def _unknown_hint(parent: str, name: str) -> str:
-    """Where an unknown spec.trainer field is set instead: elsewhere in the manifest, or in a section."""
+    """Where an unknown spec.trainer field is set instead: elsewhere in the manifest, or in a section (a flat
+    name, from before the sections, points at its field)."""
     if not parent.startswith(".spec.trainer"):
         return ""
-    section = parent.removeprefix(".spec.trainer").lstrip(".")
-    path = f"{section}.{_snake(name)}"
-    if section and path in ELSEWHERE:
-        return f" (it is {ELSEWHERE[path]})"
+    section, snake = parent.removeprefix(".spec.trainer").lstrip("."), _snake(name)
+    old = flat_fields().get(snake)
+    elsewhere = [where for path, where in ELSEWHERE.items() if path.rpartition(".")[2] == snake]
+    if old is not None and old.path in ELSEWHERE:
+        elsewhere = [ELSEWHERE[old.path]]
+    if elsewhere:
+        return f" (it is {elsewhere[0]})"
     homes = [
-        manifest_field(f"{s}.{_snake(name)}")
+        manifest_field(f"{s}.{snake}")
         for s, spec in SECTION_SPECS.items()
         if name in {f.encode_name for f in msgspec.structs.fields(spec)}
     ]
-    old = flat_fields().get(_snake(name))
     if not section and old is not None and manifest_field(old.path) not in homes:
         homes.insert(0, manifest_field(old.path))  # the flat form's name (quantBits: quantization.bits)
     if homes:

@@ -223,7 +223,7 @@ _YAML = {"Content-Type": "application/yaml"}
             "/v1/jobs",
             "/v1/jobs",
             409,
-            {"json": {"manifest": memory_jobs.MANIFEST.replace("tiny-", "").replace("model: tiny", "model: x")}},
+            {"json": {"manifest": memory_jobs.MANIFEST.replace("tiny-", "").replace("name: tiny}", "name: x}")}},
         ),
         ("post", "/v1/jobs", "/v1/jobs", 413, {"data": "#" * (manifest.MAX_MANIFEST_BYTES + 1), "headers": _YAML}),
         ("post", "/v1/jobs", "/v1/jobs", 415, {"data": b"x", "headers": {"Content-Type": "image/png"}}),

@@ -43,7 +43,12 @@ async def test_a_job_is_placed_on_every_node_and_runs(sim: JobSim) -> None:
     assert [(a.node_rank, a.nnodes, a.gpus) for a in args] == [(0, 3, [0]), (1, 3, [0]), (2, 3, [0])]
     assert {a.master_port for a in args} == {gen.master_port} and args[0].master_addr == "127.0.0.1"
     job = args[0].job
-    assert (job.dp, job.global_batch, job.resume, job.checkpoint_dir) == (3, 12, True, "/srv/ckpt/tiny")
+    assert (job.parallelism.dp, job.data.global_batch, job.checkpoint.resume, job.checkpoint.dir) == (
+        3,
+        12,
+        True,
+        "/srv/ckpt/tiny",
+    )
     # the generation was written before its first start command went out
     first_write = next(i for i, (t, r) in enumerate(sim.writes) if t == STATE_JOBS and r.status.generation is not None)
     first_start = next(
@@ -71,7 +76,7 @@ async def test_a_cordoned_node_shrinks_the_job_and_its_return_grows_it_after_the
     rec = await sim.run_generation()
     assert rec.status.phase == "Running" and [a.node_rank for a in starts(sim, 2)] == [0, 1]
     assert {a.gpus[0] for a in starts(sim, 2)} == {0} and all(a.nnodes == 2 for a in starts(sim, 2))
-    assert starts(sim, 2)[0].job.dp == 2 and starts(sim, 2)[0].job.global_batch == 12
+    assert starts(sim, 2)[0].job.parallelism.dp == 2 and starts(sim, 2)[0].job.data.global_batch == 12
 
     await sim.cordons.uncordon("n3", "fixed", "ops")
     await sim.second(5)

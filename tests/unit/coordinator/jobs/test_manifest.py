@@ -42,7 +42,14 @@ def test_the_example_manifest() -> None:
     spec = parse_manifest(EXAMPLE)
     assert (spec.name, spec.min_replicas, spec.max_replicas, spec.gpus_per_replica) == ("tiny-pretrain", 1, 3, 1)
     t = spec.trainer
-    assert (t.model, t.steps, t.global_batch, t.seq_len, t.checkpoint_every, t.snapshot_every) == (
+    assert (
+        t.model.name,
+        t.optimizer.steps,
+        t.data.global_batch,
+        t.data.seq_len,
+        t.checkpoint.every,
+        t.checkpoint.snapshot_every,
+    ) == (
         "tiny",
         400,
         12,
@@ -50,7 +57,7 @@ def test_the_example_manifest() -> None:
         20,
         1,
     )
-    assert t.checkpoint_dir == "/srv/myolo/checkpoints/tiny-pretrain"
+    assert t.checkpoint.dir == "/srv/myolo/checkpoints/tiny-pretrain"
     assert spec.policies == (
         Policy(metric="gpu_util", threshold=75.0, action="scaleOut", window_s=60.0, cooldown_s=300.0),
         Policy(metric="gradient_staleness", threshold=10.0, action="scaleIn", window_s=60.0, cooldown_s=300.0),
@@ -73,8 +80,12 @@ def test_the_training_v1_manifest_as_written() -> None:
         (("maxReplicas: 3", "maxReplicas: 0"), "spec.maxReplicas", ">= 1"),
         (("minReplicas: 1", "minReplicas: 4"), "spec.maxReplicas", "must be >= minReplicas (4)"),
         (("tp: 1, pp: 1", "tp: 1, pq: 1"), "spec.replica.pq", "unknown field"),
-        (("seqLen: 64", "seqLen: 64, tp: 2"), "spec.trainer.tp", "spec.replica.tp"),
-        (("model: tiny", "model: 7"), "spec.trainer.model", "Expected `str`"),
+        (("seqLen: 64", "seqLen: 64, tp: 2"), "spec.trainer.data.tp", "spec.replica.tp"),
+        (("runtime: {seed: 0}", "tp: 2, runtime: {seed: 0}"), "spec.trainer.tp", "spec.replica.tp"),
+        (("name: tiny}", "name: 7}"), "spec.trainer.model.name", "Expected `str`"),
+        (("runtime: {seed: 0}", "lr: 0.1"), "spec.trainer.lr", "did you mean spec.trainer.optimizer.lr?"),
+        (("runtime: {seed: 0}", "quantBits: 8"), "spec.trainer.quantBits", "spec.trainer.quantization.bits?"),
+        (("{model: {name: tiny}", "{model: tiny"), "spec.trainer.model", "did you mean spec.trainer.model.name?"),
         (("75%", "175%"), "spec.policies[0].threshold", "between 0% and 100%"),
         (("threshold: 10", "threshold: 10%"), "spec.policies[1].threshold", "not a percentage"),
         (("300s", "5 minutes"), "spec.policies[0].cooldown", "like 300s"),
@@ -100,7 +111,7 @@ def test_the_global_batch_must_split_over_some_replica_count() -> None:
     with pytest.raises(ManifestError) as err:
         parse_manifest(text)
     assert (
-        err.value.field == "spec.trainer.globalBatch"
+        err.value.field == "spec.trainer.data.globalBatch"
         and "divisible by no replica count from 2 to 3" in err.value.reason
     )
 

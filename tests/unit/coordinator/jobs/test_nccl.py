@@ -32,7 +32,8 @@ def reports(job: str, generation: int) -> list[NcclReport]:
 
 def job(algo: str = "ring", busbw_gen: int = 2) -> JobRecord:
     spec = parse_manifest(manifest())
-    spec = msgspec.structs.replace(spec, trainer=msgspec.structs.replace(spec.trainer, nccl_algo=algo))
+    runtime = msgspec.structs.replace(spec.trainer.runtime, nccl_algo=algo)
+    spec = msgspec.structs.replace(spec, trainer=msgspec.structs.replace(spec.trainer, runtime=runtime))
     gen = Generation(
         number=2,
         replicas=4,

@@ -122,7 +122,7 @@ async def test_a_bad_manifest_is_a_400_naming_the_manifest_field(client: TestCli
 
 async def test_a_change_a_running_job_cannot_take_is_a_409(client: TestClient, jobs: MemoryJobs) -> None:
     jobs.add(running_job(jobs.clock.now()))
-    resp = await client.post("/v1/jobs", data=MANIFEST.replace("model: tiny", "model: small"), headers=YAML)
+    resp = await client.post("/v1/jobs", data=MANIFEST.replace("name: tiny}", "name: small}"), headers=YAML)
     assert resp.status == 409
     body = await resp.json()
     assert body["field"] == "spec.trainer.model" and "cannot change" in body["error"]

@@ -23,15 +23,18 @@ spec:
 
 
 def test_the_mode_is_on_by_default_and_a_manifest_turns_it_off() -> None:
-    assert parse_manifest(MANIFEST.format(runtime="")).trainer.deterministic is True
+    assert parse_manifest(MANIFEST.format(runtime="")).trainer.runtime.deterministic is True
     spec = parse_manifest(MANIFEST.format(runtime="  runtime: {deterministic: false}\n"))
-    assert spec.trainer.deterministic is False
+    assert spec.trainer.runtime.deterministic is False
 
 
 def test_the_trainer_section_does_not_take_it_and_says_where_it_goes() -> None:
     text = MANIFEST.format(runtime="").replace("globalBatch: 6", "globalBatch: 6, deterministic: false")
-    with pytest.raises(ManifestError, match=r"spec\.trainer\.deterministic: unknown field \(it is spec\.runtime"):
+    with pytest.raises(ManifestError, match=r"spec\.trainer\.data\.deterministic: unknown field \(it is spec\.runtime"):
         parse_manifest(text)
+    in_runtime = MANIFEST.format(runtime="").replace(", data: {", ", runtime: {deterministic: false}, data: {")
+    with pytest.raises(ManifestError, match=r"spec\.trainer\.runtime\.deterministic: unknown field \(it is spec\.runt"):
+        parse_manifest(in_runtime)
     with pytest.raises(ManifestError, match=r"spec\.runtime\.deterministic"):
         parse_manifest(MANIFEST.format(runtime="  runtime: {deterministic: 'no'}\n"))
 
@@ -51,8 +54,11 @@ async def test_every_nodes_start_command_carries_the_mode(tmp_path, deterministi
         await sim.second()
         starts = [msgspec.convert(c.args, StartWorkersArgs) for c in sim.sent("start_workers")]
         assert sorted(c.node_id for c in sim.sent("start_workers")) == ["n1", "n2", "n3"]
-        assert [a.job.deterministic for a in starts] == [deterministic] * 3
+        assert [a.job.runtime.deterministic for a in starts] == [deterministic] * 3
         # on the wire: the default is left out (omit_defaults), and off is said
-        assert all(("deterministic" in c.args["job"]) is (not deterministic) for c in sim.sent("start_workers"))
+        assert all(
+            ("deterministic" in c.args["job"].get("runtime", {})) is (not deterministic)
+            for c in sim.sent("start_workers")
+        )
     finally:
         await sim.close()
