@@ -18,10 +18,10 @@ from rich.text import Text
 from myolo.coordinator.cli import render
 from myolo.coordinator.cli.client import ApiClient, ApiOption
 from myolo.coordinator.cli.drift_compare import compare
-from myolo.coordinator.cli.drift_files import DataFileError, read_columns
 from myolo.coordinator.cli.exits import fail
 from myolo.coordinator.cli.output import Output, OutputOption, new_console, print_body
 from myolo.coordinator.drift.interface import DriftView
+from myolo.coordinator.drift.offline.files import DataFileError, read_columns
 from myolo.coordinator.drift.records import StatusRecord
 from myolo.coordinator.drift.reference import DEFAULT_MAX_VALUES, categorical_reference, numeric_reference
 from myolo.coordinator.drift.rule import DriftRule

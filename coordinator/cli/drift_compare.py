@@ -21,11 +21,11 @@ import yaml
 from rich.table import Table
 
 from myolo.coordinator.cli.client import ApiClient, ApiOption
-from myolo.coordinator.cli.drift_files import DataFileError
-from myolo.coordinator.cli.drift_sketch import DEFAULT_SAMPLE, Aligned, FileSketch, align
-from myolo.coordinator.cli.drift_stream import CHUNK_ROWS, chunks
 from myolo.coordinator.cli.exits import fail
 from myolo.coordinator.cli.output import new_console
+from myolo.coordinator.drift.offline.files import DataFileError
+from myolo.coordinator.drift.offline.sketch import DEFAULT_SAMPLE, Aligned, FileSketch, align
+from myolo.coordinator.drift.offline.stream import CHUNK_ROWS, chunks
 from myolo.coordinator.drift.reference import (
     CategoricalReference,
     Categories,

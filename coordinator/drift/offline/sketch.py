@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from myolo.coordinator.cli.drift_files import MAX_CELL_CHARS, DataFileError, as_number, is_empty
+from myolo.coordinator.drift.offline.files import MAX_CELL_CHARS, DataFileError, as_number, is_empty
 from myolo.events.payloads.external import MAX_CATEGORIES
 
 DEFAULT_SAMPLE = 50_000

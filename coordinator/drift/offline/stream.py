@@ -12,7 +12,7 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from myolo.coordinator.cli.drift_files import (
+from myolo.coordinator.drift.offline.files import (
     MAX_CELL_CHARS,
     MAX_COLUMNS,
     MAX_LINE_BYTES,

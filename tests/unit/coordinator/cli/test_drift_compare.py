@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from myolo.coordinator.cli.drift_compare import Comparison, compare_files
-from myolo.coordinator.cli.drift_sketch import FileSketch
-from myolo.coordinator.cli.drift_stream import CHUNK_ROWS, chunks
 from myolo.coordinator.cli.main import app
+from myolo.coordinator.drift.offline.sketch import FileSketch
+from myolo.coordinator.drift.offline.stream import CHUNK_ROWS, chunks
 from myolo.coordinator.drift.rule import DriftRule
 
 ROWS = 20_000

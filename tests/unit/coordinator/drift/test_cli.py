@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from myolo.coordinator.cli.drift_files import DataFileError, read_columns
 from myolo.coordinator.drift.component import Drift
+from myolo.coordinator.drift.offline.files import DataFileError, read_columns
 from myolo.events.payloads import DriftSample, FeatureSummary
 from tests.support.api_auth import OPERATOR, VIEWER
 from tests.support.coordinator.registry import Leading
