@@ -99,16 +99,16 @@ async def test_drift_retrains_from_the_champion_and_registers_the_new_version_wi
     assert kinds.index((STATE_DRIFT, "RetrainRun")) < kinds.index(("myolo.state.jobs", "JobRecord"))
     job = sim.job(run.job)
     trainer = job.spec.job.trainer
-    assert trainer.init_from == str(tmp_path / "v1.safetensors")  # from the champion's weights
-    assert trainer.export_path == str(tmp_path / "models" / run.job / "model.safetensors")
-    assert trainer.eval_data_path == "/data/heldout.bin" and job.spec.job.labels["retrain-of"] == "credit-risk"
+    assert trainer.checkpoint.init_from == str(tmp_path / "v1.safetensors")  # from the champion's weights
+    assert trainer.checkpoint.export_path == str(tmp_path / "models" / run.job / "model.safetensors")
+    assert trainer.data.eval_path == "/data/heldout.bin" and job.spec.job.labels["retrain-of"] == "credit-risk"
     assert yaml.safe_load(job.spec.manifest)["metadata"]["name"] == run.job
-    assert trainer.checkpoint_dir == f"/srv/ckpt/retrain/{run.job}"  # each run apart: none resumes another's end
+    assert trainer.checkpoint.dir == f"/srv/ckpt/retrain/{run.job}"  # each run apart: none resumes another's end
 
     # the job runs and completes; rank 0's node reports the export
     rec = await sim.run_generation(run.job)
     export = ModelExport(
-        artifact=trainer.export_path,
+        artifact=trainer.checkpoint.export_path,
         sha256="b" * 64,
         size_bytes=1234,
         model="tiny",

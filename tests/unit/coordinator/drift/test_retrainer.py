@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 import pytest
+import yaml
 
 from myolo.coordinator.drift.config import DriftConfig
 from myolo.coordinator.drift.records import STATE_DRIFT, RetrainRun
@@ -76,7 +77,7 @@ class Jobs:
     under_way: set[str] = field(default_factory=set)
 
     async def submit(self, manifest: str, by: str) -> bool:
-        name = manifest.split("name: ", 1)[1].split("\n", 1)[0]
+        name = yaml.safe_load(manifest)["metadata"]["name"]
         self.applied.append((name, by))
         self.under_way.add(name)
         if self.gate is not None:

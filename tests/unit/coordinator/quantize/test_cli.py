@@ -42,7 +42,7 @@ async def test_quantize_submits_the_job_and_lists_the_run(served) -> None:
     )
     as_json = json.loads((await myoloctl(url, "registry", "quantizations", "-o", "json")).output)
     assert [r["name"] for r in as_json["items"]] == [run.name]
-    assert sim.job(run.name).spec.job.trainer.task == "quantize"
+    assert sim.job(run.name).spec.job.trainer.runtime.task == "quantize"
 
 
 @pytest.mark.parametrize(

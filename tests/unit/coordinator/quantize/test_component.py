@@ -56,14 +56,14 @@ async def test_a_quantization_runs_as_a_job_and_its_export_becomes_the_sources_c
     assert [t for t, _ in sim.writes].index(STATE_QUANTIZE) < len(sim.writes)  # the run is written
     job = sim.job(run.name)
     trainer = job.spec.job.trainer
-    assert (trainer.task, trainer.init_from, trainer.init_from_sha256) == (
+    assert (trainer.runtime.task, trainer.checkpoint.init_from, trainer.checkpoint.init_from_sha256) == (
         "quantize",
         str(tmp_path / "v1.safetensors"),
         SOURCE_SHA,
     )
-    assert (trainer.quant_bits, trainer.quant_scheme, trainer.quant_group_size) == (4, "gptq", 64)
-    assert (trainer.calib_path, trainer.eval_data_path) == ("/data/calib.bin", "/data/heldout.bin")
-    assert trainer.export_path == str(tmp_path / "quantized" / run.name / "model.safetensors")
+    assert (trainer.quantization.bits, trainer.quantization.scheme, trainer.quantization.group_size) == (4, "gptq", 64)
+    assert (trainer.quantization.calib_path, trainer.data.eval_path) == ("/data/calib.bin", "/data/heldout.bin")
+    assert trainer.checkpoint.export_path == str(tmp_path / "quantized" / run.name / "model.safetensors")
     assert (job.spec.job.min_replicas, job.spec.job.max_replicas, job.spec.job.tp, job.spec.job.pp) == (1, 1, 1, 1)
     again, created = await sim.quantize.quantize("lm", 1, GPTQ, "operator:olive")
     assert not created and again.name == run.name  # asked twice: one run, one job
@@ -74,8 +74,8 @@ async def test_a_quantization_runs_as_a_job_and_its_export_becomes_the_sources_c
         calib_tokens=32768, source_sha256=SOURCE_SHA, source_eval=evaluated(7.0),
     )  # fmt: skip
     export = ModelExport(
-        artifact=trainer.export_path, sha256="b" * 64, size_bytes=99, model="small", steps=0, eval=evaluated(7.1),
-        init_from=trainer.init_from, quantization=q,
+        artifact=trainer.checkpoint.export_path, sha256="b" * 64, size_bytes=99, model="small", steps=0, eval=evaluated(7.1),
+        init_from=trainer.checkpoint.init_from, quantization=q,
     )  # fmt: skip
     done = TrainingCompleted(
         job_id=run.name, generation=rec.status.generation.number, node_id="n1", ranks=[0], last_step=0, export=export

@@ -479,8 +479,14 @@ async def test_put_model_records_the_template_and_changes_only_what_changed(lead
             TEMPLATE.replace("{labels: {team: risk}}", "{name: fixed}"),
             "metadata.name must not be set: each retraining run sets it",
         ),
-        (TEMPLATE.replace("evalDataPath:", "exportPath: /x, evalDataPath:"), "spec.trainer.exportPath must not be set"),
-        (TEMPLATE.replace("evalDataPath:", "initFrom: /w, evalDataPath:"), "spec.trainer.initFrom must not be set"),
+        (
+            TEMPLATE.replace("{steps: 100}", "{steps: 100}, checkpoint: {exportPath: /x}"),
+            "checkpoint.exportPath must not",
+        ),
+        (
+            TEMPLATE.replace("{steps: 100}", "{steps: 100}, checkpoint: {initFrom: /w}"),
+            "checkpoint.initFrom must not be",
+        ),
         (TEMPLATE.replace("maxReplicas: 2", "maxReplicas: 0"), "spec.maxReplicas: Expected `int` >= 1"),
         (TEMPLATE.replace("kind: ElasticJob", "kind: Pod"), "kind: 'Pod' is not supported"),
         ("a: &x [1]\nb: *x\n", "YAML anchors are not accepted"),
