@@ -21,9 +21,10 @@ from myolo.coordinator.cli.drift_compare import compare
 from myolo.coordinator.cli.exits import fail
 from myolo.coordinator.cli.output import Output, OutputOption, new_console, print_body
 from myolo.coordinator.drift.interface import DriftView
-from myolo.coordinator.drift.offline.files import DataFileError, read_columns
+from myolo.coordinator.drift.offline.baseline import references_from_file
+from myolo.coordinator.drift.offline.files import DataFileError
 from myolo.coordinator.drift.records import StatusRecord
-from myolo.coordinator.drift.reference import DEFAULT_MAX_VALUES, categorical_reference, numeric_reference
+from myolo.coordinator.drift.reference import DEFAULT_MAX_VALUES
 from myolo.coordinator.drift.rule import DriftRule
 from myolo.coordinator.jobs import units
 from myolo.events.payloads.models import FeatureDrift
@@ -175,23 +176,17 @@ def baseline_set(
 ) -> None:
     """Set the reference of every column of a file (numeric columns by their values, others by category)."""
     try:
-        columns = read_columns(source, [f.strip() for f in features.split(",") if f.strip()] if features else None)
-        refs: dict[str, Any] = {
-            name: ("numeric", numeric_reference(name, values, max_values)) for name, values in columns.numeric.items()
-        }
-        for name, cells in columns.categorical.items():
-            counts: dict[str, int] = {}
-            for cell in cells:
-                counts[cell] = counts.get(cell, 0) + 1
-            refs[name] = ("categorical", categorical_reference(name, counts))
+        built = references_from_file(
+            source, [f.strip() for f in features.split(",") if f.strip()] if features else None, max_values
+        )
     except (DataFileError, ValueError) as exc:
         fail(str(exc))
+    refs = built.by_name()
     console = new_console()
     client = ApiClient.from_option(api)
-    for name in sorted(refs):
-        kind, ref = refs[name]
+    for name, (kind, ref) in refs.items():
         answer = client.set_reference(model, name, {"version": version, "source": f"file:{source.name}", kind: ref})
-        console.print(f"{model} version {answer.version}: {name} ({kind}, {columns.rows} rows) set", highlight=False)
+        console.print(f"{model} version {answer.version}: {name} ({kind}, {built.rows} rows) set", highlight=False)
     console.print(f"references of {len(refs)} feature(s) recorded via {client.last_url or '-'}", highlight=False)
 
 

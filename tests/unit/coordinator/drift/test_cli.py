@@ -1,6 +1,6 @@
 """`myoloctl drift ...` against a leading coordinator's real API on a real port (no broker: its writes are
 recorded): references from Parquet, CSV and JSON Lines files, the rule merged and refused by field, the status
-tables; and the reference files' hostile shapes refused with the reason."""
+tables (the files' readers themselves: ``offline/test_files.py``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from myolo.coordinator.drift.component import Drift
-from myolo.coordinator.drift.offline.files import DataFileError, read_columns
 from myolo.events.payloads import DriftSample, FeatureSummary
 from tests.support.api_auth import OPERATOR, VIEWER
+from tests.support.coordinator.drift_files import reference_table, write
 from tests.support.coordinator.registry import Leading
 from tests.support.coordinator.served import myoloctl, serve
 
@@ -28,62 +26,9 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Leading, str]]:
         yield lead, url
 
 
-def table(rng: np.random.Generator, n: int = 500) -> dict[str, list]:
-    return {
-        "income": list(rng.normal(50.0, 10.0, n)),
-        "age": [int(a) for a in rng.integers(18, 90, n)],
-        "plan": list(rng.choice(["basic", "pro", "team"], n)),
-    }
-
-
-def write(path: Path, cols: dict[str, list]) -> Path:
-    n = len(next(iter(cols.values())))
-    if path.suffix == ".parquet":
-        pq.write_table(pa.table(cols), path)
-    elif path.suffix == ".csv":
-        lines = [",".join(cols)] + [",".join(str(cols[c][i]) for c in cols) for i in range(n)]
-        path.write_text("\n".join(lines) + "\n")
-    else:
-        path.write_text("".join(json.dumps({c: cols[c][i] for c in cols}) + "\n" for i in range(n)))
-    return path
-
-
-@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
-def test_each_format_reads_numeric_and_categorical_columns(tmp_path: Path, suffix: str) -> None:
-    cols = table(np.random.default_rng(1))
-    got = read_columns(write(tmp_path / f"ref{suffix}", cols))
-    assert sorted(got.numeric) == ["age", "income"] and sorted(got.categorical) == ["plan"]
-    assert np.allclose(got.numeric["income"], cols["income"]) and got.categorical["plan"] == cols["plan"]
-    assert got.rows == 500
-    only = read_columns(tmp_path / f"ref{suffix}", ["income"])
-    assert list(only.numeric) == ["income"] and not only.categorical
-
-
-def test_bad_reference_files_are_refused_with_the_reason(tmp_path: Path) -> None:
-    (tmp_path / "ragged.csv").write_text("a,b\n1,2\n3\n")
-    (tmp_path / "nested.jsonl").write_text('{"a": {"b": 1}}\n')
-    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
-    (tmp_path / "empty.csv").write_text("a,b\n,\n")
-    (tmp_path / "data.xlsx").write_text("x")
-    cases = {
-        "ragged.csv": "line 3 has 1 cells, the header 2",
-        "nested.jsonl": "nested values are not features",
-        "broken.parquet": "not a readable Parquet file",
-        "empty.csv": "column 'a' has no values",
-        "data.xlsx": "give a .parquet, .csv or .jsonl",
-        "missing.csv": "cannot read it",
-    }
-    for name, reason in cases.items():
-        with pytest.raises(DataFileError, match=reason):
-            read_columns(tmp_path / name)
-    write(tmp_path / "ok.csv", table(np.random.default_rng(2)))
-    with pytest.raises(DataFileError, match=r"--features: \['nope'\] not in"):
-        read_columns(tmp_path / "ok.csv", ["nope"])
-
-
 async def test_baseline_set_from_parquet_sets_each_features_reference_for_the_champion(served, tmp_path) -> None:
     lead, url = served
-    ref = write(tmp_path / "ref.parquet", table(np.random.default_rng(3)))
+    ref = write(tmp_path / "ref.parquet", reference_table(np.random.default_rng(3)))
     no_champion = await myoloctl(url, "drift", "baseline", "set", "credit-risk", "--from", str(ref))
     assert no_champion.exit_code == 2 and "has no champion in the registry; give the version" in no_champion.output
     done = await myoloctl(url, "drift", "baseline", "set", "credit-risk", "--from", str(ref), "--version", "3")
