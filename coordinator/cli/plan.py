@@ -1,7 +1,7 @@
 """``myoloctl plan bandwidth|metadata``: the hybrid-cloud migration sums, done right and explained.
 
 Nothing is sent anywhere: these are calculators for planning a move to (or from) the cloud. The figures come
-from ``coordinator/cli/plan_math.py``; this module reads the options and prints them (or ``-o json``).
+from ``coordinator/planning/migration.py``; this module reads the options and prints them (or ``-o json``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rich.console import Console
 
 from myolo.coordinator.cli.exits import fail
 from myolo.coordinator.cli.output import Output, OutputOption
-from myolo.coordinator.cli.plan_math import (
+from myolo.coordinator.planning.migration import (
     BandwidthPlan,
     MetadataPlan,
     PlanInputError,

@@ -1,4 +1,4 @@
-"""The migration planner's arithmetic, apart from the CLI so each figure is checked exactly.
+"""The migration planner's arithmetic, apart from the command line so each figure is checked exactly.
 
 Bandwidth: ``Mbps = GB x 8000 / (hours x 3600)``. The usual rule of thumb ``GB x 8 / hours / 3600`` is labelled Mbps,
 which is 1000 times too small: ``GB x 8`` is gigabits, so its result is in Gbps. Metadata memory: the
