@@ -18,9 +18,9 @@ from rich.console import Console
 
 from myolo.coordinator.cli.client import AgentClient, ApiClient, ApiOption
 from myolo.coordinator.cli.exits import FAILED, fail
-from myolo.coordinator.cli.flamegraph import ProfileError, flamegraph_html, speedscope
 from myolo.coordinator.core.errors import Refusal
 from myolo.coordinator.jobs.profile import ProfileRequest
+from myolo.coordinator.profiling.flamegraph import ProfileError, flamegraph_html, speedscope
 from myolo.events.payloads.commands import MAX_PROFILE_S
 
 app = typer.Typer(
