@@ -7,19 +7,19 @@ import getpass
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import typer
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import ConsumerRecord
 from rich.console import Console
 from rich.markup import escape
 
 from myolo.coordinator.cli.common import Bootstrap, invalid, kafka_settings
 from myolo.coordinator.cli.exits import fail
 from myolo.events.bus import EventProducer
-from myolo.events.codec import decode, decode_data, decode_structured
-from myolo.events.deadletter import dead_letter_info
+from myolo.events.bus.tail import TopicMissing, record_doc, tail_records
+from myolo.events.codec import decode_data, decode_structured
 from myolo.events.envelope import Event
 from myolo.events.errors import InvalidEvent
 from myolo.events.topics import BY_NAME, topic_for_type
@@ -104,71 +104,26 @@ def tail(
     """Print the events of a topic as they arrive (invalid records are shown with the reason)."""
     settings = kafka_settings(bootstrap)
     console = Console(highlight=False, soft_wrap=True)
-    asyncio.run(_tail(settings, topic, from_beginning, max_records, output, idle_timeout, console))
 
+    async def follow() -> None:
+        records = tail_records(
+            settings, topic, from_beginning=from_beginning, max_records=max_records, idle_timeout=idle_timeout
+        )
+        async for record in records:
+            _show(record, record_doc(record), output, console)
 
-async def _tail(settings, topic, from_beginning, max_records, output, idle_timeout, console) -> None:
-    consumer = AIOKafkaConsumer(**settings.client_kwargs(), enable_auto_commit=False)
-    await consumer.start()
     try:
-        parts = consumer.partitions_for_topic(topic) or await _partitions(consumer, topic)
-        tps = [TopicPartition(topic, p) for p in sorted(parts)]
-        consumer.assign(tps)
-        if from_beginning:
-            await consumer.seek_to_beginning(*tps)
-        else:
-            await consumer.seek_to_end(*tps)
-        seen = 0
-        idle = 0.0
-        while max_records is None or seen < max_records:
-            batch = await consumer.getmany(timeout_ms=500, max_records=100)
-            if not batch:
-                idle += 0.5
-                if idle_timeout is not None and idle >= idle_timeout:
-                    break
-                continue
-            idle = 0.0
-            for record in sorted((r for rs in batch.values() for r in rs), key=lambda r: r.timestamp):
-                _show(record, output, console)
-                seen += 1
-                if max_records is not None and seen >= max_records:
-                    break
-    finally:
-        await consumer.stop()
+        asyncio.run(follow())
+    except TopicMissing as exc:
+        fail(str(exc), code=1)
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
-    await consumer._client.force_metadata_update()  # aiokafka has no public metadata refresh
-    parts = consumer.partitions_for_topic(topic)
-    if not parts:
-        fail(f"topic {topic!r} does not exist", code=1)
-    return parts
-
-
-def _show(record, output: str, console: Console) -> None:
-    where = {"topic": record.topic, "partition": record.partition, "offset": record.offset}
-    dlq = dead_letter_info(record.headers)
-    try:
-        event = decode(record.value, record.headers, record.key)
-        doc = {
-            **where,
-            "key": event.key,
-            "id": event.id,
-            "type": event.type,
-            "source": event.source,
-            "time": event.time,
-            "data": event.data,
-        }
-        if event.extensions:
-            doc["extensions"] = event.extensions
-    except InvalidEvent as exc:
-        doc = {**where, "key": (record.key or b"").decode(errors="replace"), "invalid": str(exc)}
-    if dlq:
-        doc["dead_letter"] = dlq
+def _show(record: ConsumerRecord, doc: dict[str, Any], output: str, console: Console) -> None:
     if output == "json":
         sys.stdout.write(_encoder.encode(doc).decode() + "\n")
         sys.stdout.flush()
         return
+    dlq = doc.get("dead_letter")
     where_s = f"{record.partition}:{record.offset}"
     if "invalid" in doc:
         reason = dlq.get("error", doc["invalid"]) if dlq else doc["invalid"]
