@@ -9,9 +9,10 @@ import msgspec
 import structlog
 
 from myolo.coordinator.commands import routes
+from myolo.coordinator.commands.answers import sent_command
 from myolo.coordinator.commands.config import DispatchConfig, check
 from myolo.coordinator.commands.dispatcher import Dispatcher
-from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.commands.interface import CommandSender, SentCommand
 from myolo.coordinator.commands.records import STATE_COMMANDS, CommandIntent
 from myolo.coordinator.core.component import Component, RouteSet, StateTopic
 from myolo.coordinator.core.context import Context
@@ -58,15 +59,16 @@ class Commands(Component):
         check(section, core)
 
     # ---- CommandSender --------------------------------------------------------------------------------------
-    async def issue(self, node_id: str, args: ActionArgs) -> CommandIntent:
+    async def issue(self, node_id: str, args: ActionArgs) -> SentCommand:
         self.ctx.leadership.require()  # NotLeader names the leader, for a caller to redirect to
-        return await self.dispatcher.issue(node_id, args)
+        return sent_command(await self.dispatcher.issue(node_id, args))
 
     def has_pending(self, node_id: str, action: str) -> bool:
         return self.dispatcher.has_pending(node_id, action)
 
-    def intent(self, command_id: str) -> CommandIntent | None:
-        return self.dispatcher.intents.get(command_id)
+    def intent(self, command_id: str) -> SentCommand | None:
+        found = self.dispatcher.intents.get(command_id)
+        return None if found is None else sent_command(found)
 
     def intents(self) -> list[CommandIntent]:
         """Every command remembered (finished ones for an hour), oldest first."""

@@ -6,16 +6,7 @@ from typing import Any
 
 import msgspec
 
-from myolo.events.errors import InvalidEvent
-from myolo.events.payloads.commands import (
-    TERMINAL,
-    ActionResult,
-    CommandStatus,
-    HashFilesResult,
-    Outcome,
-    action_result,
-    outcome,
-)
+from myolo.events.payloads.commands import TERMINAL, CommandStatus, Outcome, outcome
 
 
 class CommandIntent(msgspec.Struct, kw_only=True, frozen=True):
@@ -47,15 +38,6 @@ class CommandIntent(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def outcome(self) -> Outcome | None:
         return outcome(self.status, self.original)
-
-    def typed_result(self) -> ActionResult | HashFilesResult | None:
-        """The agent's result read as its action's result type; None when it has none or it does not read."""
-        if not self.result:
-            return None
-        try:
-            return action_result(self.action, self.result)
-        except InvalidEvent:
-            return None
 
 
 STATE_COMMANDS = "myolo.state.commands"  # the compacted topic they are written to

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import msgspec
 
 from myolo.common.clock import Clock
-from myolo.coordinator.commands.interface import CommandIntent, CommandSender
+from myolo.coordinator.commands.interface import CommandSender, SentCommand
 from myolo.coordinator.fleet.interface import NodeState
 from myolo.coordinator.jobs.interface import Training
 from myolo.coordinator.preflight.records import CheckResult, Verdict
@@ -100,7 +100,7 @@ class RdmaRun:
         )
         return self._rows(pair, "FAIL", why, value)
 
-    async def _until(self, intent: CommandIntent, done) -> CommandIntent:
+    async def _until(self, intent: SentCommand, done) -> SentCommand:
         deadline = self.clock.monotonic() + self.timeout_s
         while True:
             now = self.commands.intent(intent.command_id) or intent
@@ -109,7 +109,7 @@ class RdmaRun:
             await self.clock.sleep(self.poll_s)
 
     @staticmethod
-    def _result(intent: CommandIntent) -> RdmaLatencyResult | None:
+    def _result(intent: SentCommand) -> RdmaLatencyResult | None:
         if not intent.result:
             return None
         try:
@@ -117,7 +117,7 @@ class RdmaRun:
         except msgspec.ValidationError:
             return None
 
-    def _why(self, intent: CommandIntent) -> str:
+    def _why(self, intent: SentCommand) -> str:
         if intent.status == "pending":
             return f"no answer within {self.timeout_s:g} s: the node's agent did not take rdma_latency"
         if intent.status == "accepted":

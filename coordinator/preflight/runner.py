@@ -19,7 +19,7 @@ import msgspec
 import structlog
 
 from myolo.common.clock import Clock
-from myolo.coordinator.commands.interface import CommandIntent, CommandSender
+from myolo.coordinator.commands.interface import CommandSender, SentCommand
 from myolo.coordinator.fleet.interface import NodeState
 from myolo.coordinator.jobs.interface import JobData, JobsAPI
 from myolo.coordinator.preflight import checks, cuda, tfrecords
@@ -72,7 +72,7 @@ class Asked:
 
     node_id: str
     check: CheckName
-    intent: CommandIntent
+    intent: SentCommand
     files: list[DataFile] = field(default_factory=list)
     tfrecords: list[TfRecordData] = field(default_factory=list)
 

@@ -322,7 +322,8 @@ class Reconciler:
         intent = self.commands.intent(rollback)
         if intent is None:
             return None
-        node, version = self.fleet.node(intent.node_id), intent.args.get("version")
+        node = self.fleet.node(intent.node_id)
+        version = intent.args.version if isinstance(intent.args, RollbackArgs) else None
         if node is None or node.liveness != "Ready":
             lack = f"not Ready ({node.liveness if node else 'unknown'})"
         elif rec.spec.component == "agent" and (node.agent_version != version or node.agent_on_trial):

@@ -87,15 +87,7 @@ def test_the_rule_sees_a_crossing_import(tmp_path: Path) -> None:
     }
 
 
-# Records stay with the component that writes them: an interface answers with its own small values. What is
-# left here still hands out a record, waiting for queries of its own; the lists only shrink (an entry that no
-# longer crosses fails the test, so they are kept exact). CommandSender waits for the command actions' rework.
-RECORDS_STILL_CROSSING = {"CommandSender": {"intent", "issue"}}
-REEXPORTS_STILL_LEFT = {"commands": {"CommandIntent"}}
-IMPORTS_STILL_LEFT = {
-    "myolo.coordinator.preflight.rdma": {"CommandIntent"},
-    "myolo.coordinator.preflight.runner": {"CommandIntent"},
-}
+# Records stay with the component that writes them: an interface answers with its own small values.
 
 
 def is_record_type(obj: object) -> bool:
@@ -141,7 +133,7 @@ def test_no_interface_protocol_hands_out_a_record() -> None:
         for interface in comp.provides
         if (found := records_in_signatures(interface))
     }
-    assert crossing == RECORDS_STILL_CROSSING
+    assert crossing == {}
 
 
 def test_no_interface_module_re_exports_a_record_a_parser_or_a_loader() -> None:
@@ -150,7 +142,7 @@ def test_no_interface_module_re_exports_a_record_a_parser_or_a_loader() -> None:
         for name in sorted(FOLDERS)
         if (names := reexported(importlib.import_module(f"myolo.coordinator.{name}.interface")))
     }
-    assert found == REEXPORTS_STILL_LEFT
+    assert found == {}
 
 
 def test_the_rule_sees_a_record_crossing_an_interface() -> None:
@@ -204,7 +196,7 @@ def records_imported(imports: dict[str, set[tuple[str, str]]]) -> dict[str, set[
 def test_no_component_imports_a_record_through_another_components_interface() -> None:
     imports = {m: p for m, p in interface_imports(ROOT / "coordinator").items() if folder(m) in FOLDERS}
     assert imports  # the rule reads real imports
-    assert records_imported(imports) == IMPORTS_STILL_LEFT
+    assert records_imported(imports) == {}
 
 
 def test_the_rule_sees_a_record_imported_through_an_interface(tmp_path: Path) -> None:

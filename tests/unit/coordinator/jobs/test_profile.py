@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from myolo.common.clock import SimClock
-from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.commands.interface import SentCommand
 from myolo.coordinator.core.errors import Conflict, Invalid
 from myolo.coordinator.fleet.model import NodeState
 from myolo.coordinator.jobs.manifest import parse_manifest
@@ -30,17 +30,15 @@ class Commands:
         self.sent: list[tuple[str, ProfileArgs]] = []
         self.answer, self.reason = answer, reason
 
-    async def issue(self, node_id: str, args: ProfileArgs) -> CommandIntent:
+    async def issue(self, node_id: str, args: ProfileArgs) -> SentCommand:
         self.sent.append((node_id, args))
-        return CommandIntent(command_id="c1", node_id=node_id, action="profile", epoch=1, created=0.0)
+        return SentCommand(command_id="c1", node_id=node_id, action="profile", args=args)
 
-    def intent(self, command_id: str) -> CommandIntent | None:
-        return CommandIntent(
+    def intent(self, command_id: str) -> SentCommand | None:
+        return SentCommand(
             command_id=command_id,
             node_id="x",
             action="profile",
-            epoch=1,
-            created=0.0,
             status=self.answer,
             reason=self.reason,
         )

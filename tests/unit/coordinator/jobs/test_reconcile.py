@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from myolo.coordinator.commands.records import CommandIntent
+from myolo.coordinator.commands.interface import SentCommand
 from myolo.coordinator.cordons.records import CordonRecord
 from myolo.coordinator.fleet.model import NodeState
 from myolo.coordinator.jobs.config import JobsConfig
@@ -53,17 +53,15 @@ class Commands:
     """The command path: every issue is logged (with what was written before it) and answered by the test."""
 
     def __init__(self, log: list[tuple[str, Any]], clock: Clock) -> None:
-        self.intents: dict[str, CommandIntent] = {}
+        self.intents: dict[str, SentCommand] = {}
         self.args: dict[str, ActionArgs] = {}
         self.log = log
         self.clock = clock
 
-    async def issue(self, node_id: str, args: ActionArgs) -> CommandIntent:
+    async def issue(self, node_id: str, args: ActionArgs) -> SentCommand:
         action = args.action
         cid = f"c{len(self.intents) + 1}"
-        self.intents[cid] = CommandIntent(
-            command_id=cid, node_id=node_id, action=action, epoch=1, created=self.clock.now()
-        )
+        self.intents[cid] = SentCommand(command_id=cid, node_id=node_id, action=action, args=args)
         self.log.append(("issue", (node_id, action)))
         self.args[cid] = args
         return self.intents[cid]
@@ -72,7 +70,7 @@ class Commands:
         """One argument of a command as issued."""
         return getattr(self.args[command_id], name)
 
-    def intent(self, command_id: str) -> CommandIntent | None:
+    def intent(self, command_id: str) -> SentCommand | None:
         return self.intents.get(command_id)
 
     def answer(self, action: str, status: str = "done", nodes: set[str] | None = None, reason: str = "") -> None:
