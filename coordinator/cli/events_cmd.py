@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 import typer
-from aiokafka import ConsumerRecord
 from rich.console import Console
 from rich.markup import escape
 
@@ -110,7 +109,7 @@ def tail(
             settings, topic, from_beginning=from_beginning, max_records=max_records, idle_timeout=idle_timeout
         )
         async for record in records:
-            _show(record, record_doc(record), output, console)
+            _show(record_doc(record), output, console)
 
     try:
         asyncio.run(follow())
@@ -118,13 +117,13 @@ def tail(
         fail(str(exc), code=1)
 
 
-def _show(record: ConsumerRecord, doc: dict[str, Any], output: str, console: Console) -> None:
+def _show(doc: dict[str, Any], output: str, console: Console) -> None:
     if output == "json":
         sys.stdout.write(_encoder.encode(doc).decode() + "\n")
         sys.stdout.flush()
         return
     dlq = doc.get("dead_letter")
-    where_s = f"{record.partition}:{record.offset}"
+    where_s = f"{doc['partition']}:{doc['offset']}"
     if "invalid" in doc:
         reason = dlq.get("error", doc["invalid"]) if dlq else doc["invalid"]
         console.print(f"{where_s}  [red]INVALID[/]  {doc['key']}  {escape(reason)}")
