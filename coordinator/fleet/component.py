@@ -13,20 +13,22 @@ from typing import Any
 import msgspec
 import structlog
 
-from myolo.coordinator.commands.interface import CommandSender
+from myolo.coordinator.commands.interface import CommandSender, SentCommand
 from myolo.coordinator.core.component import Component, RouteSet
 from myolo.coordinator.core.context import Context
 from myolo.coordinator.core.dashboard import Dashboard, Panel
+from myolo.coordinator.core.errors import Invalid, UnknownNode
 from myolo.coordinator.fleet import dashboard, liveness, routes, series
 from myolo.coordinator.fleet.config import FleetConfig
 from myolo.coordinator.fleet.interface import Applied, Changed, FleetNodes
 from myolo.coordinator.fleet.model import Cordon, NodeState
+from myolo.coordinator.fleet.routes import INTERVAL_HINT
 from myolo.coordinator.fleet.view import FleetView
 from myolo.events.bus import RecordInfo
 from myolo.events.envelope import Event
 from myolo.events.limits import Throttle
 from myolo.events.payloads import BandwidthReport, LeakReport, NcclReport, NodeFault, NodeSample
-from myolo.events.payloads.commands import ReportSampleArgs
+from myolo.events.payloads.commands import ReportSampleArgs, SetIntervalArgs
 
 log = structlog.get_logger("myolo.coordinator.fleet")
 
@@ -45,7 +47,8 @@ class Fleet(Component):
         self.cfg = cfg
         self.view = FleetView(stale_after_s=cfg.lost_after_s, max_nodes=cfg.max_nodes)
         self.policy = liveness.LivenessPolicy(cfg.lost_after_s, cfg.suspect_after_intervals)
-        self._commands = ctx.need(CommandSender) if cfg.request_sample_on_suspect else None
+        self._sender = ctx.need(CommandSender)
+        self._commands = self._sender if cfg.request_sample_on_suspect else None
         self._applied: list[Applied] = []
         self._changed: list[Changed] = []
         self._flag_log = Throttle(ctx.clock)
@@ -123,6 +126,17 @@ class Fleet(Component):
             log.warning("sample request not sent", node=node_id, error=str(exc))
         finally:
             self._asking.discard(node_id)
+
+    async def set_interval(self, node_id: str, interval_s: float) -> SentCommand:
+        """Send a known node's agent the signed ``set_interval`` command (the leader sends; a standby's
+        ``NotLeader`` becomes the API's 307). An interval the agent would refuse is ``Invalid`` here, naming
+        ``interval_s``, before anything is recorded."""
+        if self.node(node_id) is None:
+            raise UnknownNode(node_id)
+        try:
+            return await self._sender.issue(node_id, SetIntervalArgs(interval_s=interval_s))
+        except ValueError as exc:  # the argument check: the same one the agent runs
+            raise Invalid(str(exc), field="interval_s", hint=INTERVAL_HINT) from None
 
     def _hold(self, now: float) -> str | None:
         """Why Lost verdicts cannot be trusted right now (None: they can). "This node is silent" and "I hear

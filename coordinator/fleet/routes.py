@@ -1,12 +1,16 @@
-"""The fleet's reads: ``GET /v1/nodes``, ``/v1/nodes/{node_id}``, ``/v1/gpus`` (served by every coordinator)."""
+"""The fleet's reads: ``GET /v1/nodes``, ``/v1/nodes/{node_id}``, ``/v1/gpus`` (served by every coordinator),
+and the operator's ``POST /v1/nodes/{node_id}/interval`` (the leader sends the agent ``set_interval``)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+import msgspec
 from aiohttp import web
 
+from myolo.coordinator.api.body import MAX_SMALL_BODY, read_json
 from myolo.coordinator.api.respond import json_response
+from myolo.coordinator.commands.interface import SentCommand
 from myolo.coordinator.core.errors import UnknownNode
 from myolo.coordinator.fleet import answers as views
 from myolo.coordinator.fleet.model import NodeState
@@ -19,6 +23,27 @@ class FleetReads(Protocol):
     def nodes(self) -> list[NodeState]: ...
 
     def node(self, node_id: str) -> NodeState | None: ...
+
+    async def set_interval(self, node_id: str, interval_s: float) -> SentCommand:
+        """Send the node's agent ``set_interval``. Raises UnknownNode, NotLeader, Invalid (``interval_s``)."""
+
+
+INTERVAL_HINT = 'send a JSON object like {"interval_s": 5}: seconds between samples, 0.05 to 3600'
+
+
+class IntervalRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Body of ``POST /v1/nodes/{node_id}/interval``: the agent's new sample interval (its bounds are the
+    action's, checked where the command is built)."""
+
+    interval_s: float
+
+
+class IntervalSent(msgspec.Struct, kw_only=True, frozen=True):
+    """The command on its way: ``GET /v1/commands?node=`` shows what became of it."""
+
+    node_id: str
+    command_id: str
+    interval_s: float
 
 
 def routes(fleet: FleetReads) -> list[web.RouteDef]:
@@ -38,8 +63,15 @@ def routes(fleet: FleetReads) -> list[web.RouteDef]:
         nodes = sorted(fleet.nodes(), key=lambda n: n.node_id)
         return json_response({"now": fleet.now(), "items": views.gpu_rows(nodes)})
 
+    async def set_interval(request: web.Request) -> web.Response:
+        node_id = request.match_info["node_id"]
+        body = await read_json(request, IntervalRequest, INTERVAL_HINT, MAX_SMALL_BODY)
+        sent = await fleet.set_interval(node_id, body.interval_s)
+        return json_response(IntervalSent(node_id=node_id, command_id=sent.command_id, interval_s=body.interval_s), 202)
+
     return [
         web.get("/v1/nodes", list_nodes),
         web.get("/v1/nodes/{node_id}", get_node),
         web.get("/v1/gpus", list_gpus),
+        web.post("/v1/nodes/{node_id}/interval", set_interval),
     ]

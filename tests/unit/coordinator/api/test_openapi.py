@@ -107,6 +107,7 @@ async def test_served_document_is_the_assembled_one(client: TestClient) -> None:
         "/v1/nodes",
         "/v1/nodes/{node_id}",
         "/v1/gpus",
+        "/v1/nodes/{node_id}/interval",
         "/v1/nodes/{node_id}/cordon",
         "/v1/nodes/{node_id}/uncordon",
     }

@@ -9,10 +9,6 @@ from pathlib import Path
 from myolo.events.payloads.commands import ACTIONS
 
 COORDINATOR = Path(__file__).resolve().parents[4] / "coordinator"
-NO_SENDER_YET = {
-    "set_interval": "the agent's sample interval; sent by test harnesses only (no API route or CLI sends it)",
-}
-"""Actions of the contract with no sender in the coordinator, each with why: the list may only shrink."""
 
 
 def constructed_names() -> dict[str, set[str]]:
@@ -32,12 +28,5 @@ def constructed_names() -> dict[str, set[str]]:
 
 def test_every_action_has_a_sender_in_the_coordinator() -> None:
     calls = constructed_names()
-    unsent = sorted(c.action for c in ACTIONS if c.__name__ not in calls and c.action not in NO_SENDER_YET)
+    unsent = sorted(c.action for c in ACTIONS if c.__name__ not in calls)
     assert unsent == [], f"no coordinator code builds the args of {unsent}: add a sender or remove the action"
-
-
-def test_the_list_of_unsent_actions_is_current() -> None:
-    calls = constructed_names()
-    names = {c.action: c.__name__ for c in ACTIONS}
-    stale = sorted(a for a in NO_SENDER_YET if a not in names or names[a] in calls)
-    assert stale == [], f"{stale} now have a sender (or left the contract): take them off NO_SENDER_YET"
