@@ -21,6 +21,7 @@ from myolo.coordinator.drift.answers import RuleReset, StatusList
 from myolo.coordinator.drift.interface import DriftView
 from myolo.coordinator.drift.records import ReferenceRecord, RuleRecord
 from myolo.coordinator.drift.rule import DriftRule
+from myolo.coordinator.fleet.answers import IntervalRequest, IntervalSent
 from myolo.coordinator.jobs.answers import JobAnswer, JobList
 from myolo.coordinator.jobs.profile import ProfileRequest, ProfileStarted
 from myolo.coordinator.nodes.answers import NodeKeyAnswer, NodeKeyList
@@ -87,6 +88,12 @@ class ApiClient(Transport):
     def _cordon(self, verb: str, node_id: str, reason: str | None) -> CordonAnswer:
         body = {} if reason is None else {"reason": reason}
         return self.call("POST", _path("nodes", node_id, verb), CordonAnswer, body)
+
+    def set_interval(self, node_id: str, interval_s: float) -> IntervalSent:
+        """Send the node's agent a signed ``set_interval``; the answer names the command on its way."""
+        return self.call(
+            "POST", _path("nodes", node_id, "interval"), IntervalSent, IntervalRequest(interval_s=interval_s)
+        )
 
     # -- node keys ------------------------------------------------------------------------------------------
     def enroll(self, node_id: str, public_key: str) -> NodeKeyAnswer:

@@ -1,4 +1,5 @@
-"""``myoloctl node enroll|keys|revoke``: which key each node signs its faults, acks and training events with.
+"""``myoloctl node enroll|keys|revoke``: which key each node signs its faults, acks and training events with;
+``myoloctl node set-interval``: how often its agent samples.
 
 A node's agent makes its Ed25519 key at its first start (``<data_dir>/node.key``, the public half beside it as
 ``node.key.pub``; ``myolo-agent key show`` prints it). Until that public key is enrolled here, the coordinators
@@ -28,7 +29,7 @@ PUBLIC_KEY = "node.key.pub"  # the agent writes its public key there, beside its
 
 app = typer.Typer(
     help="Node identity: enrol the public key a node signs its faults, acks and training events with; list "
-    "the enrolled keys; revoke one.",
+    "the enrolled keys; revoke one. And set how often a node's agent samples.",
     no_args_is_help=True,
 )
 NodeArg = Annotated[str, typer.Argument(help="Node id, as the agent's node_id and `myoloctl get nodes` name it.")]
@@ -101,3 +102,18 @@ def keys(output: OutputOption = Output.table, api: ApiOption = None) -> None:
             for k in body["items"]
         ]
         render.table(out, ["NODE", "KEY ID", "STATE", "BY"], rows)
+
+
+@app.command("set-interval")
+def set_interval(
+    node: NodeArg,
+    seconds: Annotated[float, typer.Argument(help="Seconds between the agent's samples, 0.05 to 3600.")],
+    api: ApiOption = None,
+) -> None:
+    """Set how often NODE's agent samples its GPUs: a signed ``set_interval`` command through the leader (an
+    operator's). It lasts until the agent restarts or is told otherwise; ``GET /v1/commands?node=`` shows its ack."""
+    client = ApiClient.from_option(api)
+    sent = client.set_interval(node, seconds)
+    out = Console(soft_wrap=True, highlight=False)
+    out.print(f"node/{sent.node_id} sample interval [bold]{sent.interval_s:g} s[/] sent as command {sent.command_id}")
+    out.print(f"via {client.last_url}", style="dim")

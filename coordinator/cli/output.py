@@ -28,8 +28,9 @@ def new_console() -> Console:
 
 
 def data(answer: Any) -> Any:
-    """An answer as JSON-ready data (a Struct as the keys the server sent), for ``-o json|yaml`` and tables."""
-    return msgspec.to_builtins(answer) if isinstance(answer, msgspec.Struct) else answer
+    """An answer as JSON-ready data (Structs, at any depth, as the keys the server sent), for ``-o json|yaml`` and
+    tables."""
+    return msgspec.to_builtins(answer)
 
 
 def print_body(answer: Any, output: Output, printer: Callable[[Console], None]) -> None:

@@ -1,4 +1,5 @@
-"""The JSON shapes of the fleet's API: a node, a GPU row. Plain dicts, ready for json or yaml.
+"""The JSON shapes of the fleet's API: a node, a GPU row (plain dicts, ready for json or yaml), and the
+request and answer Structs of the sample-interval route.
 
 Computed facts (cordoned, schedulable, seconds since the last sample) are added here so every client (the
 CLI, dashboards, scripts) reads the same answer instead of re-deriving it.
@@ -81,3 +82,21 @@ def gpu_rows(nodes: list[NodeState]) -> list[dict[str, Any]]:
             row["node_cordoned"] = node.cordoned
             rows.append(row)
     return rows
+
+
+INTERVAL_HINT = 'send a JSON object like {"interval_s": 5}: seconds between samples, 0.05 to 3600'
+
+
+class IntervalRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Body of ``POST /v1/nodes/{node_id}/interval``: the agent's new sample interval (its bounds are the
+    action's, checked where the command is built)."""
+
+    interval_s: float
+
+
+class IntervalSent(msgspec.Struct, kw_only=True, frozen=True):
+    """The command on its way: ``GET /v1/commands?node=`` shows what became of it."""
+
+    node_id: str
+    command_id: str
+    interval_s: float

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import msgspec
 from aiohttp import web
 
 from myolo.coordinator.api.body import MAX_SMALL_BODY, read_json
@@ -13,6 +12,7 @@ from myolo.coordinator.api.respond import json_response
 from myolo.coordinator.commands.interface import SentCommand
 from myolo.coordinator.core.errors import UnknownNode
 from myolo.coordinator.fleet import answers as views
+from myolo.coordinator.fleet.answers import INTERVAL_HINT, IntervalRequest, IntervalSent
 from myolo.coordinator.fleet.model import NodeState
 
 
@@ -26,24 +26,6 @@ class FleetReads(Protocol):
 
     async def set_interval(self, node_id: str, interval_s: float) -> SentCommand:
         """Send the node's agent ``set_interval``. Raises UnknownNode, NotLeader, Invalid (``interval_s``)."""
-
-
-INTERVAL_HINT = 'send a JSON object like {"interval_s": 5}: seconds between samples, 0.05 to 3600'
-
-
-class IntervalRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Body of ``POST /v1/nodes/{node_id}/interval``: the agent's new sample interval (its bounds are the
-    action's, checked where the command is built)."""
-
-    interval_s: float
-
-
-class IntervalSent(msgspec.Struct, kw_only=True, frozen=True):
-    """The command on its way: ``GET /v1/commands?node=`` shows what became of it."""
-
-    node_id: str
-    command_id: str
-    interval_s: float
 
 
 def routes(fleet: FleetReads) -> list[web.RouteDef]:

@@ -17,10 +17,14 @@ from myolo.coordinator.api.app import create_app
 from myolo.coordinator.cli.auth import Token
 from myolo.coordinator.cli.client import ApiClient
 from myolo.coordinator.cli.main import app
+from myolo.coordinator.commands.component import Commands
 from myolo.coordinator.core.coordinator import Coordinator
 from myolo.coordinator.core.leadership import LeaderTerm
+from myolo.coordinator.fleet.component import Fleet
 from myolo.coordinator.localstack.identity import agent_public_keys, enroll_nodes
 from myolo.coordinator.nodes.component import Nodes
+from myolo.events.envelope import new_event
+from myolo.events.payloads import GpuReading, NodeSample
 from tests.support.api_auth import ADMIN, security, token
 from tests.support.coordinator.offline import offline_coordinator
 from tests.support.coordinator.recorder import recording_producers
@@ -94,3 +98,19 @@ async def test_enroll_nodes_reads_each_agents_public_key(served, tmp_path: Path)
     changes = await asyncio.to_thread(enroll_nodes, ApiClient([url], token=Token(token(ADMIN), "test")), pems)
     assert changes == {"node-1": "enrolled", "node-2": "enrolled"}
     assert {r.node_id: r.key_id for r in coord.get(Nodes).key_records()} == {n: k.key_id for n, k in keys.items()}
+
+
+async def test_set_interval_sends_the_signed_command_and_a_bad_value_names_its_field(served) -> None:
+    coord, url = served
+    fleet = coord.get(Fleet)
+    sample = NodeSample(node_id="node-a", backend="sim", gpus=[GpuReading(index=0, uuid="GPU-0", name="sim")])
+    fleet.view.apply(new_event(sample, "test", clock=coord.clock), coord.clock.now())
+    done = await myoloctl(url, "node", "set-interval", "node-a", "2.5")
+    assert done.exit_code == 0, done.output
+    assert "node/node-a sample interval 2.5 s sent as command" in done.output
+    sent = [i for i in coord.get(Commands).intents() if i.node_id == "node-a"]
+    assert [(i.action, i.args) for i in sent] == [("set_interval", {"interval_s": 2.5})]
+    bad = await myoloctl(url, "node", "set-interval", "node-a", "7200")
+    assert bad.exit_code == 2 and "interval_s" in bad.output
+    unknown = await myoloctl(url, "node", "set-interval", "node-zz", "5")
+    assert unknown.exit_code != 0 and "node-zz" in unknown.output

@@ -52,6 +52,7 @@ async def test_rule_set_changes_the_options_given_and_a_bad_value_names_its_fiel
     rule = lead.coord.get(Drift).rule("credit-risk")
     assert (rule.share_threshold, rule.window_s, rule.consecutive) == (0.3, 1800.0, 2)  # the rest as it was
     shown = await myoloctl(url, "drift", "rule", "show", "credit-risk", "-o", "json")
+    assert shown.exit_code == 0, (shown.output, shown.exception)
     assert json.loads(shown.output)["rule_source"] == "model"
     bad = await myoloctl(url, "drift", "rule", "set", "credit-risk", "--share", "1.5")
     assert bad.exit_code == 2 and "share_threshold" in bad.output
