@@ -19,7 +19,7 @@ def start(**over: Any) -> dict[str, Any]:
         "gpus": [2, 3],
         "master_addr": "10.0.0.1",
         "master_port": 29500,
-        "job": {"model": "tiny", "steps": 5, "checkpoint_dir": "/ckpt"},
+        "job": {"model": {"name": "tiny"}, "optimizer": {"steps": 5}, "checkpoint": {"dir": "/ckpt"}},
     }
     args.update(over)
     return args
@@ -30,7 +30,7 @@ def test_ranks_follow_the_torchrun_layout() -> None:
     assert isinstance(args, StartWorkersArgs)
     assert args.world_size == 4
     assert [args.global_rank(i) for i in range(2)] == [2, 3]
-    assert args.job.checkpoint_dir == "/ckpt" and args.job.tp == 1
+    assert args.job.checkpoint.dir == "/ckpt" and args.job.parallelism.tp == 1
 
 
 @pytest.mark.parametrize(
@@ -42,9 +42,9 @@ def test_ranks_follow_the_torchrun_layout() -> None:
         ({"gpus": [64]}, "args.gpus[0]", "<= 63"),
         ({"master_port": 0}, "args.master_port", ">= 1"),
         ({"master_addr": "host;rm -rf"}, "args.master_addr", "regex"),
-        ({"job": {"tp": 0}}, "args.job.tp", ">= 1"),
-        ({"job": {"model": "../x"}}, "args.job.model", "regex"),
-        ({"job": {"schedule": "gpipe"}}, "args.job.schedule", "1f1b"),
+        ({"job": {"parallelism": {"tp": 0}}}, "args.job.parallelism.tp", ">= 1"),
+        ({"job": {"model": {"name": "../x"}}}, "args.job.model.name", "regex"),
+        ({"job": {"parallelism": {"schedule": "gpipe"}}}, "args.job.parallelism.schedule", "1f1b"),
         ({"job": {"layers": 2}}, "args.job.layers", "job takes model"),
         ({"extra": 1}, "args.extra", "it takes job_id"),
         ({"job_id": ""}, "args.job_id", "length"),
