@@ -115,6 +115,19 @@ def manifest_field(path: str) -> str:
     return f"spec.trainer.{section}.{camel(name)}" if section else f"spec.trainer.{camel(name)}"
 
 
+def trainer_spec(job: TrainerJob) -> dict[str, Any]:
+    """``spec.trainer`` for ``job``: its sections camelCase, defaults left out, and without the fields a
+    manifest sets elsewhere (ELSEWHERE: the layout, determinism), which the caller writes there if it needs."""
+    sections = {
+        name: {
+            camel(k): v for k, v in msgspec.structs.asdict(getattr(job, name)).items() if f"{name}.{k}" not in ELSEWHERE
+        }
+        for name in SECTION_SPECS
+    }
+    written = msgspec.to_builtins(msgspec.convert(sections, TrainerSpec))  # checked, and its defaults dropped
+    return {name: fields for name, fields in written.items() if fields}
+
+
 def _trainer(spec: Any, deterministic: bool) -> TrainerJob:
     """The manifest's trainer sections as the job they describe (the layout left at 1/0)."""
     sections = {name: msgspec.structs.asdict(getattr(spec, name)) for name in SECTION_SPECS}

@@ -25,6 +25,8 @@ Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
 Degree = Annotated[int, msgspec.Meta(ge=1, le=4096)]
 Steps = Annotated[int, msgspec.Meta(ge=0, le=1 << 40)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+# a fused op's name in --ops, or "*" for every op (``--ops '*=reference'``)
+OpName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^(\*|[A-Za-z0-9][A-Za-z0-9_.-]*)$")]
 PathStr = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
 ModelArg = int | float | bool | Annotated[str, msgspec.Meta(max_length=256)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -264,9 +266,9 @@ class RuntimeSection(Section):
         ),
     ] = True
     ops_prefer: Annotated[
-        dict[Name, Annotated[list[Name], msgspec.Meta(max_length=8)]],
+        dict[OpName, Annotated[list[Name], msgspec.Meta(max_length=8)]],
         msgspec.Meta(max_length=32),
-        Help("Backend order for a fused op: op=backend[,backend] (repeatable)."),
+        Help("Backend order for a fused op (* for every op): op=backend[,backend] (repeatable)."),
     ] = {}
 
 
@@ -318,6 +320,8 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
                 "defense.kind",
                 "replaces the per-step gradient exchange; local SGD (--sync-every > 1) has none: use one of them",
             )
+        if run.task == "quantize":  # before the export's rules: a quantize job lacking one is told what it needs
+            self._validate_quantize()
         if ckpt.export_path is not None:
             if not ckpt.dir and run.task == "train":
                 raise TrainerJobError.at(
@@ -336,8 +340,6 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
                     )
         if data.eval_path is not None and ckpt.export_path is None:
             raise TrainerJobError.at("data.eval_path", "needs --export-path: the held-out set evaluates the export")
-        if run.task == "quantize":
-            self._validate_quantize()
 
     def _validate_quantize(self) -> None:
         for field, why in (("init_from", "the model to quantize"), ("export_path", "where the quantized model goes")):
