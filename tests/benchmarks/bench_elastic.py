@@ -20,7 +20,13 @@ import msgspec
 
 from tests.benchmarks.common import write_result
 from tests.benchmarks.elastic_myolo import run_myolo_failover, run_myolo_goodput
-from tests.benchmarks.elastic_torchrun import ELASTIC_JOB, rdzv_defaults, run_torchrun_failover, run_torchrun_goodput
+from tests.benchmarks.elastic_torchrun import (
+    ELASTIC_JOB,
+    rdzv_defaults,
+    run_torchrun_failover,
+    run_torchrun_goodput,
+    with_fields,
+)
 
 
 def _ratio(ours: float | None, theirs: float | None) -> float | None:
@@ -58,7 +64,7 @@ def main() -> None:
         }
         if not args.skip_goodput:
             span = (60.0, 25.0) if args.short else (300.0, 120.0)
-            long_job = msgspec.structs.replace(ELASTIC_JOB, steps=100_000)
+            long_job = with_fields(ELASTIC_JOB, {"optimizer.steps": 100_000})
             g_ours = run_myolo_goodput(base / "m-goodput", long_job, *span)
             g_theirs = run_torchrun_goodput(base / "t-goodput", *span)
             out["goodput"] = {

@@ -38,12 +38,13 @@ import psutil
 from pytest import MonkeyPatch
 
 from myolo.events.payloads import CommandAck, Payload, TrainingFault, TrainingProgress
+from myolo.events.payloads.trainer_flags import flag
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import CATALOGUE, ensure_topics
 from tests.benchmarks.broker import benchmark_broker
 from tests.benchmarks.common import write_result
 from tests.support.agent.agent_proc import ROOT
-from tests.support.agent.trainer_rig import TINY_JOB, Rig, rig
+from tests.support.agent.trainer_rig import TINY_FIELDS, Rig, rig, tiny_job
 from tests.support.helpers import wait_until
 
 PROGRESS_INTERVAL_S = 1.0  # the deployed default of [trainer] progress_interval_s
@@ -150,7 +151,7 @@ def final_ack_at(r: Rig, command_id: str) -> float | None:
 # ---------------------------------------------------------------------------------------------- 1-3: tiny
 async def agent_start(r: Rig, procs: Procs, ckpt: Path) -> tuple[str, dict[str, int], dict[str, Any]]:
     job = f"bench-{uuid.uuid4().hex[:8]}"
-    spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
+    spec = tiny_job({"optimizer.steps": 100_000, "checkpoint.dir": str(ckpt)})
     t0 = time.monotonic()
     (cid,) = await r.start_job(job, spec, [[0, 1]])
     ack = await r.outcome(cid, 300)
@@ -225,9 +226,9 @@ async def agent_run(r: Rig, procs: Procs, ending: str, ckpt: Path) -> dict:
 
 
 def launch_argv(ckpt: Path) -> list[str]:
-    """``myolo-train`` flags of the job the agent gets (one definition: TINY_JOB)."""
-    spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
-    flags = [arg for k, v in spec.items() for arg in (f"--{k.replace('_', '-')}", str(v))]
+    """``myolo-train`` flags of the job the agent gets (one definition: TINY_FIELDS)."""
+    spec = {**TINY_FIELDS, "optimizer.steps": 100_000, "checkpoint.dir": str(ckpt)}
+    flags = [arg for path, v in spec.items() for arg in (flag(path), str(v))]
     return [sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "2", *flags, "--json"]
 
 
@@ -287,7 +288,7 @@ async def tiny_runs(settings: KafkaSettings, broker: Any, tmp: Path, procs: Proc
     agent_med = statistics.median(a["start"]["to_first_progress_s"] for a in agent_runs)
     launch_med = statistics.median(b["to_first_step_s"] for b in launch_runs)
     return {
-        "job": {**TINY_JOB, "steps": 100_000, "workers": 2, "progress_interval_s": PROGRESS_INTERVAL_S},
+        "job": {**tiny_job({"optimizer.steps": 100_000}), "workers": 2, "progress_interval_s": PROGRESS_INTERVAL_S},
         "agent": agent_runs,
         "baseline_myolo_train": launch_runs,
         "start_median_s": {
@@ -361,7 +362,7 @@ async def supervision_cpu(settings: KafkaSettings, broker: Any, tmp: Path, procs
             idle = await cpu_share(agent, CPU_WINDOW_S)
 
             job = f"bench-cpu-{uuid.uuid4().hex[:8]}"
-            (cid,) = await r.start_job(job, {**TINY_JOB, "steps": 100_000}, [list(range(CPU_GPUS))])
+            (cid,) = await r.start_job(job, tiny_job({"optimizer.steps": 100_000}), [list(range(CPU_GPUS))])
             ack = await r.outcome(cid, 120)
             assert ack.status == "done", ack
             watched = procs.add(list(ack.result["pids"].values()))

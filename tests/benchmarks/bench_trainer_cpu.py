@@ -24,8 +24,9 @@ OUT = REPO / "tests" / "benchmarks" / "results" / "trainer_cpu.json"
 WARMUP, MEASURED = 2, 3
 
 
-def single_process(name: str, **job_kw) -> dict:
-    """Train ``small`` in this process (no process group); tokens/s over the steps after warm-up."""
+def single_process(name: str, fields: dict | None = None) -> dict:
+    """Train ``small`` in this process (no process group), ``fields`` by path changed; tokens/s over the steps
+    after warm-up."""
     import torch
 
     from myolo.kernels.train.config import JobConfig
@@ -33,7 +34,8 @@ def single_process(name: str, **job_kw) -> dict:
     from myolo.kernels.train.records import StepRecord
 
     torch.set_num_threads(os.cpu_count() or 1)
-    job = JobConfig(model="small", global_batch=4, seq_len=64, steps=WARMUP + MEASURED, **job_kw)
+    base = {"model.name": "small", "data.global_batch": 4, "data.seq_len": 64, "optimizer.steps": WARMUP + MEASURED}
+    job = JobConfig.from_fields({**base, **(fields or {})})
     t0 = time.perf_counter()
     recs = [r for r in run(job).records if isinstance(r, StepRecord)]
     wall = time.perf_counter() - t0
@@ -41,9 +43,9 @@ def single_process(name: str, **job_kw) -> dict:
     step_s = statistics.median(timed)
     result = {
         "name": name,
-        "tokens_per_step": job.global_batch * job.seq_len,
+        "tokens_per_step": job.data.global_batch * job.data.seq_len,
         "median_step_s": step_s,
-        "tokens_per_s": job.global_batch * job.seq_len / step_s,
+        "tokens_per_s": job.data.global_batch * job.data.seq_len / step_s,
         "first_step_s": recs[0].step_time_s,  # includes compilation under --compile
         "wall_s": wall,
         "backends": recs[-1].backends,
@@ -101,8 +103,8 @@ def main() -> None:
     t0 = time.perf_counter()
     small = [
         single_process("eager, native ops"),
-        single_process("compile per block, native ops", compile=True),
-        single_process("eager, reference ops", ops_prefer={"*": ["reference"]}),
+        single_process("compile per block, native ops", {"runtime.compile": True}),
+        single_process("eager, reference ops", {"runtime.ops_prefer": {"*": ["reference"]}}),
     ]
     eager, compiled = small[0]["tokens_per_s"], small[1]["tokens_per_s"]
     layouts = [layout(n, a) for n, a in LAYOUTS.items()]

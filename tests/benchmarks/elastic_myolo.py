@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from myolo.coordinator.cli.auth import stack_token
+from myolo.coordinator.jobs.manifest import trainer_spec
 from myolo.coordinator.localstack import stack
 from myolo.coordinator.localstack.broker import LocalBroker, state
 from myolo.events.payloads.trainer_job import TrainerJob
@@ -46,15 +47,7 @@ VICTIM = "node-3"  # not rank 0's node, as on the torchrun side (whose store hos
 
 
 def manifest(job: TrainerJob, ckpt: Path) -> str:
-    trainer = {
-        "model": job.model,
-        "steps": job.steps,
-        "globalBatch": job.global_batch,
-        "seqLen": job.seq_len,
-        "seed": job.seed,
-        "checkpointEvery": job.checkpoint_every,
-        "snapshotEvery": job.snapshot_every,
-    }
+    trainer = trainer_spec(job)  # its sections, as spec.trainer writes them
     return (
         "apiVersion: myolo.ai/v1\nkind: ElasticJob\n"
         f"metadata: {{name: {JOB}}}\n"

@@ -53,7 +53,24 @@ NODES = 3
 # The job of the tiny-pretrain example manifest (spec.trainer), resumable so a restart continues from the newest
 # checkpoint. Its snapshotEvery is left to a parameter: host-memory snapshots are the trainer's feature, and
 # on one machine every "node" would share /dev/shm, which no two real nodes do.
-ELASTIC_JOB = TrainerJob.from_fields({"model.name": "tiny", "optimizer.steps": 400, "data.global_batch": 12, "data.seq_len": 64, "runtime.seed": 0, "checkpoint.every": 20, "checkpoint.resume": True})
+ELASTIC_JOB = TrainerJob.from_fields(
+    {
+        "model.name": "tiny",
+        "optimizer.steps": 400,
+        "data.global_batch": 12,
+        "data.seq_len": 64,
+        "runtime.seed": 0,
+        "checkpoint.every": 20,
+        "checkpoint.resume": True,
+    }
+)
+
+
+def with_fields(job: TrainerJob, fields: dict[str, Any]) -> TrainerJob:
+    """``job`` with ``fields`` by path changed (``{"optimizer.steps": 100}``), checked as any job is."""
+    return TrainerJob.from_fields(fields, msgspec.to_builtins(job))
+
+
 SHARE_STORE_OFF = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 TAG = "MYOLO_BENCH_TAG"  # set in every agent's environment (workers inherit it): the sweep finds strays by it
 RDZV_LOGGER = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
@@ -206,7 +223,7 @@ class Cluster:
         self.job_file = workdir / "job.json"
         body = msgspec.to_builtins(job)
         body["job_id"] = self.rdzv_id  # its own host-memory snapshot names, never a stale run's
-        body["checkpoint_dir"] = str(workdir / "checkpoints")
+        body.setdefault("checkpoint", {})["dir"] = str(workdir / "checkpoints")
         self.job_file.write_text(json.dumps(body, indent=1))
         self.orphans_swept: list[int] = []
 
@@ -303,7 +320,7 @@ class Cluster:
         return {
             "setting": setting_name(self.share_store),
             "share_store": self.share_store,
-            "job": {**msgspec.structs.asdict(self.job), "checkpoint_dir": "<workdir>/checkpoints"},
+            "job": msgspec.to_builtins(with_fields(self.job, {"checkpoint.dir": "<workdir>/checkpoints"})),
             "torch": importlib.metadata.version("torch"),
             "nodes": NODES,
             "max_restarts": self.max_restarts,
@@ -538,7 +555,7 @@ def failure_lines(survivors: Sequence[Node], fault: float, most: int = 5) -> lis
 
 def run_torchrun_failover(
     workdir: Path | None = None,
-    steps: int = ELASTIC_JOB.steps,
+    steps: int = ELASTIC_JOB.optimizer.steps,
     *,
     share_store: bool = False,
     fault_after_step: int = 30,
@@ -551,7 +568,7 @@ def run_torchrun_failover(
 ) -> dict[str, Any]:
     """Kill one node (not the store's host) once step ``fault_after_step`` is done; time the survivors'
     restart from their lines. ``share_store=False`` sets TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1."""
-    job = msgspec.structs.replace(ELASTIC_JOB, steps=steps, snapshot_every=snapshot_every)
+    job = with_fields(ELASTIC_JOB, {"optimizer.steps": steps, "checkpoint.snapshot_every": snapshot_every})
     with cluster(workdir, job, share_store=share_store, max_restarts=max_restarts, rdzv_conf=rdzv_conf) as (c, done):
         t0 = c.launch(startup_timeout_s)
         wait_for(lambda: reached(c, fault_after_step), startup_timeout_s, f"step {fault_after_step}", c)
@@ -668,7 +685,7 @@ def run_torchrun_goodput(
     """The job for ``duration_s`` from its first step, a node killed every ``fault_every_s`` from then on; a
     fresh agent replaces it once the smaller world trains again (or after ``rejoin_timeout_s``), as an
     uncordon would. Goodput: step time of the steps that count over the window's wall time."""
-    job = msgspec.structs.replace(ELASTIC_JOB, steps=steps, snapshot_every=snapshot_every)
+    job = with_fields(ELASTIC_JOB, {"optimizer.steps": steps, "checkpoint.snapshot_every": snapshot_every})
     faults: list[Fault] = []
     with cluster(workdir, job, share_store=share_store, max_restarts=max_restarts, rdzv_conf=rdzv_conf) as (c, done):
         t0 = c.launch(startup_timeout_s)

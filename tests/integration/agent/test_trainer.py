@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.agent.agent_proc import ROOT
-from tests.support.agent.trainer_rig import TINY_JOB, rig
+from tests.support.agent.trainer_rig import TINY_JOB, rig, tiny_job
 from tests.support.helpers import pid_gone, wait_until
 
 pytestmark = pytest.mark.kafka
@@ -44,7 +44,7 @@ async def test_a_signed_start_trains_to_completion_with_progress_and_checkpoints
     settings, kafka, tmp_path, monkeypatch
 ) -> None:
     job, ckpt = job_id(), tmp_path / "ckpt"
-    spec = {**TINY_JOB, "steps": 12, "checkpoint_dir": str(ckpt), "checkpoint_every": 4}
+    spec = tiny_job({"optimizer.steps": 12, "checkpoint.dir": str(ckpt), "checkpoint.every": 4})
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
         (agent,) = r.agents
         (cid,) = await r.start_job(job, spec, [[0, 1]])
@@ -97,7 +97,7 @@ def sample_json(agent) -> dict:
 
 async def test_a_job_across_two_agents_matches_myolo_train(settings, kafka, tmp_path, monkeypatch) -> None:
     job = job_id()
-    spec = {**TINY_JOB, "steps": 6, "dp": 2}
+    spec = tiny_job({"optimizer.steps": 6, "parallelism.dp": 2})
     async with rig(settings, kafka, tmp_path, monkeypatch, nodes=2, gpus=1) as r:
         acks = [await r.outcome(cid) for cid in await r.start_job(job, spec, [[0], [0]])]
         assert [a.status for a in acks] == ["done", "done"], acks
@@ -152,7 +152,7 @@ async def test_a_killed_worker_is_a_fault_and_its_peers_stop(settings, kafka, tm
     job = job_id()
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
         (agent,) = r.agents
-        pids = await r.running(job, {**TINY_JOB, "steps": 100_000}, [0, 1])
+        pids = await r.running(job, tiny_job({"optimizer.steps": 100_000}), [0, 1])
         nowhere = await r.command(agent, "profile", profile_id="p-none", job_id=job, rank=5, duration_s=5.0)
         refused = await r.outcome(nowhere)
         assert refused.status == "rejected" and "no running worker" in refused.reason and "rank 5" in refused.reason
@@ -193,7 +193,7 @@ def _get(url: str) -> tuple[int, str]:
 async def test_a_stopped_worker_is_a_hang_within_the_learned_bound(settings, kafka, tmp_path, monkeypatch) -> None:
     job = job_id()
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2, hang_floor_s=3.0) as r:
-        pids = await r.running(job, {**TINY_JOB, "steps": 100_000}, [0, 1], progress=5)
+        pids = await r.running(job, tiny_job({"optimizer.steps": 100_000}), [0, 1], progress=5)
         os.kill(pids["0"], signal.SIGSTOP)
         try:
             await wait_until(lambda: r.faults(job), 60, f"the hang{r.logs()}")
@@ -212,7 +212,7 @@ async def test_a_stopped_worker_is_a_hang_within_the_learned_bound(settings, kaf
 
 async def test_stop_workers_checkpoints_and_leaves_no_process(settings, kafka, tmp_path, monkeypatch) -> None:
     job, ckpt = job_id(), tmp_path / "ckpt"
-    spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
+    spec = tiny_job({"optimizer.steps": 100_000, "checkpoint.dir": str(ckpt)})
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
         (agent,) = r.agents
         pids = await r.running(job, spec, [0, 1], progress=3)
@@ -246,9 +246,9 @@ async def test_stop_workers_checkpoints_and_leaves_no_process(settings, kafka, t
 @pytest.mark.parametrize(
     ("change", "field", "words"),
     [
-        ({"job": {**TINY_JOB, "model": "gpt-9"}}, "args.job.model", "unknown model preset 'gpt-9'"),
+        ({"job": tiny_job({"model.name": "gpt-9"})}, "args.job.model.name", "unknown model preset 'gpt-9'"),
         ({"gpus": [0, 2]}, "args.gpus", "GPU 2 does not exist on this node"),
-        ({"job": {**TINY_JOB, "tp": 3}}, "args.job.tp", "does not divide the world size 2"),
+        ({"job": tiny_job({"parallelism.tp": 3})}, "args.job.parallelism.tp", "does not divide the world size 2"),
     ],
 )
 async def test_a_bad_start_is_rejected_naming_the_argument(
@@ -279,7 +279,7 @@ async def test_the_agents_sigterm_stops_its_workers_with_a_checkpoint_first(
     settings, kafka, tmp_path, monkeypatch
 ) -> None:
     job, ckpt = job_id(), tmp_path / "ckpt"
-    spec = {**TINY_JOB, "steps": 100_000, "checkpoint_dir": str(ckpt)}
+    spec = tiny_job({"optimizer.steps": 100_000, "checkpoint.dir": str(ckpt)})
     async with rig(settings, kafka, tmp_path, monkeypatch, gpus=2) as r:
         (agent,) = r.agents
         pids = await r.running(job, spec, [0, 1], progress=3)
@@ -308,7 +308,7 @@ async def start_to_first_progress(r, job: str, spec: dict) -> tuple[float, dict]
 async def test_a_job_started_on_warm_standby_workers_trains_as_a_cold_one(
     settings, kafka, tmp_path, monkeypatch
 ) -> None:
-    spec = {**TINY_JOB, "steps": 6}
+    spec = tiny_job({"optimizer.steps": 6})
     losses: dict[str, dict[int, float]] = {}
     seconds: dict[str, float] = {}
     for kind, count in (("cold", "0"), ("warm", "2")):

@@ -155,7 +155,7 @@ def test_kcat_drift_retrains_the_champion_and_registers_version_2_with_its_linea
         run = _until("the retrained version to be registered", registered, timeout=240)
         assert run["detection_id"] == detection and run["parent"] == 1 and run["registered"] == 2
         job = json.loads(myoloctl("get", "job", run["job"], "-o", "json").output)
-        assert job["phase"] == "Succeeded" and job["spec"]["trainer"]["init_from"] == str(v1)
+        assert job["phase"] == "Succeeded" and job["spec"]["trainer"]["checkpoint"]["init_from"] == str(v1)
 
         versions = myoloctl("registry", "versions", MODEL)
         assert versions.exit_code == 0, versions.output

@@ -60,7 +60,7 @@ def test_json_has_one_object_per_step_and_human_output_is_lines() -> None:
         (["--nproc", "6", "--pp", "2", "--tp", "4"], "does not divide the world size 6"),
         (["--nproc", "8", "--tp", "8"], "not divisible by tp=8"),
         (["--nproc", "2", "--pp", "2", "--micro-batch", "4", "--global-batch", "4"], "fewer than the 2"),
-        (["--nproc", "4", "--dp", "4", "--global-batch", "6"], "--global-batch 6 is not divisible by dp=4"),
+        (["--nproc", "4", "--dp", "4", "--global-batch", "6"], "(--global-batch): 6 is not divisible by dp=4"),
         (["--nproc", "1", "--model-arg", "vocab"], "must look like name=value"),
     ],
 )

@@ -92,18 +92,19 @@ LAYOUTS = {"tp2": {"tp": 2}, "pp2": {"pp": 2}}
 def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, data: dict[str, Path]):
     out = tmp_path_factory.mktemp(request.param)
     job = {
-        "model": "tiny",
         "nproc": 2,
-        **LAYOUTS[request.param],
-        "steps": STEPS,
-        "seed": 0,
-        "global_batch": ROWS,
-        "seq_len": SEQ,
-        "data_path": str(data["train"]),
-        "checkpoint_dir": str(out / "ckpt"),
-        "export_path": str(out / "export" / "model.safetensors"),
-        "eval_data_path": str(data["eval"]),
-        "eval_batches": EVAL_BATCHES,
+        "model": {"name": "tiny"},
+        "parallelism": LAYOUTS[request.param],
+        "optimizer": {"steps": STEPS},
+        "runtime": {"seed": 0},
+        "data": {
+            "global_batch": ROWS,
+            "seq_len": SEQ,
+            "path": str(data["train"]),
+            "eval_path": str(data["eval"]),
+            "eval_batches": EVAL_BATCHES,
+        },
+        "checkpoint": {"dir": str(out / "ckpt"), "export_path": str(out / "export" / "model.safetensors")},
     }
     dumps = run_ranks(job, 2, out)
     live: dict[str, torch.Tensor] = {}
@@ -115,12 +116,12 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 def manifest_of(trained: dict[str, Any]) -> ModelExport:
-    path = Path(trained["job"]["export_path"] + ".json")
+    path = Path(trained["job"]["checkpoint"]["export_path"] + ".json")
     return msgspec.json.decode(path.read_bytes(), type=ModelExport, strict=True)
 
 
 def test_rank_0_exported_once_and_its_manifest_is_the_file(trained: dict[str, Any], data: dict[str, Path]) -> None:
-    artifact = Path(trained["job"]["export_path"])
+    artifact = Path(trained["job"]["checkpoint"]["export_path"])
     manifest = manifest_of(trained)
     assert trained["exports"][0] == msgspec.to_builtins(manifest) and trained["exports"][1] is None
     assert sorted(p.name for p in artifact.parent.iterdir()) == ["model.safetensors", "model.safetensors.json"]
@@ -131,7 +132,7 @@ def test_rank_0_exported_once_and_its_manifest_is_the_file(trained: dict[str, An
 
 
 def test_the_export_is_the_models_full_weights_at_the_end(trained: dict[str, Any]) -> None:
-    exported = safetensors.torch.load_file(trained["job"]["export_path"])
+    exported = safetensors.torch.load_file(trained["job"]["checkpoint"]["export_path"])
     assert exported.keys() == GPT(preset("tiny")).state_dict().keys() == trained["live"].keys()
     for name, t in trained["live"].items():
         assert exported[name].shape == t.shape and torch.equal(exported[name], t), name
@@ -141,7 +142,7 @@ def test_the_held_out_loss_is_cross_entropy_of_the_exported_weights(
     trained: dict[str, Any], data: dict[str, Path]
 ) -> None:
     model = GPT(preset("tiny"))
-    model.load_state_dict(safetensors.torch.load_file(trained["job"]["export_path"]))
+    model.load_state_dict(safetensors.torch.load_file(trained["job"]["checkpoint"]["export_path"]))
     window = SEQ + 1
     ids = np.fromfile(data["eval"], dtype=np.uint16)[: EVAL_BATCHES * ROWS * window].astype(np.int64)
     batch = torch.from_numpy(ids).view(EVAL_BATCHES * ROWS, window)  # the file's first windows, in order
@@ -162,7 +163,7 @@ def test_an_operators_export_of_the_checkpoint_is_the_same_file(trained: dict[st
             sys.executable,
             "-m",
             "myolo.kernels.cli.export",
-            trained["job"]["checkpoint_dir"],
+            trained["job"]["checkpoint"]["dir"],
             "-o",
             str(out),
             *args,
@@ -196,8 +197,8 @@ def loss_on(weights: dict[str, torch.Tensor] | None, x: torch.Tensor, y: torch.T
 def test_a_run_from_an_export_starts_from_its_weights(trained: dict[str, Any], data: dict[str, Path]) -> None:
     """In another layout than the export's (pp=2 from tp=2 and back): step 1's loss is the exported model's
     loss on step 1's batch, which a fresh model's is far from."""
-    init = trained["job"]["export_path"]
-    other = ["--pp", "2"] if "tp" in trained["job"] else ["--tp", "2"]
+    init = trained["job"]["checkpoint"]["export_path"]
+    other = ["--pp", "2"] if "tp" in trained["job"]["parallelism"] else ["--tp", "2"]
     args = ["--nproc", "2", *other, "--model", "tiny", "--steps", "1", "--seed", "0", "--json", "--init-from", init]
     args += ["--global-batch", str(ROWS), "--seq-len", str(SEQ), "--data", str(data["train"])]
     proc = subprocess.run(

@@ -122,14 +122,11 @@ def test_each_rank_holds_its_expected_shard(tmp_path: Path) -> None:
     """pp=2 x dp=2 x tp=2 exercises every cut at once: stage ownership, TP dims, FSDP dim-0 shards."""
     lay = Layout(2, 2, 2)
     job = {
-        "model": "tiny",
         "nproc": lay.world,
-        "pp": lay.pp,
-        "dp": lay.dp,
-        "tp": lay.tp,
-        "global_batch": 8,
-        "seq_len": 32,
-        "seed": 0,
+        "model": {"name": "tiny"},
+        "parallelism": {"pp": lay.pp, "dp": lay.dp, "tp": lay.tp},
+        "data": {"global_batch": 8, "seq_len": 32},
+        "runtime": {"seed": 0},
     }
     store = rendezvous.host_store()
     procs = []

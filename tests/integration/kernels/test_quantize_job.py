@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from myolo.events.payloads import ModelExport
+from myolo.events.payloads.trainer_fields import nest
 from myolo.kernels.cli.check_job import judge, read_request
 from myolo.kernels.export.weights import weights_metadata, write_weights
 from myolo.kernels.model import GPT, preset
@@ -31,26 +32,31 @@ def inputs(tmp_path: Path) -> dict:
     tokens = torch.randint(0, 256, (20_000,), generator=torch.Generator().manual_seed(1)).to(torch.int16)
     (tmp_path / "calib.bin").write_bytes(tokens[:10_000].numpy().tobytes())
     (tmp_path / "eval.bin").write_bytes(tokens[10_000:].numpy().tobytes())
-    return {
-        "task": "quantize",
-        "init_from": str(src),
-        "init_from_sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
-        "export_path": str(tmp_path / "out" / "model-int4.safetensors"),
-        "calib_path": str(tmp_path / "calib.bin"),
-        "eval_data_path": str(tmp_path / "eval.bin"),
-        "quant_bits": 4,
-        "quant_scheme": "gptq",
-        "quant_group_size": 32,
-        "seq_len": 32,
-        "calib_sequences": 16,
-        "eval_batches": 2,
-        "global_batch": 4,
+    return {  # by field path; ``sections`` makes the job file of it
+        "runtime.task": "quantize",
+        "checkpoint.init_from": str(src),
+        "checkpoint.init_from_sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
+        "checkpoint.export_path": str(tmp_path / "out" / "model-int4.safetensors"),
+        "quantization.calib_path": str(tmp_path / "calib.bin"),
+        "data.eval_path": str(tmp_path / "eval.bin"),
+        "quantization.bits": 4,
+        "quantization.scheme": "gptq",
+        "quantization.group_size": 32,
+        "data.seq_len": 32,
+        "quantization.calib_sequences": 16,
+        "data.eval_batches": 2,
+        "data.global_batch": 4,
     }
+
+
+def sections(fields: dict) -> dict:
+    """The job (a table per section) of ``fields`` by path, those set to None left out."""
+    return nest({k: v for k, v in fields.items() if v is not None})
 
 
 def train(job: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "job.json"
-    config.write_text(json.dumps(job))
+    config.write_text(json.dumps(sections(job)))
     return subprocess.run(
         [sys.executable, "-m", "myolo.kernels.cli.launch", "--nproc", "1", "--config", str(config)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -60,35 +66,40 @@ def train(job: dict, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_a_quantize_job_writes_the_quantized_model_and_its_manifest(inputs: dict, tmp_path: Path) -> None:
     proc = train(inputs, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = Path(inputs["export_path"])
+    out = Path(inputs["checkpoint.export_path"])
     export = msgspec.json.decode(Path(f"{out}.json").read_bytes(), type=ModelExport)
     assert export.quantization is not None and export.eval is not None
     assert (export.quantization.scheme, export.quantization.bits, export.quantization.group_size) == ("gptq", 4, 32)
-    assert export.quantization.source_sha256 == inputs["init_from_sha256"]
+    assert export.quantization.source_sha256 == inputs["checkpoint.init_from_sha256"]
     assert export.quantization.source_eval is not None
     assert export.eval.dataset_sha256 == export.quantization.source_eval.dataset_sha256
     assert export.steps == 12 and export.sha256 == hashlib.sha256(out.read_bytes()).hexdigest()
     spec = load_quantized(out)[2]
-    assert spec.calib_sha256 == hashlib.sha256(Path(inputs["calib_path"]).read_bytes()).hexdigest()
+    assert spec.calib_sha256 == hashlib.sha256(Path(inputs["quantization.calib_path"]).read_bytes()).hexdigest()
 
 
 def test_a_source_that_is_not_the_registered_bytes_is_refused(inputs: dict, tmp_path: Path) -> None:
-    proc = train({**inputs, "init_from_sha256": "0" * 64}, tmp_path)
+    proc = train({**inputs, "checkpoint.init_from_sha256": "0" * 64}, tmp_path)
     assert proc.returncode != 0
     assert "init_from_sha256" in proc.stderr and "hashes to" in proc.stderr
-    assert not Path(inputs["export_path"]).exists()
+    assert not Path(inputs["checkpoint.export_path"]).exists()
 
 
 @pytest.mark.parametrize(
     ("changes", "world", "field", "says"),
     [
-        ({}, 2, "task", "runs on one worker, not 2"),
-        ({"export_path": None}, 1, "export_path", "task quantize needs --export-path"),
-        ({"quant_scheme": "gptq", "calib_path": None}, 1, "calib_path", "gptq needs calib_path"),
-        ({"quant_bits": 3}, 1, "quant_bits", "quant_bits must be 4 or 8"),
+        ({}, 2, "runtime.task", "runs on one worker, not 2"),
+        ({"checkpoint.export_path": None}, 1, "checkpoint.export_path", "(--export-path): task quantize needs it"),
+        (
+            {"quantization.scheme": "gptq", "quantization.calib_path": None},
+            1,
+            "quantization.calib_path",
+            "scheme gptq needs it",
+        ),
+        ({"quantization.bits": 3}, 1, "quantization.bits", "(--quant-bits): must be 4 or 8"),
     ],
 )
 def test_the_trainers_check_names_what_a_quantize_job_lacks(inputs: dict, changes, world, field, says) -> None:
-    job = {k: v for k, v in {**inputs, **changes}.items() if v is not None}
+    job = sections({**inputs, **changes})
     verdict = judge(read_request(json.dumps({"job": job, "world_size": world}).encode()))
     assert not verdict.ok and verdict.field == f"job.{field}" and says in (verdict.reason or ""), verdict

@@ -18,6 +18,7 @@ from typing import Any
 from myolo.common.keys import Ed25519Signer
 from myolo.events.bus import EventConsumer, EventProducer
 from myolo.events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
+from myolo.events.payloads.trainer_fields import nest
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import COMMAND_ACKS, TRAINING_PROGRESS
 from tests.support.agent.agent_proc import AgentProc
@@ -31,7 +32,17 @@ startup_timeout_s = 300.0
 stop_timeout_s = 60.0
 term_grace_s = 5.0
 """
-TINY_JOB: dict[str, Any] = {"model": "tiny", "seed": 0, "global_batch": 4, "seq_len": 16}
+# the tiny job every trainer test starts, by field path; ``tiny_job`` lays changes over it as sections
+TINY_FIELDS: dict[str, Any] = {"model.name": "tiny", "runtime.seed": 0, "data.global_batch": 4, "data.seq_len": 16}
+
+
+def tiny_job(changes: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``start_workers`` job (a table per section) of TINY_FIELDS with ``changes`` by field path
+    (``{"optimizer.steps": 12}``); values are not checked here, so a test can send a bad one."""
+    return nest({**TINY_FIELDS, **(changes or {})})
+
+
+TINY_JOB: dict[str, Any] = tiny_job()
 
 
 @dataclass

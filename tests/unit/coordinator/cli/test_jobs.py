@@ -203,7 +203,7 @@ def test_apply_names_an_unreadable_file(cluster: Cluster, tmp_path) -> None:
 
 def test_a_change_a_running_job_cannot_take_exits_2_naming_the_field(cluster: Cluster, job_file) -> None:
     cluster.leader_jobs.add(running_job(cluster.leader_jobs.clock.now()))
-    job_file.write_text(MANIFEST.replace("model: tiny", "model: small"))
+    job_file.write_text(MANIFEST.replace("{model: {name: tiny}", "{model: {name: small}"))
     result = run("apply", "-f", str(job_file), "--api", cluster.leader.url)
     assert result.exit_code == 2
     assert "spec.trainer.model" in result.output and "delete the job" in result.output
@@ -455,18 +455,15 @@ def test_train_dry_run_prints_a_manifest_that_apply_accepts(cluster: Cluster, tm
     doc = yaml.safe_load(dry.output)
     assert doc["metadata"]["name"] == "guarded" and doc["spec"]["maxReplicas"] == 2
     trainer = doc["spec"]["trainer"]
-    assert (trainer["defense"], trainer["defenseParam"], trainer["watermark"]) == (
-        "gradient_compression",
-        0.01,
-        "/etc/myolo/wm.key",
-    )
+    assert trainer["defense"] == {"kind": "gradient_compression", "param": 0.01}
+    assert trainer["watermark"] == {"keyFile": "/etc/myolo/wm.key"}
     assert cluster.leader.requests == []  # a dry run sends nothing
     path = tmp_path / "guarded.yaml"
     path.write_text(dry.output)
     applied = run("apply", "-f", str(path), "--api", cluster.leader.url)
     assert applied.exit_code == 0, applied.output
     job = cluster.leader_jobs.job("guarded").spec.job
-    assert (job.trainer.defense, job.trainer.defense_param, job.trainer.watermark) == (
+    assert (job.trainer.defense.kind, job.trainer.defense.param, job.trainer.watermark.key_file) == (
         "gradient_compression",
         0.01,
         "/etc/myolo/wm.key",
@@ -482,14 +479,14 @@ def test_train_applies_at_once_without_dry_run(cluster: Cluster) -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (("--param", "2"), "spec.trainer.defenseParam: Expected `float` <= 1.0 (set by --param)"),
-        (("--defense", "noise"), "spec.trainer.defense"),
+        (("--param", "2"), "spec.trainer.defense.param: Expected `float` <= 1.0 (set by --param)"),
+        (("--defense", "noise"), "spec.trainer.defense.kind"),
         (
             ("--defense-vocab-param", "0"),
-            "spec.trainer.defenseVocabParam: Expected `float` > 0.0 (set by --defense-vocab-param)",
+            "spec.trainer.defense.vocabParam: Expected `float` > 0.0 (set by --defense-vocab-param)",
         ),
         (("--watermark", "ab" * 32), "never the key"),
-        (("--model-arg", "layers"), "--model-arg 'layers' must look like name=value"),
+        (("--model-arg", "layers"), "model.args (--model-arg): 'layers' must look like name=value"),
     ],
 )
 def test_train_refuses_bad_flags_naming_the_field_and_the_flag(cluster: Cluster, args, words: str) -> None:
