@@ -1,5 +1,6 @@
 """myolo-train's options are generated from the job's fields: every field has a flag, the flags build the same
-job a job file does, and every section's rule names its field and flag."""
+job a job file does, and every section's rule names its field and flag. (The manifest's side is
+tests/unit/coordinator/jobs/test_trainer_spec.py; both command lines side by side, tests/unit/test_trainer_flags.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from myolo.coordinator.jobs.manifest import SECTION_SPECS, manifest_field
 from myolo.events.payloads.trainer_fields import trainer_fields
 from myolo.events.payloads.trainer_job import TrainerJob, TrainerJobError
 from myolo.kernels.cli.options import make_command
@@ -23,16 +23,11 @@ def invoke(*flags: str) -> tuple[int, str, list[JobConfig]]:
     return result.exit_code, result.output, seen
 
 
-def test_every_field_has_a_flag_in_help_and_a_place_in_the_manifest() -> None:
+def test_every_field_has_a_flag_in_help() -> None:
     code, out, _ = invoke("--help")
     assert code == 0
     for f in trainer_fields(JobConfig):
         assert f.flag in out, f.path
-    for f in trainer_fields(TrainerJob):
-        where = manifest_field(f.path)
-        if where.startswith("spec.trainer."):
-            section, _, name = where.removeprefix("spec.trainer.").partition(".")
-            assert name in {g.encode_name for g in msgspec.structs.fields(SECTION_SPECS[section])}, f.path
 
 
 def test_flags_build_the_job_the_same_fields_describe() -> None:
