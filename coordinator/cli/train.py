@@ -19,8 +19,9 @@ from myolo.coordinator.cli import common
 from myolo.coordinator.cli.client import ApiOption
 from myolo.coordinator.cli.jobs import submit
 from myolo.coordinator.jobs.manifest import API_VERSIONS, ManifestError, camel, manifest_field, parse_manifest
-from myolo.events.payloads.trainer_fields import nest, trainer_fields
+from myolo.events.payloads.trainer_fields import trainer_fields
 from myolo.events.payloads.trainer_job import TrainerJobError
+from myolo.events.payloads.trainer_values import nest
 
 # the trainer fields with no flag here, and what sets them instead
 NO_FLAG = {"parallelism.dp": "the replica count: --min-replicas .. --max-replicas"}

@@ -19,7 +19,9 @@ import msgspec
 from myolo.common.errors import validation_problem
 from myolo.events.payloads.external import Sha256
 from myolo.events.payloads.models import QuantScheme
+from myolo.events.payloads.trainer_errors import TrainerJobError
 from myolo.events.payloads.trainer_flags import flag
+from myolo.events.payloads.trainer_values import nest
 
 Count = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
 Degree = Annotated[int, msgspec.Meta(ge=1, le=4096)]
@@ -41,24 +43,6 @@ J = TypeVar("J", bound="TrainerJob")
 def Help(text: str) -> msgspec.Meta:
     """A field's help, shown by both command lines and kept in the JSON schema."""
     return msgspec.Meta(description=text)
-
-
-class TrainerJobError(ValueError):
-    """A job field (or a combination) the trainer would refuse. ``field`` is the dotted field at fault
-    (``optimizer.warmup_steps``; for a combination, the one the message puts first; None when no field is, as
-    for a job file that does not parse); the message names it, its flag, and what to change."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
-        self.reason = message
-
-    @classmethod
-    def at(cls, field: str, reason: str) -> TrainerJobError:
-        """``optimizer.warmup_steps (--warmup-steps): <reason>``; ``reason`` without the field stays on it."""
-        err = cls(f"{field} ({flag(field)}): {reason}", field)
-        err.reason = reason
-        return err
 
 
 class Section(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -290,8 +274,6 @@ class TrainerJob(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknow
     def from_fields(cls: type[J], fields: Mapping[str, Any], base: Mapping[str, Any] | None = None) -> J:
         """A job from values by field path (``{"optimizer.lr": 1e-3}``) laid over ``base``'s sections;
         a wrong value raises TrainerJobError naming its field."""
-        from myolo.events.payloads.trainer_fields import nest  # it walks these Structs
-
         return decode(nest(fields, base), cls)
 
     def sections(self) -> list[Section]:

@@ -14,7 +14,7 @@ from typing import Annotated, NoReturn
 import msgspec
 import typer
 
-from myolo.events.payloads.trainer_fields import parse_model_args
+from myolo.events.payloads.trainer_values import parse_model_args
 from myolo.kernels.cli import app
 from myolo.kernels.train.config import JobConfigError
 

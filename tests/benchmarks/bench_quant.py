@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from myolo.events.payloads.trainer_fields import parse_model_args  # noqa: E402
+from myolo.events.payloads.trainer_values import parse_model_args  # noqa: E402
 from myolo.kernels.export.evaluate import evaluate  # noqa: E402
 from myolo.kernels.infer.generate import generate  # noqa: E402
 from myolo.kernels.infer.load import load_model  # noqa: E402

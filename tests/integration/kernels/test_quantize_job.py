@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from myolo.events.payloads import ModelExport
-from myolo.events.payloads.trainer_fields import nest
+from myolo.events.payloads.trainer_values import nest
 from myolo.kernels.cli.check_job import judge, read_request
 from myolo.kernels.export.weights import weights_metadata, write_weights
 from myolo.kernels.model import GPT, preset

@@ -18,7 +18,7 @@ from typing import Any
 from myolo.common.keys import Ed25519Signer
 from myolo.events.bus import EventConsumer, EventProducer
 from myolo.events.payloads import Command, CommandAck, Payload, TrainingCompleted, TrainingFault, TrainingProgress
-from myolo.events.payloads.trainer_fields import nest
+from myolo.events.payloads.trainer_values import nest
 from myolo.events.settings import KafkaSettings
 from myolo.events.topics import COMMAND_ACKS, TRAINING_PROGRESS
 from tests.support.agent.agent_proc import AgentProc
