@@ -465,7 +465,9 @@ class Reconciler:
         ended = replace(gen, stage="ended")
         if trainer.runtime.task != "train":
             rec = with_status(rec, generation=ended, phase="Succeeded", reason=f"task {trainer.runtime.task} done")
-            rec = decide(rec, "succeed", f"every worker of generation {gen.number} finished its {trainer.runtime.task}", now)
+            rec = decide(
+                rec, "succeed", f"every worker of generation {gen.number} finished its {trainer.runtime.task}", now
+            )
             return await self.save(rec)
         steps = trainer.optimizer.steps
         last = max((c.last_step or 0) for c in evidence.completed.values())

@@ -11,7 +11,24 @@ import pytest
 from myolo.coordinator.components import COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[2]
-WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
+WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+]
 FOLDERS = sorted(comp.__module__.split(".")[2] for comp in COMPONENTS)
 
 

@@ -199,4 +199,6 @@ def test_init_from_weights_of_another_model_is_a_job_error(tmp_path: Path) -> No
             )
         )
     assert caught.value.field == "checkpoint.init_from"
-    assert "checkpoint.init_from (--init-from):" in str(caught.value) and "'layers.2.attention.wk.weight'" in str(caught.value)
+    assert "checkpoint.init_from (--init-from):" in str(caught.value) and "'layers.2.attention.wk.weight'" in str(
+        caught.value
+    )
