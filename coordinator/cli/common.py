@@ -13,7 +13,7 @@ from myolo.coordinator.cli.exits import FAILED, REFUSED, err_console, fail
 from myolo.events.errors import InvalidEvent
 from myolo.events.settings import KafkaSettings
 
-__all__ = ["Bootstrap", "err_console", "fail", "invalid", "kafka_settings", "resolved"]
+__all__ = ["Bootstrap", "err_console", "invalid", "kafka_settings", "resolved"]
 
 Bootstrap = Annotated[
     str | None,

@@ -15,8 +15,8 @@ import yaml
 from rich.markup import escape
 
 from myolo.common.struct_cli import with_options
-from myolo.coordinator.cli import common
 from myolo.coordinator.cli.client import ApiOption
+from myolo.coordinator.cli.exits import fail
 from myolo.coordinator.cli.jobs import submit
 from myolo.coordinator.jobs.manifest import API_VERSIONS, ManifestError, camel, manifest_field, parse_manifest
 from myolo.events.payloads.trainer_fields import trainer_fields
@@ -62,13 +62,13 @@ def train(
     try:
         doc = manifest(name, dict(given or {}), min_replicas=min_replicas, max_replicas=max_replicas)
     except TrainerJobError as exc:
-        common.fail(escape(f"{exc}; nothing was sent"))
+        fail(escape(f"{exc}; nothing was sent"))
     text = yaml.safe_dump(doc, sort_keys=False)
     try:
         parse_manifest(text)
     except ManifestError as exc:
         flag = FLAGS.get(exc.field)
-        common.fail(escape(f"{exc}" + (f" (set by {flag})" if flag else "") + "; nothing was sent"))
+        fail(escape(f"{exc}" + (f" (set by {flag})" if flag else "") + "; nothing was sent"))
     if dry_run:
         typer.echo(text, nl=False)
         return
