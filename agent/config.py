@@ -28,7 +28,7 @@ from myolo.agent.releases.config import ReleasesConfig
 from myolo.agent.trainer.config import TrainerConfig
 from myolo.common.config import load_config
 from myolo.common.errors import ConfigError
-from myolo.common.telemetry import TelemetrySettings
+from myolo.common.telemetry_settings import TelemetrySettings
 from myolo.events.payloads.common import Host
 from myolo.events.settings import KafkaSettings
 

@@ -7,9 +7,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-import msgspec
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
@@ -18,17 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 from myolo.common.errors import ConfigError
-
-
-class TelemetrySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The ``[telemetry]`` section: where OpenTelemetry metrics and traces go (``myolo.common.telemetry``).
-
-    ``none`` exports nothing (the default: Prometheus scrapes ``/metrics`` instead); ``otlp`` pushes to an
-    OTLP/HTTP collector every ``metric_interval_s``; ``console`` prints to stderr, for debugging."""
-
-    exporter: Literal["none", "console", "otlp"] = "none"
-    otlp_endpoint: str = "http://127.0.0.1:4318"
-    metric_interval_s: Annotated[float, msgspec.Meta(ge=1.0, le=3600.0)] = 15.0
+from myolo.common.telemetry_settings import TelemetrySettings
 
 
 def resource(service: str, instance: str | None = None) -> Resource:

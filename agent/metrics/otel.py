@@ -17,7 +17,7 @@ from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from myolo.agent.metrics.exporter import AgentMetrics
 from myolo.agent.metrics.plan import Planned, series
 from myolo.common.metrics.mapping import Mapping, load
-from myolo.common.telemetry import TelemetrySettings
+from myolo.common.telemetry_settings import TelemetrySettings
 
 FIXED_GPU_ATTRIBUTES = {"hw.vendor": "NVIDIA"}
 

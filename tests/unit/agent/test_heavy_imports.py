@@ -1,5 +1,5 @@
 """The agent daemon keeps numpy and pydantic out of its memory: each costs 10-20 MiB resident, and the agent's
-budget is 80 MiB. The probe parses a real command line (typer coerces options there) and imports the `run` path."""
+budget is 80 MiB; nor does it load the OpenTelemetry SDK (3 MiB) when it exports nothing, as by default. The probe parses a real command line (typer coerces options there) and imports the `run` path."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from myolo.agent.cli import app
 try:
     app()
 finally:
-    sys.stderr.write("\nLOADED=" + ",".join(sorted({m.split(".")[0] for m in sys.modules})) + "\n")
+    sdk = sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk"))
+    sys.stderr.write("\nSDK=" + ",".join(sdk) + "\nLOADED=" + ",".join(sorted({m.split(".")[0] for m in sys.modules})) + "\n")
 """
 
 
@@ -27,4 +28,5 @@ def test_the_daemon_and_its_cli_load_no_numpy_pydantic_or_torch() -> None:
     loaded = proc.stderr.rpartition("\nLOADED=")[2].strip().split(",")
     assert len(loaded) > 20 and "myolo" in loaded, proc.stderr[-2000:]
     assert sorted(set(loaded) & set(HEAVY)) == []
+    assert proc.stderr.rpartition("\nSDK=")[2].split("\n", 1)[0] == ""  # the SDK loads only to export
     assert '"backend":"sim"' in proc.stdout.replace(" ", ""), proc.stdout[:500]
