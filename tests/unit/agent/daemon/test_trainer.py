@@ -60,9 +60,15 @@ async def test_the_daemon_starts_shows_drains_and_reconfigures_workers(short_dir
     sample = [e.data for _, e in node.broker.events if isinstance(e.data, NodeSample) and e.data.workers][-1]
     (worker,) = sample.workers
     assert (worker.job_id, worker.rank, worker.gpu, worker.pid) == ("j1", 0, 1, pid)
-    assert [p.pid for p in sample.gpus[1].processes or []] == [pid]  # on its simulated GPU, which is busy
-    assert sample.gpus[1].util_gpu is not None and sample.gpus[1].util_gpu > 50
+    assert [p.pid for p in sample.gpus[1].processes or []] == [pid]  # on its simulated GPU
     assert pid not in [p.pid for p in sample.gpus[0].processes or []]
+
+    async def its_gpu_is_busy() -> bool:  # the simulated GPU's utilisation rises (2 s lag) once the worker runs
+        await play(node.clock, 1.0, 0.5)
+        last = [e.data for _, e in node.broker.events if isinstance(e.data, NodeSample)][-1]
+        return (last.gpus[1].util_gpu or 0.0) > 50 and (last.gpus[0].util_gpu or 0.0) < 50
+
+    await wait_until(its_gpu_is_busy, 30, "the worker's GPU busy, the other idle")
 
     plan = node.rt.trainer.jobs["j1"].workers[0].plan  # type: ignore[union-attr]
     assert plan.env["NCCL_DEBUG"] == "INFO" and plan.env["NCCL_DEBUG_FILE"] == str(plan.nccl_log)
