@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from typer.testing import CliRunner
 
-from myolo.coordinator.cli import local
+from myolo.coordinator.cli.main import app as myoloctl
 from myolo.coordinator.localstack.broker import BrokerError, LocalBroker, answers_metadata, fetch_metadata, state
 from myolo.coordinator.localstack.broker.jars import ensure_jars
 from myolo.coordinator.localstack.broker.java import find_java, parse_major
@@ -111,7 +111,7 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
     runner = CliRunner()
     env = {"MYOLO_STATE_DIR": str(tmp_path)}
     try:
-        first = runner.invoke(local.app, ["up"], env=env)
+        first = runner.invoke(myoloctl, ["local", "up"], env=env)
         assert first.exit_code == 0, first.output
         broker = LocalBroker(tmp_path)
         assert "Kafka started" in first.output
@@ -119,25 +119,25 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
         assert str(broker.log_path) in first.output
         pid = broker.status().pid
 
-        again = runner.invoke(local.app, ["up"], env=env)
+        again = runner.invoke(myoloctl, ["local", "up"], env=env)
         assert again.exit_code == 0, again.output
         assert "already running" in again.output and broker.bootstrap in again.output
         assert _pids_with(str(broker.properties_path)) == [pid]
 
-        running = runner.invoke(local.app, ["status"], env=env)
+        running = runner.invoke(myoloctl, ["local", "status"], env=env)
         assert running.exit_code == 0, running.output
         assert "Kafka running" in running.output and broker.bootstrap in running.output
 
-        down = runner.invoke(local.app, ["down"], env=env)
+        down = runner.invoke(myoloctl, ["local", "down"], env=env)
         assert down.exit_code == 0, down.output
         assert f"Kafka stopped (pid {pid})" in down.output
         assert _pids_with(str(broker.properties_path)) == []
 
-        stopped = runner.invoke(local.app, ["status"], env=env)
+        stopped = runner.invoke(myoloctl, ["local", "status"], env=env)
         assert stopped.exit_code == 1
         assert "Kafka not running" in stopped.output
 
-        clean = runner.invoke(local.app, ["down", "--clean"], env=env)
+        clean = runner.invoke(myoloctl, ["local", "down", "--clean"], env=env)
         assert clean.exit_code == 0 and "was not running" in clean.output
         assert not broker.home.exists()
     finally:
@@ -155,7 +155,7 @@ def test_busy_port_is_refused_with_a_hint(tmp_path: Path) -> None:
         assert f"127.0.0.1:{port} is already in use" in str(caught.value)
         assert "--port" in caught.value.hint
 
-        result = CliRunner().invoke(local.app, ["up", "--port", str(port), "--state-dir", str(tmp_path)])
+        result = CliRunner().invoke(myoloctl, ["local", "up", "--port", str(port), "--state-dir", str(tmp_path)])
         assert result.exit_code == 1
         assert "already in use" in result.output and "hint:" in result.output
     assert LocalBroker(tmp_path).status().running is False
