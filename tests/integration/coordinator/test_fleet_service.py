@@ -8,7 +8,8 @@ from __future__ import annotations
 import uuid
 
 from myolo.common.clock import SimClock
-from myolo.coordinator.cordons.records import STATE_NODES, CordonRecord
+from myolo.coordinator.cordons.records import STATE_NODES
+from myolo.coordinator.fleet.model import Cordon
 from myolo.events.payloads import GpuReading, NodeFault, NodeSample
 from tests.integration.coordinator.conftest import commands, cordons, fleet, state_records, wait_until
 from tests.support.api_auth import VIEWER
@@ -91,7 +92,7 @@ async def test_view_reactions_and_restart(settings, make_config, services, produ
     await services.stop(svc)
     again = await services.start(make_config(f"c2-{tag}"), SimClock())
     found = {n: fleet(again).node(n).cordon for n in (ok, bad, quiet) if fleet(again).node(n)}
-    assert isinstance(found[ok], CordonRecord) and found[ok].cordoned and found[ok].by == "operator:alice"
+    assert isinstance(found[ok], Cordon) and found[ok].cordoned and found[ok].by == "operator:alice"
     assert not found[bad].cordoned and found[quiet].by == "auto:lost"
     await wait_until(lambda: again.is_leader, 30, "leadership of the second")
     assert again.epoch > rec.epoch
