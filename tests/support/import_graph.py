@@ -22,6 +22,18 @@ def module_name(path: Path, root: Path, prefix: str = "") -> str:
     return prefix + ".".join(parts)
 
 
+def imported_modules(path: Path) -> set[str]:
+    """The absolute modules a file imports (``import a.b``, ``from a.b import c`` -> ``a.b``), wherever the
+    import stands; relative imports are left out."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
 def import_graph(package_dir: Path, prefix: str = "") -> dict[str, set[str]]:
     """Each module of the package (under ``package_dir``, imported as ``<prefix><its folder>``) -> the modules of
     the same package it imports."""

@@ -4,10 +4,11 @@ source with ``ast``, late and ``TYPE_CHECKING`` imports included."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests.support.import_graph import imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = {
@@ -21,21 +22,12 @@ ALLOWED = {
 
 def reached(package_dir: Path, root: Path = ROOT) -> set[str]:
     """``file -> myolo.<package>`` for every import of another of our packages under ``package_dir``."""
-    out: set[str] = set()
-    for path in sorted(package_dir.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and node.level == 0
-                else []
-            )
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "myolo" and len(parts) > 1 and parts[1] != package_dir.name:
-                    out.add(f"{path.relative_to(root)} -> myolo.{parts[1]}")
-    return out
+    return {
+        f"{path.relative_to(root)} -> myolo.{parts[1]}"
+        for path in sorted(package_dir.rglob("*.py"))
+        for parts in (name.split(".") for name in imported_modules(path))
+        if parts[0] == "myolo" and len(parts) > 1 and parts[1] != package_dir.name
+    }
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))

@@ -7,8 +7,9 @@ the bus takes (which is how logic left behind in a command shows itself).
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.support.import_graph import imported_modules
 
 ROOT = Path(__file__).resolve().parents[4]
 CLI = ROOT / "coordinator" / "cli"
@@ -16,16 +17,6 @@ TERMINAL = ("typer", "rich", "click")
 # The whole of these is logic, never the terminal's: a command needing one calls a package that uses it.
 LOGIC_LIBRARIES = ("numpy", "pyarrow", "csv", "math", "statistics", "tarfile", "gzip", "zipfile", "html", "hashlib")
 TRANSPORT = ("client.py", "transport.py")  # the API client is the CLI's own package for HTTP, not a command
-
-
-def _imports(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
-    return found
 
 
 def _top(name: str) -> str:
@@ -39,7 +30,7 @@ def test_only_the_command_lines_import_the_terminal_libraries() -> None:
         for package in ("coordinator", "events")
         for path in sorted((ROOT / package).rglob("*.py"))
         if path not in allowed and CLI not in path.parents
-        for name in sorted(_imports(path))
+        for name in sorted(imported_modules(path))
         if _top(name) in TERMINAL
     ]
     assert found == [], "parse and render in coordinator/cli/; compute in the package the work belongs to"
@@ -50,7 +41,7 @@ def test_command_modules_import_no_library_of_the_logic() -> None:
         f"{path.name}: {name}"
         for path in sorted(CLI.glob("*.py"))
         if path.name not in TRANSPORT
-        for name in sorted(_imports(path))
+        for name in sorted(imported_modules(path))
         if _top(name) in LOGIC_LIBRARIES or (_top(name) == "aiokafka" and name != "aiokafka.errors")
     ]
     assert found == [], "move the computation into its package (drift/offline, planning, backup, events.bus, ...)"
